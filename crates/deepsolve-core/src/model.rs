@@ -1,0 +1,191 @@
+//! The `ChatModel` trait: the one door between the loop and any LLM.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::{Message, ToolCall};
+
+/// A tool as offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object (`additionalProperties: false`).
+    pub parameters: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolChoice {
+    Auto,
+    /// Tools stay declared (prefix cache) but the model may not call them.
+    None,
+}
+
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub tool_choice: ToolChoice,
+    pub max_tokens: u32,
+    pub temperature: f32,
+    pub stop: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    Stop,
+    ToolCalls,
+    Length,
+    ContentFilter,
+    Other(String),
+}
+
+impl FinishReason {
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "stop" | "eos" | "end_turn" => FinishReason::Stop,
+            "tool_calls" | "function_call" | "tool_use" => FinishReason::ToolCalls,
+            "length" | "max_tokens" => FinishReason::Length,
+            "content_filter" => FinishReason::ContentFilter,
+            other => FinishReason::Other(other.to_string()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::Length => "length",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(s) => s,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// True when any part of this was estimated locally instead of reported by the provider.
+    #[serde(default)]
+    pub estimated: bool,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+
+    pub fn add(&mut self, other: &Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.estimated |= other.estimated;
+    }
+}
+
+/// What one model call produced, after the stream ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub text: String,
+    pub reasoning: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish_reason: FinishReason,
+    pub usage: Usage,
+}
+
+/// Live output while a call streams. The client handles retries itself and reports them here.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamDelta {
+    Text(String),
+    Reasoning(String),
+    Retrying {
+        attempt: u32,
+        max: u32,
+        reason: String,
+        delay_ms: u64,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    #[error("authentication failed ({status}): {message}")]
+    Auth { status: u16, message: String },
+    #[error("the prompt exceeds the model's context length: {message}")]
+    ContextLength { message: String },
+    #[error("the provider does not support tool calling: {message}")]
+    ToolsUnsupported { message: String },
+    #[error("rate limited after {attempts} attempts: {message}")]
+    RateLimited { attempts: u32, message: String },
+    #[error("server error {status} after {attempts} attempts: {message}")]
+    Server {
+        status: u16,
+        attempts: u32,
+        message: String,
+    },
+    #[error("request rejected ({status}): {message}")]
+    BadRequest { status: u16, message: String },
+    #[error("transport error after {attempts} attempts: {message}")]
+    Transport { attempts: u32, message: String },
+    #[error("no data from the model for {}s", .after.as_secs())]
+    IdleTimeout { after: Duration },
+    /// The stream broke after visible output had already been shown: not retried.
+    #[error("the stream broke after output had started: {message}")]
+    StreamCut { message: String },
+    #[error("unreadable reply from the model: {message}")]
+    Protocol { message: String },
+}
+
+impl ModelError {
+    /// A short stable name for events and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ModelError::Auth { .. } => "auth",
+            ModelError::ContextLength { .. } => "context_length",
+            ModelError::ToolsUnsupported { .. } => "tools_unsupported",
+            ModelError::RateLimited { .. } => "rate_limited",
+            ModelError::Server { .. } => "server",
+            ModelError::BadRequest { .. } => "bad_request",
+            ModelError::Transport { .. } => "transport",
+            ModelError::IdleTimeout { .. } => "idle_timeout",
+            ModelError::StreamCut { .. } => "stream_cut",
+            ModelError::Protocol { .. } => "protocol",
+        }
+    }
+}
+
+/// Where live deltas go while a call streams.
+pub type DeltaSink<'a> = &'a mut (dyn FnMut(StreamDelta) + Send);
+
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// The model's name, for events and logs.
+    fn name(&self) -> &str;
+
+    /// Run one streaming chat completion. Retries of transient failures happen inside, before
+    /// any visible output; dropping the future cancels the call.
+    async fn complete(
+        &self,
+        request: &ChatRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<Completion, ModelError>;
+}
+
+#[async_trait]
+impl<T: ChatModel + ?Sized> ChatModel for std::sync::Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    async fn complete(
+        &self,
+        request: &ChatRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<Completion, ModelError> {
+        (**self).complete(request, on_delta).await
+    }
+}

@@ -1,0 +1,101 @@
+//! How a turn ended.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Usage;
+use crate::solve::SolveRecord;
+use crate::tool::Artifact;
+
+/// Every way a turn can end (DESIGN §5.4). Recorded on every turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    Answered,
+    AnsweredWithOpenSteps,
+    AnsweredWithoutPlan,
+    MaxRounds,
+    ContextLimit,
+    TurnTimeout,
+    Budget,
+    Repetition,
+    EmptyRounds,
+    ModelError,
+    Cancelled,
+}
+
+impl StopReason {
+    pub const ALL: [StopReason; 11] = [
+        StopReason::Answered,
+        StopReason::AnsweredWithOpenSteps,
+        StopReason::AnsweredWithoutPlan,
+        StopReason::MaxRounds,
+        StopReason::ContextLimit,
+        StopReason::TurnTimeout,
+        StopReason::Budget,
+        StopReason::Repetition,
+        StopReason::EmptyRounds,
+        StopReason::ModelError,
+        StopReason::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Answered => "answered",
+            StopReason::AnsweredWithOpenSteps => "answered_with_open_steps",
+            StopReason::AnsweredWithoutPlan => "answered_without_plan",
+            StopReason::MaxRounds => "max_rounds",
+            StopReason::ContextLimit => "context_limit",
+            StopReason::TurnTimeout => "turn_timeout",
+            StopReason::Budget => "budget",
+            StopReason::Repetition => "repetition",
+            StopReason::EmptyRounds => "empty_rounds",
+            StopReason::ModelError => "model_error",
+            StopReason::Cancelled => "cancelled",
+        }
+    }
+
+    /// The turn ended with an answer the model wrote of its own accord.
+    pub fn is_natural_answer(self) -> bool {
+        matches!(
+            self,
+            StopReason::Answered
+                | StopReason::AnsweredWithOpenSteps
+                | StopReason::AnsweredWithoutPlan
+        )
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where the final text came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerSource {
+    /// The model answered of its own accord.
+    Model,
+    /// The forced-answer call (tools declared, `tool_choice: none`).
+    Forced,
+    /// Assembled from the step summaries because the forced call failed.
+    StepSummaries,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnOutcome {
+    pub turn_id: String,
+    pub answer: Option<String>,
+    pub answer_source: Option<AnswerSource>,
+    pub stop_reason: StopReason,
+    /// The solve record: plan, steps with summaries, replans, plan history.
+    pub solve: SolveRecord,
+    pub usage: Usage,
+    pub rounds: u32,
+    pub elapsed_ms: u64,
+    pub artifacts: Vec<Artifact>,
+    /// Set for `model_error`: what went wrong, for the one-line exit message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}

@@ -1,0 +1,83 @@
+//! The `Tool` trait and the out-of-band context every tool call receives.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::model::ToolSpec;
+
+/// Server-side context for a tool call. It never travels through the model's arguments, so a
+/// model cannot forge a turn id, a workspace or a user (DESIGN R4).
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    pub turn_id: String,
+    pub session_id: Option<String>,
+    pub user_id: Option<String>,
+    pub workspace: Option<PathBuf>,
+    pub call_id: String,
+    pub cancel: CancellationToken,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Artifact {
+    pub path: String,
+    pub size: u64,
+    pub mime: String,
+}
+
+/// What a tool returns. `content` is what the model will see (the loop truncates it);
+/// everything else goes to events and the turn record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ToolOutput {
+    pub content: String,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<Artifact>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub metadata: Value,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            ok: true,
+            ..Default::default()
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            ok: false,
+            ..Default::default()
+        }
+    }
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+
+    /// Overrides the turn's default per-call timeout (e.g. code execution: 30 s).
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Run with arguments already parsed and validated against `spec().parameters`.
+    /// An `Err` becomes an error result for the model, never a crashed turn.
+    async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+pub type ToolRef = Arc<dyn Tool>;
