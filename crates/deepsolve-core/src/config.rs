@@ -34,29 +34,86 @@ pub const KNOBS: &[Knob] = &[
         integer: false,
         ..knob("temperature", 0.3, 0.0, 2.0, "sampling temperature")
     },
-    knob("max_tokens", 8192.0, 1.0, 200_000.0, "output tokens per model call"),
-    knob("max_rounds", 12.0, 1.0, 50.0, "model calls that may use tools"),
+    knob(
+        "max_tokens",
+        8192.0,
+        1.0,
+        200_000.0,
+        "output tokens per model call",
+    ),
+    knob(
+        "max_rounds",
+        12.0,
+        1.0,
+        50.0,
+        "model calls that may use tools",
+    ),
     knob("max_replans", 2.0, 0.0, 10.0, "solve_replan budget"),
-    knob("max_steps", 12.0, 1.0, 12.0, "plan length; longer plans are truncated"),
-    knob("settlement_rounds", 2.0, 0.0, 5.0, "extra rounds after max_rounds with a finish-now notice"),
-    knob("turn_timeout_s", 1200.0, 10.0, 21_600.0, "wall-clock limit of a turn"),
+    knob(
+        "max_steps",
+        12.0,
+        1.0,
+        12.0,
+        "plan length; longer plans are truncated",
+    ),
+    knob(
+        "settlement_rounds",
+        2.0,
+        0.0,
+        5.0,
+        "extra rounds after max_rounds with a finish-now notice",
+    ),
+    knob(
+        "turn_timeout_s",
+        1200.0,
+        10.0,
+        21_600.0,
+        "wall-clock limit of a turn",
+    ),
     knob("tool_timeout_s", 60.0, 1.0, 600.0, "per tool call"),
-    knob("code_timeout_s", 30.0, 1.0, 600.0, "per code_execution/exec call"),
-    knob("stream_idle_timeout_s", 120.0, 5.0, 600.0, "no byte from the model for this long is an error"),
-    knob("max_parallel_tool_calls", 8.0, 1.0, 32.0, "tool calls run per round; the rest are skipped"),
-    knob("token_budget", 0.0, 0.0, 1.0e9, "total tokens per turn; 0 = off"),
+    knob(
+        "code_timeout_s",
+        30.0,
+        1.0,
+        600.0,
+        "per code_execution/exec call",
+    ),
+    knob(
+        "stream_idle_timeout_s",
+        120.0,
+        5.0,
+        600.0,
+        "no byte from the model for this long is an error",
+    ),
+    knob(
+        "max_parallel_tool_calls",
+        8.0,
+        1.0,
+        32.0,
+        "tool calls run per round; the rest are skipped",
+    ),
+    knob(
+        "token_budget",
+        0.0,
+        0.0,
+        1.0e9,
+        "total tokens per turn; 0 = off",
+    ),
     Knob {
         integer: false,
-        ..knob("ultimatum_at", 0.85, 0.3, 0.95, "fraction of the context window that forces an answer")
+        ..knob(
+            "ultimatum_at",
+            0.85,
+            0.3,
+            0.95,
+            "fraction of the context window that forces an answer",
+        )
     },
 ];
 
 /// Boolean knobs.
-pub const FLAGS: &[(&str, bool, &str)] = &[(
-    "plan_first",
-    true,
-    "refuse work tools before solve_plan",
-)];
+pub const FLAGS: &[(&str, bool, &str)] =
+    &[("plan_first", true, "refuse work tools before solve_plan")];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SolveConfig {
@@ -252,7 +309,9 @@ fn flag(map: &Map<String, Value>, key: &str) -> Result<bool, ConfigError> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(default),
         Some(Value::Bool(b)) => Ok(*b),
-        Some(Value::String(s)) if matches!(s.as_str(), "true" | "strict" | "on" | "yes") => Ok(true),
+        Some(Value::String(s)) if matches!(s.as_str(), "true" | "strict" | "on" | "yes") => {
+            Ok(true)
+        }
         Some(Value::String(s)) if matches!(s.as_str(), "false" | "off" | "no") => Ok(false),
         Some(other) => Err(ConfigError::WrongType {
             key: key.to_string(),

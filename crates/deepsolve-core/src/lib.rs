@@ -4,15 +4,24 @@
 //! [`ChatModel`] and [`Tool`] traits, so every behaviour is testable with in-process fakes.
 
 pub mod config;
+mod context;
+pub mod dispatch;
+pub mod engine;
 pub mod event;
+pub mod json_repair;
 pub mod message;
 pub mod model;
+pub mod normalize;
 pub mod outcome;
+pub mod progress;
 pub mod solve;
+pub mod tokens;
 pub mod tool;
+pub mod truncate;
 
 pub use config::{ClampWarning, ConfigError, SolveConfig};
-pub use event::{EventKind, EventSink, TurnEvent};
+pub use engine::{Engine, EngineError, PriorTurn, TurnError, TurnSpec};
+pub use event::{EventKind, EventSink, NullSink, TurnEvent, VecSink};
 pub use message::{Message, Role, ToolCall};
 pub use model::{
     ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, ModelError, StreamDelta,

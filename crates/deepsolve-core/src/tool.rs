@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::SolveConfig;
 use crate::model::ToolSpec;
 
 /// Server-side context for a tool call. It never travels through the model's arguments, so a
@@ -66,9 +67,9 @@ impl ToolOutput {
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
 
-    /// Overrides the turn's default per-call timeout (e.g. code execution: 30 s).
-    fn timeout(&self) -> Option<Duration> {
-        None
+    /// The per-call timeout; tools with their own knob (code execution) override it.
+    fn timeout(&self, config: &SolveConfig) -> Duration {
+        config.tool_timeout()
     }
 
     /// Run with arguments already parsed and validated against `spec().parameters`.

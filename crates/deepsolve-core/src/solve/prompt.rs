@@ -35,9 +35,13 @@ const ZH: &str = include_str!("prompts/zh.md");
 /// What each known work tool is for, per language.
 fn tool_line(name: &str, lang: Language) -> Option<&'static str> {
     let line = match (name, lang) {
-        ("code_execution", Language::En) => "`code_execution`: computation, symbolic algebra, plots, numerical checks",
+        ("code_execution", Language::En) => {
+            "`code_execution`: computation, symbolic algebra, plots, numerical checks"
+        }
         ("code_execution", Language::Zh) => "`code_execution`：计算、符号运算、作图、数值验算",
-        ("exec", Language::En) => "`exec`: produce files (a worked-solution PDF, a chart, a spreadsheet)",
+        ("exec", Language::En) => {
+            "`exec`: produce files (a worked-solution PDF, a chart, a spreadsheet)"
+        }
         ("exec", Language::Zh) => "`exec`：生成文件（解题 PDF、图表、表格）",
         ("rag", Language::En) => "`rag`: search the attached learning material; cite chunks as [n]",
         ("rag", Language::Zh) => "`rag`：检索附带的学习材料，引用时标注 [n]",
@@ -49,8 +53,12 @@ fn tool_line(name: &str, lang: Language) -> Option<&'static str> {
         ("web_fetch", Language::Zh) => "`web_fetch`：阅读搜索到的网页",
         ("reason", Language::En) => "`reason`: a hard sub-derivation, worked carefully",
         ("reason", Language::Zh) => "`reason`：完成一段困难的子推导",
-        ("geogebra_analysis", Language::En) => "`geogebra_analysis`: rebuild the figure of a problem with an image, then solve from it",
-        ("geogebra_analysis", Language::Zh) => "`geogebra_analysis`：把带图题目的图形还原成 GeoGebra 图形，再基于图形求解",
+        ("geogebra_analysis", Language::En) => {
+            "`geogebra_analysis`: rebuild the figure of a problem with an image, then solve from it"
+        }
+        ("geogebra_analysis", Language::Zh) => {
+            "`geogebra_analysis`：把带图题目的图形还原成 GeoGebra 图形，再基于图形求解"
+        }
         _ => return None,
     };
     Some(line)
@@ -89,7 +97,10 @@ mod tests {
 
     #[test]
     fn names_only_mounted_tools() {
-        let p = playbook(Language::En, &[("code_execution", "run python"), ("solve_plan", "")]);
+        let p = playbook(
+            Language::En,
+            &[("code_execution", "run python"), ("solve_plan", "")],
+        );
         assert!(p.contains("`code_execution`"));
         assert!(!p.contains("`web_search`"));
         assert!(!p.contains("`rag`"));
@@ -99,7 +110,12 @@ mod tests {
     #[test]
     fn chinese_playbook_has_the_same_contract() {
         let p = playbook(Language::Zh, &[("reason", "")]);
-        for name in ["solve_plan", "solve_finish_step", "solve_replan", "`reason`"] {
+        for name in [
+            "solve_plan",
+            "solve_finish_step",
+            "solve_replan",
+            "`reason`",
+        ] {
             assert!(p.contains(name), "{name} missing");
         }
         assert!(!p.contains("code_execution"));

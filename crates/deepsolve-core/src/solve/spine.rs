@@ -137,7 +137,10 @@ fn goals_of(args: &Value) -> Vec<String> {
 }
 
 fn str_arg<'a>(args: &'a Value, key: &str) -> &'a str {
-    args.get(key).and_then(Value::as_str).unwrap_or_default().trim()
+    args.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim()
 }
 
 const EMPTY_STEPS: &str = "solve_plan needs a non-empty 'steps' array, each with a 'goal'.";
@@ -327,14 +330,22 @@ mod tests {
         assert_eq!(b["status"], "planned");
         assert_eq!(b["next"]["id"], "S1");
         assert_eq!(b["steps"][0]["done"], false);
-        assert!(b["instruction"].as_str().unwrap().starts_with("Work the first step now"));
+        assert!(
+            b["instruction"]
+                .as_str()
+                .unwrap()
+                .starts_with("Work the first step now")
+        );
         assert_eq!(r.effect, SpineEffect::Planned);
     }
 
     #[test]
     fn empty_steps_are_refused_with_the_contract_message() {
         let mut s = SolveSession::new("t", 2, 12);
-        for args in [json!({"analysis": "x", "steps": []}), json!({"analysis": "x"})] {
+        for args in [
+            json!({"analysis": "x", "steps": []}),
+            json!({"analysis": "x"}),
+        ] {
             let r = plan(&mut s, &args);
             assert!(!r.output.ok);
             assert_eq!(r.output.content, EMPTY_STEPS);
@@ -365,7 +376,10 @@ mod tests {
     fn finish_without_plan_is_refused() {
         let mut s = SolveSession::new("t", 2, 12);
         let r = finish_step(&mut s, &json!({"step_id": "S1", "summary": "x"}));
-        assert_eq!(r.output.content, "No plan yet. Call solve_plan before solve_finish_step.");
+        assert_eq!(
+            r.output.content,
+            "No plan yet. Call solve_plan before solve_finish_step."
+        );
     }
 
     #[test]

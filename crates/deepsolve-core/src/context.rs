@@ -1,0 +1,109 @@
+//! The model's view of a turn: system prompt, history and problem (the byte-stable prefix),
+//! and the working messages of the current step, with cached token counts.
+
+use crate::message::{Message, Role};
+use crate::normalize::normalize;
+use crate::tokens;
+
+pub const SNIPPED: &str = "[output snipped to save context; it is kept in the turn log]";
+
+/// A work tool's output that has not been snipped yet. Solve-tool results are tiny and carry
+/// the plan, so they are never snipped.
+fn is_work_output(m: &Message) -> bool {
+    m.role == Role::Tool
+        && m.content != SNIPPED
+        && !m.name.as_deref().is_some_and(crate::solve::is_solve_tool)
+}
+
+pub struct Context {
+    prefix: Vec<Message>,
+    prefix_tokens: u64,
+    working: Vec<(Message, u64)>,
+    /// Provider-reported prompt tokens / our estimate, from the last call with real usage.
+    calibration: f64,
+}
+
+impl Context {
+    pub fn new(prefix: Vec<Message>) -> Self {
+        let prefix_tokens = prefix.iter().map(tokens::message_tokens).sum();
+        Context {
+            prefix,
+            prefix_tokens,
+            working: Vec::new(),
+            calibration: 1.0,
+        }
+    }
+
+    pub fn push(&mut self, message: Message) {
+        let t = tokens::message_tokens(&message);
+        self.working.push((message, t));
+    }
+
+    /// The request's messages: prefix, working messages, then the ephemeral tail (progress
+    /// block, notices), normalised.
+    pub fn request_messages(&self, tail: Option<String>) -> Vec<Message> {
+        let mut messages = Vec::with_capacity(self.prefix.len() + self.working.len() + 1);
+        messages.extend(self.prefix.iter().cloned());
+        messages.extend(self.working.iter().map(|(m, _)| m.clone()));
+        if let Some(tail) = tail {
+            messages.push(Message::user(tail));
+        }
+        normalize(messages)
+    }
+
+    /// Estimated prompt tokens of a request with this tail.
+    pub fn estimate(&self, tail_tokens: u64) -> u64 {
+        let raw =
+            self.prefix_tokens + self.working.iter().map(|(_, t)| t).sum::<u64>() + tail_tokens;
+        (raw as f64 * self.calibration).round() as u64
+    }
+
+    /// Learn from the provider's count for a request we estimated at `estimated`.
+    pub fn calibrate(&mut self, estimated_raw: u64, reported: u64) {
+        if estimated_raw > 0 && reported > 0 {
+            self.calibration = (reported as f64 / estimated_raw as f64).clamp(0.5, 2.0);
+        }
+    }
+
+    pub fn raw_estimate(&self, tail_tokens: u64) -> u64 {
+        self.prefix_tokens + self.working.iter().map(|(_, t)| t).sum::<u64>() + tail_tokens
+    }
+
+    /// Drop the working messages (the finished step's chatter): the fold.
+    pub fn fold(&mut self) {
+        self.working.clear();
+    }
+
+    /// Snip the oldest unsnipped tool output to a stub. Returns false when nothing is left.
+    pub fn snip_oldest_tool_output(&mut self) -> bool {
+        let target = self
+            .working
+            .iter_mut()
+            .find(|(m, _)| is_work_output(m) && m.content.len() > SNIPPED.len());
+        match target {
+            Some((m, t)) => {
+                m.content = SNIPPED.to_string();
+                *t = tokens::message_tokens(m);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Replace the largest tool output of the current step with a stub (ultimatum path).
+    pub fn drop_largest_tool_output(&mut self) -> bool {
+        let largest = self
+            .working
+            .iter_mut()
+            .filter(|(m, _)| is_work_output(m))
+            .max_by_key(|(_, t)| *t);
+        match largest {
+            Some((m, t)) => {
+                m.content = SNIPPED.to_string();
+                *t = tokens::message_tokens(m);
+                true
+            }
+            None => false,
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! A scripted in-process model and fake tools for the engine's tests.
+#![allow(dead_code)]
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deepsolve_core::*;
+use serde_json::{Value, json};
+
+pub enum Step {
+    Reply(Completion),
+    Fail(ModelError),
+    Sleep(Duration),
+}
+
+type Script = Box<dyn FnMut(&ChatRequest, usize) -> Step + Send>;
+
+/// A model that plays a script and checks the request invariants on every call.
+pub struct Fake {
+    script: Mutex<Script>,
+    pub requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl Fake {
+    pub fn new(script: impl FnMut(&ChatRequest, usize) -> Step + Send + 'static) -> Self {
+        Fake {
+            script: Mutex::new(Box::new(script)),
+            requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Replies in order; panics (fails the test) on a call beyond the list.
+    pub fn seq(steps: Vec<Step>) -> Self {
+        let mut steps = steps.into_iter();
+        Fake::new(move |_, n| {
+            steps
+                .next()
+                .unwrap_or_else(|| panic!("unexpected model call #{}", n + 1))
+        })
+    }
+
+    pub fn requests(&self) -> Vec<ChatRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl ChatModel for Fake {
+    fn name(&self) -> &str {
+        "fake"
+    }
+
+    async fn complete(
+        &self,
+        request: &ChatRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<Completion, ModelError> {
+        check_invariants(request);
+        let step = {
+            let mut reqs = self.requests.lock().unwrap();
+            reqs.push(request.clone());
+            let n = reqs.len() - 1;
+            (self.script.lock().unwrap())(request, n)
+        };
+        match step {
+            Step::Reply(c) => {
+                if !c.reasoning.is_empty() {
+                    on_delta(StreamDelta::Reasoning(c.reasoning.clone()));
+                }
+                if !c.text.is_empty() {
+                    on_delta(StreamDelta::Text(c.text.clone()));
+                }
+                Ok(c)
+            }
+            Step::Fail(e) => Err(e),
+            Step::Sleep(d) => {
+                tokio::time::sleep(d).await;
+                Err(ModelError::Transport {
+                    attempts: 1,
+                    message: "slept".into(),
+                })
+            }
+        }
+    }
+}
+
+/// DESIGN §5.1 invariants, asserted on every request.
+pub fn check_invariants(req: &ChatRequest) {
+    let m = &req.messages;
+    assert_eq!(m[0].role, Role::System, "first message must be system");
+    assert_eq!(
+        m.iter().filter(|x| x.role == Role::System).count(),
+        1,
+        "one system message"
+    );
+    let offered: HashSet<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
+    for (i, msg) in m.iter().enumerate() {
+        assert!(
+            !(msg.content.trim().is_empty() && msg.tool_calls.is_empty() && msg.role != Role::Tool),
+            "empty message at {i}"
+        );
+        if i > 0 {
+            assert!(
+                !(msg.role == Role::User && m[i - 1].role == Role::User),
+                "consecutive user messages at {i}"
+            );
+        }
+        if msg.role == Role::Assistant && !msg.tool_calls.is_empty() {
+            let results: Vec<&Message> = m[i + 1..]
+                .iter()
+                .take_while(|x| x.role == Role::Tool)
+                .collect();
+            for call in &msg.tool_calls {
+                let n = results
+                    .iter()
+                    .filter(|r| r.tool_call_id.as_deref() == Some(call.id.as_str()))
+                    .count();
+                assert_eq!(n, 1, "call {} must have exactly one result", call.id);
+            }
+            assert_eq!(results.len(), msg.tool_calls.len(), "no orphan results");
+        }
+    }
+    if req.tool_choice == ToolChoice::None {
+        assert!(
+            !offered.is_empty(),
+            "tool_choice none keeps the tools declared"
+        );
+    }
+}
+
+pub fn usage(p: u64, c: u64) -> Usage {
+    Usage {
+        prompt_tokens: p,
+        completion_tokens: c,
+        estimated: false,
+    }
+}
+
+pub fn text(t: &str) -> Step {
+    Step::Reply(Completion {
+        text: t.into(),
+        reasoning: String::new(),
+        tool_calls: vec![],
+        finish_reason: FinishReason::Stop,
+        usage: usage(100, 10),
+    })
+}
+
+pub fn completion_calls(calls: Vec<(&str, Value)>) -> Completion {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    Completion {
+        text: String::new(),
+        reasoning: String::new(),
+        tool_calls: calls
+            .into_iter()
+            .map(|(name, args)| ToolCall {
+                id: format!(
+                    "call_{}",
+                    N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                ),
+                name: name.into(),
+                arguments: args.to_string(),
+            })
+            .collect(),
+        finish_reason: FinishReason::ToolCalls,
+        usage: usage(100, 10),
+    }
+}
+
+pub fn calls(calls: Vec<(&str, Value)>) -> Step {
+    Step::Reply(completion_calls(calls))
+}
+
+pub fn plan(goals: &[&str]) -> Step {
+    let steps: Vec<Value> = goals.iter().map(|g| json!({"goal": g})).collect();
+    calls(vec![(
+        "solve_plan",
+        json!({"analysis": "the approach", "steps": steps}),
+    )])
+}
+
+pub fn finish(id: &str, summary: &str) -> Step {
+    calls(vec![(
+        "solve_finish_step",
+        json!({"step_id": id, "summary": summary}),
+    )])
+}
+
+pub fn echo(q: &str) -> Step {
+    calls(vec![("echo", json!({"q": q}))])
+}
+
+/// A work tool that echoes its argument, optionally sleeping or panicking.
+pub struct Echo {
+    pub spec: ToolSpec,
+    pub delay: Duration,
+    pub panic: bool,
+    pub output: Option<String>,
+    pub runs: std::sync::atomic::AtomicU32,
+}
+
+impl Echo {
+    pub fn named(name: &str) -> Self {
+        Echo {
+            spec: ToolSpec {
+                name: name.into(),
+                description: "echo the query".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"q": {"type": "string"}, "n": {"type": "integer", "minimum": 1}},
+                    "required": ["q"],
+                    "additionalProperties": false
+                }),
+            },
+            delay: Duration::ZERO,
+            panic: false,
+            output: None,
+            runs: Default::default(),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for Echo {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.panic {
+            panic!("tool bug");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(self.delay) => {}
+            _ = ctx.cancel.cancelled() => return Err(ToolError("cancelled".into())),
+        }
+        Ok(ToolOutput::ok(self.output.clone().unwrap_or_else(|| {
+            format!("echo: {}", args["q"].as_str().unwrap_or_default())
+        })))
+    }
+}
+
+pub struct Run {
+    pub outcome: TurnOutcome,
+    pub events: Vec<TurnEvent>,
+    pub requests: Vec<ChatRequest>,
+}
+
+impl Run {
+    pub fn types(&self) -> Vec<&'static str> {
+        self.events.iter().map(|e| e.kind.type_name()).collect()
+    }
+
+    pub fn results(&self) -> Vec<(String, bool, String)> {
+        self.events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::ToolResult {
+                    name, ok, content, ..
+                } => Some((name.clone(), *ok, content.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every text the model saw in the last request.
+    pub fn last_prompt(&self) -> String {
+        prompt_text(self.requests.last().expect("a request"))
+    }
+}
+
+pub fn prompt_text(req: &ChatRequest) -> String {
+    req.messages
+        .iter()
+        .map(|m| {
+            let calls: String = m
+                .tool_calls
+                .iter()
+                .map(|c| format!("{}({})", c.name, c.arguments))
+                .collect();
+            format!("{:?}: {}{}\n", m.role, m.content, calls)
+        })
+        .collect()
+}
+
+pub async fn run_with(
+    model: Fake,
+    tools: Vec<ToolRef>,
+    configure: impl FnOnce(&mut TurnSpec),
+) -> Run {
+    let names: Vec<String> = tools.iter().map(|t| t.spec().name.clone()).collect();
+    let engine = Engine::new(tools).expect("engine");
+    let mut spec = TurnSpec::new("turn-1", "Solve x^2 - 5x + 6 = 0.");
+    spec.tools = names;
+    configure(&mut spec);
+    let sink = VecSink::default();
+    let outcome = engine
+        .run_turn(
+            &model,
+            spec,
+            &sink,
+            tokio_util::sync::CancellationToken::new(),
+        )
+        .await
+        .expect("turn starts");
+    let events = sink.take();
+    assert_seq_is_gapless(&events);
+    assert_eq!(
+        events.first().map(|e| e.kind.type_name()),
+        Some("turn_started")
+    );
+    assert_eq!(
+        events.last().map(|e| e.kind.type_name()),
+        Some("turn_finished")
+    );
+    assert!(
+        engine.sessions().is_empty(),
+        "the session is closed at the end of the turn"
+    );
+    Run {
+        outcome,
+        events,
+        requests: model.requests(),
+    }
+}
+
+pub fn assert_seq_is_gapless(events: &[TurnEvent]) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e.seq, i as u64, "seq must be monotonic without gaps");
+    }
+}
