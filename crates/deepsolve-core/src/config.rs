@@ -112,8 +112,14 @@ pub const KNOBS: &[Knob] = &[
 ];
 
 /// Boolean knobs.
-pub const FLAGS: &[(&str, bool, &str)] =
-    &[("plan_first", true, "refuse work tools before solve_plan")];
+pub const FLAGS: &[(&str, bool, &str)] = &[
+    ("plan_first", true, "refuse work tools before solve_plan"),
+    (
+        "fold",
+        true,
+        "fold a finished step's messages out of the context (off only to measure what folding saves)",
+    ),
+];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SolveConfig {
@@ -131,6 +137,7 @@ pub struct SolveConfig {
     pub token_budget: u64,
     pub ultimatum_at: f64,
     pub plan_first: bool,
+    pub fold: bool,
 }
 
 impl Default for SolveConfig {
@@ -262,6 +269,7 @@ impl SolveConfig {
             token_budget: num("token_budget")? as u64,
             ultimatum_at: num("ultimatum_at")?,
             plan_first: flag(map, "plan_first")?,
+            fold: flag(map, "fold")?,
         };
         Ok((cfg, warnings))
     }

@@ -716,7 +716,7 @@ impl<'a> TurnRun<'a> {
                 .extend(result.output.artifacts.iter().cloned());
             step_done |= self.announce(&result.effect);
         }
-        if step_done {
+        if step_done && self.cfg.fold {
             self.fold();
         }
         batch

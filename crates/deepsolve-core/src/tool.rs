@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::SolveConfig;
-use crate::model::ToolSpec;
+use crate::model::{ToolSpec, Usage};
 
 /// Server-side context for a tool call. It never travels through the model's arguments, so a
 /// model cannot forge a turn id, a workspace or a user (DESIGN R4).
@@ -43,6 +43,9 @@ pub struct ToolOutput {
     pub sources: Vec<Value>,
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub metadata: Value,
+    /// Model tokens the tool spent (e.g. a reasoning sub-call); added to the turn's usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 impl ToolOutput {

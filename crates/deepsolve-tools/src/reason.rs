@@ -1,0 +1,89 @@
+//! `reason {query, context?}`: one tool-less call to the reasoning model for a hard
+//! sub-derivation; its tokens count in the turn's usage.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use deepsolve_core::{
+    ChatModel, ChatRequest, Message, StreamDelta, Tool, ToolChoice, ToolContext, ToolError,
+    ToolOutput, ToolSpec,
+};
+use serde_json::{Value, json};
+
+pub const REASON: &str = "reason";
+
+const INSTRUCTIONS: &str = "You are a careful mathematician. Derive the result step by step, checking each step. End with a line that starts with 'Answer:' and states the result exactly.";
+
+pub struct ReasonTool {
+    spec: ToolSpec,
+    model: Arc<dyn ChatModel>,
+    max_tokens: u32,
+    temperature: f32,
+}
+
+impl ReasonTool {
+    pub fn new(model: Arc<dyn ChatModel>, max_tokens: u32, temperature: f32) -> Self {
+        ReasonTool {
+            spec: ToolSpec {
+                name: REASON.into(),
+                description: "Work a hard sub-derivation carefully with a dedicated reasoning model; returns the derivation and a labelled answer.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "string", "minLength": 1, "description": "The precise question or derivation to work out."},
+                        "context": {"type": "string", "description": "Facts and results it should build on."}
+                    },
+                    "required": ["query"],
+                    "additionalProperties": false
+                }),
+            },
+            model,
+            max_tokens,
+            temperature,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for ReasonTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn run(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let query = args["query"].as_str().unwrap_or_default();
+        let mut prompt = String::new();
+        if let Some(context) = args["context"].as_str().filter(|c| !c.trim().is_empty()) {
+            prompt.push_str("Context:\n");
+            prompt.push_str(context);
+            prompt.push_str("\n\n");
+        }
+        prompt.push_str("Question:\n");
+        prompt.push_str(query);
+        let request = ChatRequest {
+            messages: vec![Message::system(INSTRUCTIONS), Message::user(prompt)],
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            stop: Vec::new(),
+        };
+        let mut ignore = |_: StreamDelta| {};
+        let completion = self
+            .model
+            .complete(&request, &mut ignore)
+            .await
+            .map_err(|e| ToolError(format!("the reasoning model failed: {e}")))?;
+        let text = completion.text.trim();
+        if text.is_empty() {
+            return Err(ToolError(
+                "the reasoning model returned no text; derive it yourself or rephrase the query"
+                    .into(),
+            ));
+        }
+        Ok(ToolOutput {
+            usage: Some(completion.usage),
+            ..ToolOutput::ok(text)
+        })
+    }
+}

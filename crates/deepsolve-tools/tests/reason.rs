@@ -1,0 +1,82 @@
+//! `reason`: one tool-less sub-call, its text returned and its tokens reported.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use deepsolve_core::*;
+use deepsolve_tools::ReasonTool;
+use serde_json::json;
+
+struct Recorder {
+    seen: Mutex<Vec<ChatRequest>>,
+    reply: String,
+}
+
+#[async_trait]
+impl ChatModel for Recorder {
+    fn name(&self) -> &str {
+        "recorder"
+    }
+
+    async fn complete(
+        &self,
+        req: &ChatRequest,
+        _: DeltaSink<'_>,
+    ) -> Result<Completion, ModelError> {
+        self.seen.lock().unwrap().push(req.clone());
+        Ok(Completion {
+            text: self.reply.clone(),
+            reasoning: String::new(),
+            tool_calls: vec![],
+            finish_reason: FinishReason::Stop,
+            usage: Usage {
+                prompt_tokens: 30,
+                completion_tokens: 12,
+                estimated: false,
+            },
+        })
+    }
+}
+
+fn ctx() -> ToolContext {
+    ToolContext {
+        turn_id: "t".into(),
+        session_id: None,
+        user_id: None,
+        workspace: None,
+        call_id: "c".into(),
+        cancel: tokio_util::sync::CancellationToken::new(),
+    }
+}
+
+#[tokio::test]
+async fn makes_one_tool_less_call_and_reports_usage() {
+    let model = Arc::new(Recorder {
+        seen: Mutex::new(vec![]),
+        reply: "x = 2\nAnswer: 2".into(),
+    });
+    let tool = ReasonTool::new(model.clone(), 1000, 0.2);
+    let out = tool
+        .run(json!({"query": "solve x-2=0", "context": "linear"}), &ctx())
+        .await
+        .unwrap();
+    assert!(out.ok);
+    assert_eq!(out.content, "x = 2\nAnswer: 2");
+    assert_eq!(out.usage.unwrap().total(), 42);
+    let seen = model.seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].tools.is_empty(), "the sub-call offers no tools");
+    assert!(seen[0].messages[1].content.contains("Context:\nlinear"));
+    assert!(seen[0].messages[0].content.contains("Answer:"));
+}
+
+#[tokio::test]
+async fn an_empty_reply_is_an_error_for_the_model() {
+    let model = Arc::new(Recorder {
+        seen: Mutex::new(vec![]),
+        reply: "  ".into(),
+    });
+    let tool = ReasonTool::new(model, 1000, 0.2);
+    let err = tool.run(json!({"query": "q"}), &ctx()).await.unwrap_err();
+    assert!(err.0.contains("no text"));
+}
