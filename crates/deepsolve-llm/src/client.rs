@@ -1,0 +1,471 @@
+//! [`OpenAiClient`]: one endpoint, one model, streaming chat completions with retries.
+
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use deepsolve_core::{
+    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, Message, ModelError, StreamDelta,
+    ToolChoice, ToolSpec,
+};
+use futures::StreamExt;
+use secrecy::ExposeSecret;
+use serde_json::{Value, json};
+
+use crate::accumulate::StreamAccumulator;
+use crate::classify::{Failure, RetryKind, classify_status, classify_stream_error};
+use crate::config::{ClientConfig, ClientError, normalize_base_url};
+use crate::retry::{backoff_delay, parse_retry_after, random_jitter};
+use crate::sse::{MAX_STREAM_BYTES, SseEvent, SseParser};
+use crate::wire::{self, ChatChunk, ProviderError, truncate_message};
+
+/// Cap on an HTTP error body we read to explain a failure.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+/// Cap on a `/models` listing.
+const MAX_MODELS_BYTES: usize = 8 * 1024 * 1024;
+/// The tool offered by [`OpenAiClient::probe_native_tools`].
+const PROBE_TOOL: &str = "deepsolve_probe";
+
+/// Where live deltas go inside this module (the same as [`DeltaSink`], without the reference).
+type Sink<'a> = dyn FnMut(StreamDelta) + Send + 'a;
+
+/// A streaming chat client for one OpenAI-compatible endpoint and model.
+///
+/// It owns one `reqwest::Client` (connection pool), built without proxy support so the API key
+/// never travels through a proxy picked up from the environment.
+#[derive(Debug)]
+pub struct OpenAiClient {
+    config: ClientConfig,
+    endpoint: String,
+    http: reqwest::Client,
+}
+
+/// Whether the event loop should keep reading.
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Done,
+}
+
+impl OpenAiClient {
+    /// Validates `config` (the base URL must be http or https) and builds the HTTP client.
+    pub fn new(mut config: ClientConfig) -> Result<Self, ClientError> {
+        config.base_url = normalize_base_url(&config.base_url)?;
+        config.max_attempts = config.max_attempts.max(1);
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .no_proxy()
+            .build()
+            .map_err(|e| ClientError::Http {
+                message: e.to_string(),
+            })?;
+        let endpoint = wire::chat_completions_url(&config.base_url);
+        Ok(OpenAiClient {
+            config,
+            endpoint,
+            http,
+        })
+    }
+
+    /// The configuration in use (base URL normalised, `max_attempts` at least 1).
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// The model ids the endpoint offers (`GET {base}/models`, `data[].id`), for `doctor` and
+    /// settings UIs. One attempt, bounded by `stream_idle_timeout`.
+    pub async fn list_models(&self) -> Result<Vec<String>, ModelError> {
+        let url = wire::models_url(&self.config.base_url);
+        let request = self.authorize(self.http.get(url));
+        let response = self.send(request).await.map_err(fail_once)?;
+        let body = read_limited(response, MAX_MODELS_BYTES, self.config.stream_idle_timeout)
+            .await
+            .map_err(fail_once)?;
+        let value: Value = serde_json::from_slice(&body).map_err(|e| ModelError::Protocol {
+            message: format!("the model list is not JSON: {e}"),
+        })?;
+        let data =
+            value
+                .get("data")
+                .and_then(Value::as_array)
+                .ok_or_else(|| ModelError::Protocol {
+                    message: "the model list has no `data` array".to_string(),
+                })?;
+        let ids = data.iter().filter_map(|m| m.get("id")?.as_str());
+        Ok(ids.map(str::to_string).collect())
+    }
+
+    /// Asks the model to call one trivial tool, for `doctor` and `protocol: auto`: `Ok(true)`
+    /// when a tool call comes back, `Ok(false)` when it answers in text or the provider says
+    /// tools are unsupported; other failures are returned as they are. One attempt only, so a
+    /// dead endpoint is reported promptly instead of after the full retry schedule.
+    pub async fn probe_native_tools(&self) -> Result<bool, ModelError> {
+        let request = probe_request();
+        match self.complete_with_retries(&request, &mut |_| {}, 1).await {
+            Ok(completion) => Ok(!completion.tool_calls.is_empty()),
+            Err(ModelError::ToolsUnsupported { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The retry loop (DESIGN §5.7): transient failures are retried with backoff, up to `max`
+    /// attempts, but only while nothing visible has been streamed — each attempt turns a
+    /// transient failure after visible output into `StreamCut` itself, so it never reaches this
+    /// loop as retryable. Before each wait, `Retrying { attempt, max, .. }` announces the
+    /// attempt about to be made (2 for the first retry).
+    async fn complete_with_retries(
+        &self,
+        request: &ChatRequest,
+        on_delta: &mut Sink<'_>,
+        max: u32,
+    ) -> Result<Completion, ModelError> {
+        let body = wire::build_request_body(&self.config.model, request, &self.config.extra_body);
+        let max = max.max(1);
+        let mut attempt = 1;
+        loop {
+            let retry = match self.attempt(&body, request, on_delta).await {
+                Ok(completion) => return Ok(completion),
+                Err(Failure::Fatal(e)) => return Err(e),
+                Err(Failure::Retry(retry)) => retry,
+            };
+            if attempt >= max {
+                return retry.exhausted(attempt);
+            }
+            let delay = retry.retry_after.unwrap_or_else(|| {
+                backoff_delay(self.config.backoff_base, attempt - 1, random_jitter())
+            });
+            on_delta(StreamDelta::Retrying {
+                attempt: attempt + 1,
+                max,
+                reason: retry.reason,
+                delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            });
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    /// One request and its stream.
+    async fn attempt(
+        &self,
+        body: &Value,
+        request: &ChatRequest,
+        on_delta: &mut Sink<'_>,
+    ) -> Result<Completion, Failure> {
+        let http_request = self.authorize(self.http.post(&self.endpoint).json(body));
+        let response = self.send(http_request).await?;
+        let mut acc = StreamAccumulator::new();
+        let mut visible = false;
+        let read = if is_json(&response) {
+            self.read_json(response, &mut acc, on_delta, &mut visible)
+                .await
+        } else {
+            self.read_stream(response, &mut acc, on_delta, &mut visible)
+                .await
+        };
+        match read {
+            Err(Failure::Retry(retry)) if visible => Err(Failure::Fatal(ModelError::StreamCut {
+                message: retry.reason,
+            })),
+            Err(failure) => Err(failure),
+            Ok(()) => finish_attempt(acc, request, visible),
+        }
+    }
+
+    /// Sends `request`, waiting at most `stream_idle_timeout` for the response headers, and
+    /// turns a non-success status into a classified failure.
+    async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, Failure> {
+        let idle = self.config.stream_idle_timeout;
+        let response = match tokio::time::timeout(idle, request.send()).await {
+            Err(_) => {
+                let reason = format!("no response from the server within {}s", idle.as_secs());
+                return Err(Failure::retry(RetryKind::Idle(idle), reason));
+            }
+            Ok(Err(e)) => return Err(Failure::retry(RetryKind::Transport, describe(&e))),
+            Ok(Ok(response)) => response,
+        };
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        Err(self.status_failure(response).await)
+    }
+
+    async fn status_failure(&self, response: reqwest::Response) -> Failure {
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let idle = self.config.stream_idle_timeout;
+        let body = read_limited(response, MAX_ERROR_BODY_BYTES, idle)
+            .await
+            .unwrap_or_default();
+        let body = self.redact(&String::from_utf8_lossy(&body));
+        classify_status(status, &ProviderError::from_body(&body), retry_after)
+    }
+
+    /// Reads the SSE stream into `acc`, forwarding visible deltas. Returns `Ok` when the reply
+    /// is complete: `[DONE]`, or a `finish_reason` followed by end of stream, a broken
+    /// connection or silence (servers that never send `[DONE]` or never close).
+    async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        acc: &mut StreamAccumulator,
+        on_delta: &mut Sink<'_>,
+        visible: &mut bool,
+    ) -> Result<(), Failure> {
+        let idle = self.config.stream_idle_timeout;
+        let mut stream = response.bytes_stream();
+        let mut parser = SseParser::new();
+        loop {
+            let next = match tokio::time::timeout(idle, stream.next()).await {
+                Err(_) if acc.saw_finish() => return Ok(()),
+                Err(_) => return Err(idle_failure(idle)),
+                Ok(next) => next,
+            };
+            let bytes = match next {
+                None => return self.end_of_stream(&mut parser, acc, on_delta, visible),
+                Some(Err(_)) if acc.saw_finish() => return Ok(()),
+                Some(Err(e)) => {
+                    let reason = format!("the stream broke: {}", describe(&e));
+                    return Err(Failure::retry(RetryKind::Transport, reason));
+                }
+                Some(Ok(bytes)) => bytes,
+            };
+            let events = parser.feed(&bytes).map_err(|e| protocol(e.to_string()))?;
+            for event in events {
+                if self.handle_event(event, acc, on_delta, visible)? == Flow::Done {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// End of the byte stream: a last event without its blank line still counts if it parses
+    /// (an unparseable one was cut mid-way); without `[DONE]` or a `finish_reason` the reply
+    /// is incomplete.
+    fn end_of_stream(
+        &self,
+        parser: &mut SseParser,
+        acc: &mut StreamAccumulator,
+        on_delta: &mut Sink<'_>,
+        visible: &mut bool,
+    ) -> Result<(), Failure> {
+        if let Some(event) = parser.finish() {
+            match self.handle_event(event, acc, on_delta, visible) {
+                Ok(Flow::Done) => return Ok(()),
+                Ok(Flow::Continue) | Err(Failure::Fatal(ModelError::Protocol { .. })) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        if acc.saw_finish() {
+            return Ok(());
+        }
+        let reason = "the stream ended before the reply was complete";
+        Err(Failure::retry(RetryKind::Transport, reason))
+    }
+
+    /// A 200 with a JSON body: a server that ignored `stream: true`, or an error under a 200.
+    /// The whole reply is read as one chunk (`message` is accepted in place of `delta`).
+    async fn read_json(
+        &self,
+        response: reqwest::Response,
+        acc: &mut StreamAccumulator,
+        on_delta: &mut Sink<'_>,
+        visible: &mut bool,
+    ) -> Result<(), Failure> {
+        let idle = self.config.stream_idle_timeout;
+        let body = read_limited(response, MAX_STREAM_BYTES, idle).await?;
+        let data = String::from_utf8_lossy(&body).into_owned();
+        let event = SseEvent { event: None, data };
+        self.handle_event(event, acc, on_delta, visible).map(|_| ())
+    }
+
+    /// One SSE event: `[DONE]`, an error payload, or a chunk to accumulate.
+    fn handle_event(
+        &self,
+        event: SseEvent,
+        acc: &mut StreamAccumulator,
+        on_delta: &mut Sink<'_>,
+        visible: &mut bool,
+    ) -> Result<Flow, Failure> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            return Ok(Flow::Done);
+        }
+        if event.event.as_deref() == Some("error") {
+            return Err(self.stream_error(data));
+        }
+        let chunk: ChatChunk = serde_json::from_str(data).map_err(|e| {
+            protocol(format!(
+                "malformed stream chunk ({e}): {}",
+                truncate_message(data)
+            ))
+        })?;
+        if chunk.error.as_ref().is_some_and(|e| !e.is_null()) {
+            return Err(self.stream_error(data));
+        }
+        for delta in acc.apply(&chunk) {
+            *visible = true;
+            on_delta(delta);
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn stream_error(&self, data: &str) -> Failure {
+        let data = self.redact(data);
+        let error = match serde_json::from_str::<Value>(&data) {
+            Ok(value) => ProviderError::from_value(&value),
+            Err(_) => ProviderError::from_body(&data),
+        };
+        classify_stream_error(&error)
+    }
+
+    fn authorize(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.config.api_key {
+            Some(key) => request.bearer_auth(key.expose_secret()),
+            None => request,
+        }
+    }
+
+    /// Removes the API key from provider text before it can reach an error message or a log.
+    fn redact(&self, text: &str) -> String {
+        match &self.config.api_key {
+            Some(key) if !key.expose_secret().is_empty() => {
+                text.replace(key.expose_secret(), "[redacted]")
+            }
+            _ => text.to_string(),
+        }
+    }
+}
+
+#[async_trait]
+impl ChatModel for OpenAiClient {
+    fn name(&self) -> &str {
+        &self.config.model
+    }
+
+    /// Streams one completion with up to `max_attempts` attempts. Transport errors, 5xx, 429,
+    /// idle timeouts, streams cut before their end and empty replies are retried with backoff
+    /// (`Retry-After` honoured) while no text or reasoning has been passed to `on_delta`; after
+    /// that a broken stream is `StreamCut`, for the loop to salvage.
+    async fn complete(
+        &self,
+        request: &ChatRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<Completion, ModelError> {
+        let max = self.config.max_attempts;
+        self.complete_with_retries(request, on_delta, max).await
+    }
+}
+
+/// Turns a finished stream into the attempt's result. An empty reply (no text, reasoning or
+/// calls) is retried — unless output was already shown (only whitespace), or the model stopped
+/// for `length`/`content_filter`, where the loop's own handling (bigger budget, nudge) is the
+/// right response rather than the same request again.
+fn finish_attempt(
+    acc: StreamAccumulator,
+    request: &ChatRequest,
+    visible: bool,
+) -> Result<Completion, Failure> {
+    let deliberate_stop = matches!(
+        acc.finish_reason(),
+        Some(FinishReason::Length | FinishReason::ContentFilter)
+    );
+    let retry_empty = !acc.has_output() && !visible && !deliberate_stop;
+    let completion = acc.finish(request);
+    if retry_empty {
+        let reason = "the model returned an empty reply";
+        return Err(Failure::retry(
+            RetryKind::Empty(Box::new(completion)),
+            reason,
+        ));
+    }
+    Ok(completion)
+}
+
+/// Reads a body of at most `cap` bytes, each read bounded by `idle`.
+async fn read_limited(
+    response: reqwest::Response,
+    cap: usize,
+    idle: Duration,
+) -> Result<Vec<u8>, Failure> {
+    let mut stream = response.bytes_stream();
+    let mut body = Vec::new();
+    loop {
+        let next = tokio::time::timeout(idle, stream.next())
+            .await
+            .map_err(|_| idle_failure(idle))?;
+        let Some(chunk) = next else { return Ok(body) };
+        let chunk = chunk.map_err(|e| Failure::retry(RetryKind::Transport, describe(&e)))?;
+        if body.len().saturating_add(chunk.len()) > cap {
+            return Err(protocol(format!("the response body exceeded {cap} bytes")));
+        }
+        body.extend_from_slice(&chunk);
+    }
+}
+
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
+}
+
+fn idle_failure(idle: Duration) -> Failure {
+    let reason = format!("no data from the model for {}s", idle.as_secs());
+    Failure::retry(RetryKind::Idle(idle), reason)
+}
+
+fn protocol(message: String) -> Failure {
+    Failure::Fatal(ModelError::Protocol { message })
+}
+
+/// The error of a single-attempt call.
+fn fail_once(failure: Failure) -> ModelError {
+    match failure {
+        Failure::Fatal(e) => e,
+        Failure::Retry(retry) => retry.into_error(1),
+    }
+}
+
+/// A reqwest error with its causes ("connection refused" is usually two levels down).
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    truncate_message(&text)
+}
+
+fn probe_request() -> ChatRequest {
+    let tool = ToolSpec {
+        name: PROBE_TOOL.to_string(),
+        description: "Confirms that tool calling works. Call it when asked.".to_string(),
+        parameters: json!({
+            "type": "object",
+            "properties": { "ok": { "type": "boolean" } },
+            "required": ["ok"],
+            "additionalProperties": false
+        }),
+    };
+    let prompt = format!(
+        "This is an automated connectivity check. Call the tool `{PROBE_TOOL}` with \
+         {{\"ok\": true}} now. Do not answer in text."
+    );
+    ChatRequest {
+        messages: vec![Message::user(prompt)],
+        tools: vec![tool],
+        tool_choice: ToolChoice::Auto,
+        max_tokens: 1024,
+        temperature: 0.0,
+        stop: Vec::new(),
+    }
+}

@@ -1,0 +1,80 @@
+//! Local token estimates, used only when the provider reports no usage (DESIGN §5.7).
+//!
+//! o200k_base is the tokenizer of current OpenAI models; for other families it is an
+//! approximation, which is why such usage is marked `estimated`.
+
+use std::sync::LazyLock;
+
+use deepsolve_core::{ChatRequest, ToolCall};
+use tiktoken_rs::CoreBPE;
+
+/// Loaded once per process: building the BPE tables costs tens of milliseconds. `None` only if
+/// the embedded tables failed to load, in which case a characters/4 rule is used.
+static O200K: LazyLock<Option<CoreBPE>> = LazyLock::new(|| tiktoken_rs::o200k_base().ok());
+
+/// Per-message framing tokens (role markers and separators) in OpenAI's chat format.
+const MESSAGE_OVERHEAD: u64 = 4;
+/// Tokens that prime the assistant's reply.
+const REPLY_PRIMING: u64 = 3;
+
+/// Tokens in `text` (special-token strings are counted as plain text).
+pub fn count_tokens(text: &str) -> u64 {
+    if text.is_empty() {
+        return 0;
+    }
+    let count = match &*O200K {
+        Some(bpe) => bpe.encode_ordinary(text).len(),
+        None => text.chars().count().div_ceil(4),
+    };
+    u64::try_from(count).unwrap_or(u64::MAX)
+}
+
+/// Estimated prompt tokens of `request`: messages (with their tool calls and sent-back
+/// reasoning), framing, and the tool declarations.
+pub fn prompt_tokens(request: &ChatRequest) -> u64 {
+    let messages: u64 = request
+        .messages
+        .iter()
+        .map(|m| {
+            let reasoning = m.reasoning_content.as_deref().unwrap_or_default();
+            MESSAGE_OVERHEAD
+                + count_tokens(&m.content)
+                + count_tokens(reasoning)
+                + calls_tokens(&m.tool_calls)
+        })
+        .sum();
+    let tools: u64 = request
+        .tools
+        .iter()
+        .map(|t| {
+            count_tokens(&t.name)
+                + count_tokens(&t.description)
+                + count_tokens(&t.parameters.to_string())
+        })
+        .sum();
+    messages + tools + REPLY_PRIMING
+}
+
+/// Estimated completion tokens: visible text, reasoning and tool calls.
+pub fn completion_tokens(text: &str, reasoning: &str, calls: &[ToolCall]) -> u64 {
+    count_tokens(text) + count_tokens(reasoning) + calls_tokens(calls)
+}
+
+fn calls_tokens(calls: &[ToolCall]) -> u64 {
+    calls
+        .iter()
+        .map(|c| count_tokens(&c.name) + count_tokens(&c.arguments))
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_plausible() {
+        assert_eq!(count_tokens(""), 0);
+        let n = count_tokens("The quick brown fox jumps over the lazy dog.");
+        assert!((8..=12).contains(&n), "{n}");
+    }
+}

@@ -1,0 +1,382 @@
+//! The OpenAI chat-completions wire format: the request body we send and the stream chunks we
+//! read back.
+//!
+//! Chunk types are deliberately lenient (every field optional, loosely typed fields kept as
+//! [`Value`]) because OpenAI-compatible servers disagree on details: `null` vs missing,
+//! `content` as a string or an array of parts, `arguments` as a string or an object.
+
+use deepsolve_core::{ChatRequest, Message, Role, ToolCall, ToolChoice, ToolSpec};
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value, json};
+
+/// Request fields that `extra_body` may never replace: they define what is asked and how the
+/// reply is read.
+pub const RESERVED_KEYS: [&str; 3] = ["model", "messages", "stream"];
+
+/// Longest provider error message we keep (in characters).
+pub const MAX_ERROR_MESSAGE_CHARS: usize = 500;
+
+/// `{base_url}/chat/completions`, with any trailing slash of `base_url` dropped.
+pub fn chat_completions_url(base_url: &str) -> String {
+    format!("{}/chat/completions", base_url.trim_end_matches('/'))
+}
+
+/// `{base_url}/models`, with any trailing slash of `base_url` dropped.
+pub fn models_url(base_url: &str) -> String {
+    format!("{}/models", base_url.trim_end_matches('/'))
+}
+
+/// Builds the streaming request body for `request`, then merges `extra_body` on top
+/// (see [`crate::ClientConfig::extra_body`] for the merge rules).
+pub fn build_request_body(
+    model: &str,
+    request: &ChatRequest,
+    extra_body: &Map<String, Value>,
+) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    let messages = request.messages.iter().map(message_to_wire).collect();
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        let tools = request.tools.iter().map(tool_to_wire).collect();
+        body.insert("tools".into(), Value::Array(tools));
+        body.insert(
+            "tool_choice".into(),
+            json!(tool_choice_str(request.tool_choice)),
+        );
+    }
+    body.insert("max_tokens".into(), json!(request.max_tokens));
+    if let Some(temperature) = temperature_value(request.temperature) {
+        body.insert("temperature".into(), temperature);
+    }
+    if !request.stop.is_empty() {
+        body.insert("stop".into(), json!(request.stop));
+    }
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({ "include_usage": true }));
+    merge_extra_body(&mut body, extra_body);
+    Value::Object(body)
+}
+
+fn merge_extra_body(body: &mut Map<String, Value>, extra_body: &Map<String, Value>) {
+    for (key, value) in extra_body {
+        if RESERVED_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        if value.is_null() {
+            body.remove(key);
+        } else {
+            body.insert(key.clone(), value.clone());
+        }
+    }
+}
+
+fn tool_choice_str(choice: ToolChoice) -> &'static str {
+    match choice {
+        ToolChoice::Auto => "auto",
+        ToolChoice::None => "none",
+    }
+}
+
+/// An `f32` as the short decimal a human wrote (`0.3`, not `0.30000001192092896`);
+/// non-finite values are left out so the server default applies.
+fn temperature_value(temperature: f32) -> Option<Value> {
+    if !temperature.is_finite() {
+        return None;
+    }
+    let decimal: f64 = temperature.to_string().parse().ok()?;
+    Some(json!(decimal))
+}
+
+/// One engine message in OpenAI shape.
+///
+/// Assistant messages with tool calls carry `content: null` when they have no text (the
+/// OpenAI spec's form, accepted by Ollama, vLLM and llama.cpp) and their `reasoning_content`
+/// when present (DeepSeek thinking mode rejects tool-call turns without it).
+pub fn message_to_wire(message: &Message) -> Value {
+    match message.role {
+        Role::System => json!({ "role": "system", "content": message.content }),
+        Role::User => json!({ "role": "user", "content": message.content }),
+        Role::Tool => json!({
+            "role": "tool",
+            "tool_call_id": message.tool_call_id.clone().unwrap_or_default(),
+            "content": message.content,
+        }),
+        Role::Assistant => assistant_to_wire(message),
+    }
+}
+
+fn assistant_to_wire(message: &Message) -> Value {
+    let mut out = Map::new();
+    out.insert("role".into(), json!("assistant"));
+    if message.tool_calls.is_empty() {
+        out.insert("content".into(), json!(message.content));
+        return Value::Object(out);
+    }
+    let content = if message.content.is_empty() {
+        Value::Null
+    } else {
+        json!(message.content)
+    };
+    out.insert("content".into(), content);
+    let calls = message.tool_calls.iter().map(tool_call_to_wire).collect();
+    out.insert("tool_calls".into(), Value::Array(calls));
+    if let Some(reasoning) = message
+        .reasoning_content
+        .as_deref()
+        .filter(|r| !r.is_empty())
+    {
+        out.insert("reasoning_content".into(), json!(reasoning));
+    }
+    Value::Object(out)
+}
+
+fn tool_call_to_wire(call: &ToolCall) -> Value {
+    json!({
+        "id": call.id,
+        "type": "function",
+        "function": { "name": call.name, "arguments": call.arguments },
+    })
+}
+
+/// One offered tool in OpenAI shape.
+pub fn tool_to_wire(tool: &ToolSpec) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading: stream chunks
+
+/// One `data:` payload of the stream (or a whole non-streaming reply: `message` is accepted
+/// as an alias of `delta`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ChatChunk {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub choices: Vec<ChunkChoice>,
+    #[serde(default)]
+    pub usage: Option<WireUsage>,
+    /// A mid-stream error (`{"error": {...}}` or `{"error": "text"}`).
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ChunkChoice {
+    #[serde(default)]
+    pub index: Option<u64>,
+    #[serde(default, alias = "message")]
+    pub delta: Option<ChunkDelta>,
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ChunkDelta {
+    /// A string, or (Mistral and others) an array of `{type, text}` parts.
+    #[serde(default)]
+    pub content: Option<Value>,
+    /// DeepSeek, vLLM, SGLang, DashScope.
+    #[serde(default)]
+    pub reasoning_content: Option<Value>,
+    /// OpenRouter, newer vLLM, Ollama.
+    #[serde(default)]
+    pub reasoning: Option<Value>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub tool_calls: Vec<WireToolCallDelta>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct WireToolCallDelta {
+    #[serde(default)]
+    pub index: Option<u64>,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub function: Option<WireFunctionDelta>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct WireFunctionDelta {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Normally a string fragment; some servers send a whole JSON object.
+    #[serde(default)]
+    pub arguments: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct WireUsage {
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub total_tokens: Option<u64>,
+}
+
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading: error payloads
+
+/// The fields of a provider error we decide on, parsed from any of the shapes seen in the wild:
+/// `{"error": {"message", "code", "type", "param"}}` (OpenAI), `{"error": "text"}` (Ollama),
+/// a top-level `{"message", "type", "code": 400}` (older vLLM), `{"detail": "text"}` (FastAPI
+/// servers) or a plain-text body.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderError {
+    /// Truncated to [`MAX_ERROR_MESSAGE_CHARS`].
+    pub message: String,
+    /// `code` as text (`"context_length_exceeded"`, or `"400"` when numeric).
+    pub code: Option<String>,
+    /// `type`.
+    pub kind: Option<String>,
+    /// `param` (`"tools"`, `"tool_choice"`, …).
+    pub param: Option<String>,
+    /// An HTTP status carried inside the payload (numeric `code` or `status`), useful for
+    /// errors that arrive mid-stream under a 200.
+    pub status: Option<u16>,
+}
+
+impl ProviderError {
+    /// Parses an HTTP error body.
+    pub fn from_body(body: &str) -> Self {
+        match serde_json::from_str::<Value>(body) {
+            Ok(value) if value.is_object() => Self::from_value(&value),
+            _ => ProviderError {
+                message: truncate_message(body.trim()),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Parses an error JSON value: an envelope with `error`, or the error object itself.
+    pub fn from_value(value: &Value) -> Self {
+        let inner = value.get("error").unwrap_or(value);
+        if let Some(text) = inner.as_str() {
+            return ProviderError {
+                message: truncate_message(text),
+                status: numeric_status(value.get("code").or(value.get("status"))),
+                ..Default::default()
+            };
+        }
+        let text_field = |name: &str| inner.get(name).and_then(scalar_text);
+        let message = text_field("message")
+            .or_else(|| value.get("detail").and_then(scalar_text))
+            .unwrap_or_else(|| inner.to_string());
+        ProviderError {
+            message: truncate_message(&message),
+            code: text_field("code"),
+            kind: text_field("type"),
+            param: text_field("param"),
+            status: numeric_status(inner.get("code").or(inner.get("status"))),
+        }
+    }
+
+    /// `code` and `type`, lower-cased, for matching on machine-readable fields.
+    pub(crate) fn codes(&self) -> impl Iterator<Item = String> + '_ {
+        self.code
+            .iter()
+            .chain(self.kind.iter())
+            .map(|s| s.to_ascii_lowercase())
+    }
+}
+
+fn scalar_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn numeric_status(value: Option<&Value>) -> Option<u16> {
+    let value = value?;
+    let number = value
+        .as_u64()
+        .or_else(|| value.as_str().and_then(|s| s.parse().ok()))?;
+    u16::try_from(number)
+        .ok()
+        .filter(|s| (100..=599).contains(s))
+}
+
+/// Truncates at a character boundary, marking the cut.
+pub fn truncate_message(text: &str) -> String {
+    match text.char_indices().nth(MAX_ERROR_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_common_error_shapes() {
+        let openai = ProviderError::from_body(
+            r#"{"error":{"message":"too long","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+        );
+        assert_eq!(openai.message, "too long");
+        assert_eq!(openai.code.as_deref(), Some("context_length_exceeded"));
+        assert_eq!(openai.kind.as_deref(), Some("invalid_request_error"));
+        assert_eq!(openai.param.as_deref(), Some("messages"));
+
+        let ollama = ProviderError::from_body(r#"{"error":"model does not support tools"}"#);
+        assert_eq!(ollama.message, "model does not support tools");
+
+        let vllm = ProviderError::from_body(
+            r#"{"object":"error","message":"bad","type":"BadRequestError","param":null,"code":400}"#,
+        );
+        assert_eq!(vllm.message, "bad");
+        assert_eq!(vllm.code.as_deref(), Some("400"));
+        assert_eq!(vllm.status, Some(400));
+
+        let plain = ProviderError::from_body("  upstream exploded \n");
+        assert_eq!(plain.message, "upstream exploded");
+
+        let fastapi = ProviderError::from_body(r#"{"detail":"Not Found"}"#);
+        assert_eq!(fastapi.message, "Not Found");
+    }
+
+    #[test]
+    fn truncates_long_messages_on_a_char_boundary() {
+        let long = "é".repeat(MAX_ERROR_MESSAGE_CHARS + 10);
+        let cut = truncate_message(&long);
+        assert_eq!(cut.chars().count(), MAX_ERROR_MESSAGE_CHARS + 1);
+        assert!(cut.ends_with('…'));
+    }
+
+    #[test]
+    fn temperature_is_sent_as_written() {
+        assert_eq!(temperature_value(0.3), Some(json!(0.3)));
+        assert_eq!(temperature_value(f32::NAN), None);
+    }
+
+    #[test]
+    fn chunks_tolerate_nulls_and_message_alias() {
+        let chunk: ChatChunk =
+            serde_json::from_str(r#"{"choices":null,"usage":{"prompt_tokens":3}}"#).expect("ok");
+        assert!(chunk.choices.is_empty());
+        assert_eq!(chunk.usage.and_then(|u| u.prompt_tokens), Some(3));
+        let whole: ChatChunk = serde_json::from_str(
+            r#"{"choices":[{"index":0,"message":{"content":"hi","tool_calls":null},"finish_reason":"stop"}]}"#,
+        )
+        .expect("ok");
+        let delta = whole.choices[0].delta.as_ref().expect("delta");
+        assert_eq!(delta.content, Some(json!("hi")));
+    }
+}

@@ -1,0 +1,208 @@
+//! The typed settings. Every section rejects unknown keys (`deny_unknown_fields`) so a struct
+//! deserialised on its own is as strict as the loader; the loader itself checks keys first
+//! against [`crate::schema`] to produce messages that name the full key and its origin.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use deepsolve_core::SolveConfig;
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// All settings, after layering, validation and clamping.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Settings {
+    pub llm: LlmSettings,
+    pub models: ModelsSettings,
+    pub solve: SolveConfig,
+    pub tools: ToolsSettings,
+}
+
+/// The main model endpoint.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmSettings {
+    /// OpenAI-compatible base URL (e.g. `https://api.deepseek.com/v1`).
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// The key, resolved from (highest first) `--set`, `DEEPSOLVE_API_KEY`, `OPENAI_API_KEY`,
+    /// the variable named by `api_key_env`, the file. `Debug` shows `[REDACTED]`; it is never
+    /// serialised (see [`Settings::redacted_value`]).
+    #[serde(skip)]
+    pub api_key: Option<SecretString>,
+    /// Where `api_key` came from, so it can be reported without showing it.
+    #[serde(skip)]
+    pub api_key_source: Option<ApiKeySource>,
+    /// Name of an environment variable holding the key (keeps the key itself out of the file).
+    pub api_key_env: Option<String>,
+    /// Overrides the model catalog's window; clamped to 1 024–10 000 000.
+    pub context_window: Option<u64>,
+    pub protocol: Protocol,
+    /// Extra JSON fields merged into every request body (provider-specific switches).
+    pub extra_body: Map<String, Value>,
+}
+
+/// How tool calls are exchanged with the model (DESIGN §5.8).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// The provider's native `tools`/`tool_calls` fields.
+    #[default]
+    Native,
+    /// Tool calls written as tagged text, for servers without native tool calling.
+    Tags,
+    /// Native first, tags when the server refuses tools.
+    Auto,
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::Native => "native",
+            Protocol::Tags => "tags",
+            Protocol::Auto => "auto",
+        })
+    }
+}
+
+/// Secondary models used by specific tools.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelsSettings {
+    /// The model behind the `reason` tool.
+    pub reason: Option<ModelRef>,
+    /// The model that reads images.
+    pub vision: Option<ModelRef>,
+}
+
+/// Another model, on the main endpoint unless `base_url` is given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelRef {
+    pub model: String,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Variable holding this endpoint's key; unset = the main key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+}
+
+/// Tool toggles.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsSettings {
+    /// Opt-in tools offered on every turn by default (e.g. `reason`).
+    pub enabled: Vec<String>,
+    /// `auto` (bwrap when available), `bwrap` (required), or `none`.
+    pub sandbox: String,
+}
+
+impl Default for ToolsSettings {
+    fn default() -> Self {
+        ToolsSettings {
+            enabled: Vec::new(),
+            sandbox: "auto".to_string(),
+        }
+    }
+}
+
+/// Where the API key came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiKeySource {
+    /// An environment variable, by name.
+    Env(String),
+    /// The settings file (stored in clear: discouraged, and warned about).
+    File(PathBuf),
+    /// A `--set llm.api_key=…` argument.
+    Set,
+}
+
+impl fmt::Display for ApiKeySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApiKeySource::Env(var) => f.write_str(var),
+            ApiKeySource::File(path) => write!(f, "{}", path.display()),
+            ApiKeySource::Set => f.write_str("--set"),
+        }
+    }
+}
+
+impl Settings {
+    /// The whole tree as JSON, safe to print or send: the key shows as `"*** (from <source>)"`
+    /// (or `null` when there is none), never in clear.
+    pub fn redacted_value(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("llm".into(), self.llm.redacted_value());
+        out.insert("models".into(), to_value(&self.models));
+        out.insert("solve".into(), solve_value(&self.solve));
+        out.insert("tools".into(), to_value(&self.tools));
+        Value::Object(out)
+    }
+}
+
+impl LlmSettings {
+    fn redacted_value(&self) -> Value {
+        let mut value = to_value(self);
+        if let Value::Object(map) = &mut value {
+            let shown = match (&self.api_key, &self.api_key_source) {
+                (None, _) => Value::Null,
+                (Some(_), Some(source)) => Value::String(format!("*** (from {source})")),
+                (Some(_), None) => Value::String("***".into()),
+            };
+            map.insert("api_key".into(), shown);
+        }
+        value
+    }
+}
+
+/// Serialise a section. These types hold only strings, numbers and maps, so this cannot fail;
+/// `null` is the harmless answer if it ever did.
+fn to_value<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// The solve knobs, with `temperature` shown as written (`0.3`, not the f32 widening
+/// `0.30000001192092896`).
+fn solve_value(solve: &SolveConfig) -> Value {
+    let mut value = to_value(solve);
+    let shortest = solve.temperature.to_string().parse::<f64>().ok();
+    if let (Value::Object(map), Some(t)) = (&mut value, shortest) {
+        map.insert("temperature".into(), Value::from(t));
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn debug_and_redacted_value_hide_the_key() {
+        let mut s = Settings::default();
+        s.llm.api_key = Some(SecretString::from("sk-very-secret"));
+        s.llm.api_key_source = Some(ApiKeySource::Env("DEEPSOLVE_API_KEY".into()));
+        assert!(!format!("{s:?}").contains("sk-very-secret"));
+        let v = s.redacted_value();
+        assert!(!v.to_string().contains("sk-very-secret"));
+        assert_eq!(v["llm"]["api_key"], json!("*** (from DEEPSOLVE_API_KEY)"));
+    }
+
+    #[test]
+    fn redacted_value_shows_defaults_readably() {
+        let v = Settings::default().redacted_value();
+        assert_eq!(v["solve"]["temperature"], json!(0.3));
+        assert_eq!(v["llm"]["api_key"], Value::Null);
+        assert_eq!(v["llm"]["protocol"], json!("native"));
+        assert_eq!(v["tools"]["sandbox"], json!("auto"));
+    }
+
+    #[test]
+    fn sections_are_strict_on_their_own() {
+        let err = serde_json::from_value::<LlmSettings>(json!({"modle": "x"}));
+        assert!(err.is_err());
+        let err = serde_json::from_value::<ModelRef>(json!({"model": "x", "x": 1}));
+        assert!(err.is_err());
+    }
+}

@@ -1,0 +1,559 @@
+//! Strict checking of the merged tree against [`crate::schema`], clamping numeric knobs in place
+//! (so `settings set` can write the clamped value), then building the typed [`Settings`].
+
+use deepsolve_core::SolveConfig;
+use deepsolve_core::config::{ConfigError, KNOBS, Knob, clamp_knob};
+use secrecy::SecretString;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::error::{Origin, SettingsError, preview, type_name};
+use crate::model::{ApiKeySource, Settings};
+use crate::schema::{self, CONTEXT_WINDOW, Field, Kind};
+use crate::tree::Origins;
+
+/// The result of checking a tree: the solve knobs (built by core) and the warnings.
+pub(crate) struct Checked {
+    pub solve: SolveConfig,
+    pub warnings: Vec<String>,
+}
+
+/// Check every key and value of `tree`, clamping in place; unknown keys, wrong types and missing
+/// required keys are errors naming the key and its origin. `null` anywhere means "default".
+pub(crate) fn check(
+    tree: &mut Map<String, Value>,
+    origins: &Origins,
+) -> Result<Checked, SettingsError> {
+    let mut checker = Checker {
+        origins,
+        warnings: Vec::new(),
+        solve: None,
+    };
+    checker.fields(&mut Vec::new(), schema::ROOT, schema::SECTIONS, tree)?;
+    Ok(Checked {
+        solve: checker.solve.unwrap_or_default(),
+        warnings: checker.warnings,
+    })
+}
+
+/// Check `tree` and build the typed settings from it.
+pub(crate) fn build(
+    mut tree: Map<String, Value>,
+    origins: &Origins,
+) -> Result<(Settings, Vec<String>), SettingsError> {
+    let checked = check(&mut tree, origins)?;
+    let mut llm_value = tree.remove("llm").unwrap_or(Value::Null);
+    let api_key = llm_value
+        .as_object_mut()
+        .and_then(|llm| llm.remove("api_key"));
+    let mut llm: crate::model::LlmSettings = section(llm_value, "llm", origins)?;
+    if let Some(Value::String(key)) = api_key {
+        llm.api_key = Some(SecretString::from(key));
+        llm.api_key_source = key_source(origins.of(&["llm".into(), "api_key".into()]));
+    }
+    let settings = Settings {
+        llm,
+        models: section(
+            tree.remove("models").unwrap_or(Value::Null),
+            "models",
+            origins,
+        )?,
+        solve: checked.solve,
+        tools: section(
+            tree.remove("tools").unwrap_or(Value::Null),
+            "tools",
+            origins,
+        )?,
+    };
+    Ok((settings, checked.warnings))
+}
+
+fn key_source(origin: Origin) -> Option<ApiKeySource> {
+    match origin {
+        Origin::Env(var) => Some(ApiKeySource::Env(var)),
+        Origin::File(path) => Some(ApiKeySource::File(path)),
+        Origin::Set(_) => Some(ApiKeySource::Set),
+        Origin::Default | Origin::CommandLine => None,
+    }
+}
+
+/// Deserialise a checked section. After [`check`] this cannot fail short of a schema/struct
+/// mismatch (a test guards against that); if it ever does, the message still names the section.
+fn section<T: DeserializeOwned + Default>(
+    value: Value,
+    name: &str,
+    origins: &Origins,
+) -> Result<T, SettingsError> {
+    if value.is_null() {
+        return Ok(T::default());
+    }
+    serde_json::from_value(value).map_err(|e| SettingsError::WrongType {
+        key: name.to_string(),
+        origin: origins.of(&[name.to_string()]),
+        expected: "valid settings".into(),
+        got: e.to_string(),
+    })
+}
+
+struct Checker<'a> {
+    origins: &'a Origins,
+    warnings: Vec<String>,
+    solve: Option<SolveConfig>,
+}
+
+impl Checker<'_> {
+    fn wrong(&self, path: &[String], expected: &str, got: String) -> SettingsError {
+        SettingsError::WrongType {
+            key: path.join("."),
+            origin: self.origins.of(path),
+            expected: expected.to_string(),
+            got,
+        }
+    }
+
+    fn warn(&mut self, path: &[String], text: impl std::fmt::Display) {
+        let origin = self.origins.of(path);
+        self.warnings.push(format!("{text} ({origin})"));
+    }
+
+    fn value(
+        &mut self,
+        path: &mut Vec<String>,
+        kind: Kind,
+        value: &mut Value,
+    ) -> Result<(), SettingsError> {
+        if value.is_null() {
+            return Ok(());
+        }
+        match kind {
+            Kind::Section(fields) => match value {
+                Value::Object(map) => self.fields(path, kind, fields, map),
+                other => Err(self.wrong(path, "a mapping", preview(other))),
+            },
+            Kind::Text => self.text(path, value, "a string"),
+            Kind::EnvName => self.env_name(path, value),
+            Kind::Secret => self.secret(path, value),
+            Kind::ContextWindow => self.context_window(path, value),
+            Kind::Choice(words) => self.choice(path, value, words),
+            Kind::FreeMap if value.is_object() => Ok(()),
+            Kind::FreeMap => Err(self.wrong(path, "a mapping", preview(value))),
+            Kind::TextList => self.text_list(path, value),
+            Kind::Solve => self.solve(path, value),
+            Kind::Free | Kind::SolveKnob | Kind::SolveFlag => Ok(()),
+        }
+    }
+
+    /// A mapping with fixed keys: unknown keys first (the likeliest mistake), then each value,
+    /// then required keys. Nulls are dropped so the typed structs see "absent = default".
+    fn fields(
+        &mut self,
+        path: &mut Vec<String>,
+        kind: Kind,
+        fields: &[Field],
+        map: &mut Map<String, Value>,
+    ) -> Result<(), SettingsError> {
+        if let Some(unknown) = map.keys().find(|k| !fields.iter().any(|f| f.name == *k)) {
+            let mut key = path.clone();
+            key.push(unknown.clone());
+            return Err(SettingsError::UnknownKey {
+                key: key.join("."),
+                origin: self.origins.of(&key),
+                hint: schema::hint(path, kind),
+            });
+        }
+        for field in fields {
+            if let Some(value) = map.get_mut(field.name) {
+                path.push(field.name.to_string());
+                let checked = self.value(path, field.kind, value);
+                path.pop();
+                checked?;
+            }
+        }
+        map.retain(|_, v| !v.is_null());
+        match fields
+            .iter()
+            .find(|f| f.required && !map.contains_key(f.name))
+        {
+            Some(missing) => Err(SettingsError::Missing {
+                key: format!("{}.{}", path.join("."), missing.name),
+                origin: self.origins.of(path),
+                why: format!("'{}' needs a '{}'", path.join("."), missing.name),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// A string; an empty one means unset (an empty model name or URL is never meant).
+    fn text(
+        &self,
+        path: &[String],
+        value: &mut Value,
+        expected: &str,
+    ) -> Result<(), SettingsError> {
+        match value {
+            Value::String(s) if s.trim().is_empty() => *value = Value::Null,
+            Value::String(_) => {}
+            other => return Err(self.wrong(path, expected, preview(other))),
+        }
+        Ok(())
+    }
+
+    /// A variable name: checked so a key pasted here by mistake is refused (and not echoed).
+    fn env_name(&self, path: &[String], value: &mut Value) -> Result<(), SettingsError> {
+        const EXPECTED: &str = "an environment variable name (letters, digits, _)";
+        self.text(path, value, EXPECTED)?;
+        let Value::String(name) = value else {
+            return Ok(());
+        };
+        let valid = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit());
+        if valid {
+            Ok(())
+        } else {
+            Err(self.wrong(
+                path,
+                EXPECTED,
+                format!("a string of {} characters", name.chars().count()),
+            ))
+        }
+    }
+
+    /// The API key: a string, never echoed in errors; a key stored in the file gets a warning.
+    fn secret(&mut self, path: &[String], value: &mut Value) -> Result<(), SettingsError> {
+        match value {
+            Value::String(s) if s.trim().is_empty() => *value = Value::Null,
+            Value::String(_) => {
+                if let Origin::File(file) = self.origins.of(path) {
+                    self.warnings.push(format!(
+                        "{} is stored in clear in {}; prefer DEEPSOLVE_API_KEY or llm.api_key_env",
+                        path.join("."),
+                        file.display()
+                    ));
+                }
+            }
+            other => return Err(self.wrong(path, "a string", type_name(other).to_string())),
+        }
+        Ok(())
+    }
+
+    fn context_window(&mut self, path: &[String], value: &mut Value) -> Result<(), SettingsError> {
+        let n = number(value).ok_or_else(|| self.wrong(path, "a whole number", preview(value)))?;
+        if !n.is_finite() {
+            self.warn(
+                path,
+                format_args!(
+                    "{} = {n} is not a finite number; leaving it unset",
+                    path.join(".")
+                ),
+            );
+            *value = Value::Null;
+            return Ok(());
+        }
+        let (used, warning) = clamp_knob(&CONTEXT_WINDOW, n);
+        if let Some(warning) = warning {
+            self.warn(path, warning);
+        }
+        *value = knob_value(&CONTEXT_WINDOW, used);
+        Ok(())
+    }
+
+    fn choice(
+        &self,
+        path: &[String],
+        value: &mut Value,
+        words: &[&str],
+    ) -> Result<(), SettingsError> {
+        match value {
+            Value::String(s) if words.contains(&s.as_str()) => Ok(()),
+            Value::String(s) if s.trim().is_empty() => {
+                *value = Value::Null;
+                Ok(())
+            }
+            other => Err(self.wrong(
+                path,
+                &format!("one of {}", words.join(", ")),
+                preview(other),
+            )),
+        }
+    }
+
+    fn text_list(&self, path: &[String], value: &mut Value) -> Result<(), SettingsError> {
+        const EXPECTED: &str = "a list of names";
+        let Value::Array(items) = value else {
+            return Err(self.wrong(path, EXPECTED, preview(value)));
+        };
+        match items
+            .iter()
+            .find(|item| !matches!(item, Value::String(s) if !s.trim().is_empty()))
+        {
+            Some(bad) => Err(self.wrong(path, EXPECTED, format!("an item {}", preview(bad)))),
+            None => Ok(()),
+        }
+    }
+
+    /// The solve section goes through core's `SolveConfig::from_map` (strict keys, clamps);
+    /// clamped values are written back into the tree and the warnings get the `solve.` prefix.
+    fn solve(&mut self, path: &[String], value: &mut Value) -> Result<(), SettingsError> {
+        let Value::Object(map) = value else {
+            return Err(self.wrong(path, "a mapping of solve knobs", preview(value)));
+        };
+        let (config, warnings) =
+            SolveConfig::from_map(map).map_err(|e| self.config_error(path, e))?;
+        for mut warning in warnings {
+            if let Some(knob) = KNOBS.iter().find(|k| k.key == warning.key) {
+                map.insert(warning.key.clone(), knob_value(knob, warning.used));
+            }
+            let key = vec![path.join("."), warning.key.clone()];
+            warning.key = key.join(".");
+            self.warn(&key, &warning);
+        }
+        self.solve = Some(config);
+        Ok(())
+    }
+
+    fn config_error(&self, path: &[String], err: ConfigError) -> SettingsError {
+        let key_path = |key: &str| {
+            let mut full = path.to_vec();
+            full.push(key.to_string());
+            full
+        };
+        match err {
+            ConfigError::UnknownKey { key, known } => {
+                let full = key_path(&key);
+                SettingsError::UnknownKey {
+                    key: full.join("."),
+                    origin: self.origins.of(&full),
+                    hint: format!("known in {}: {known}", path.join(".")),
+                }
+            }
+            ConfigError::WrongType { key, expected, got } => {
+                self.wrong(&key_path(&key), expected, got)
+            }
+        }
+    }
+}
+
+/// A knob's clamped value as JSON: whole numbers for integer knobs (so `50`, not `50.0`).
+fn knob_value(knob: &Knob, used: f64) -> Value {
+    if knob.integer {
+        Value::from(used as u64)
+    } else {
+        Value::from(used)
+    }
+}
+
+/// A number, accepting the spellings core accepts (`.nan`, `inf`, `"1e3"`), since YAML and the
+/// environment produce them as strings.
+fn number(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            ".nan" | "nan" => Some(f64::NAN),
+            ".inf" | "+.inf" | "inf" | "+inf" => Some(f64::INFINITY),
+            "-.inf" | "-inf" => Some(f64::NEG_INFINITY),
+            t => t.parse::<f64>().ok(),
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::PathBuf;
+
+    fn file_origins() -> Origins {
+        Origins::new(Origin::File(PathBuf::from("/s.yaml")))
+    }
+
+    fn run(tree: Value) -> Result<(Settings, Vec<String>), SettingsError> {
+        let Value::Object(map) = tree else {
+            unreachable!("tests pass objects")
+        };
+        build(map, &file_origins())
+    }
+
+    fn err(tree: Value) -> String {
+        run(tree).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_full_tree_builds() {
+        let (s, w) = run(json!({
+            "llm": {"base_url": "http://x", "model": "m", "api_key_env": "K",
+                    "context_window": 64000, "protocol": "tags", "extra_body": {"a": {"b": 1}}},
+            "models": {"reason": {"model": "r"}, "vision": null},
+            "solve": {"max_rounds": 5, "plan_first": false},
+            "tools": {"enabled": ["reason"], "sandbox": "none"},
+        }))
+        .unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(s.llm.context_window, Some(64000));
+        assert_eq!(s.llm.protocol, crate::Protocol::Tags);
+        assert_eq!(s.models.reason.map(|r| r.model), Some("r".into()));
+        assert!(s.models.vision.is_none());
+        assert_eq!(s.solve.max_rounds, 5);
+        assert!(!s.solve.plan_first);
+        assert_eq!(s.tools.sandbox, "none");
+    }
+
+    #[test]
+    fn unknown_keys_name_the_full_key_and_the_file() {
+        let e = err(json!({"llm": {"modle": "x"}}));
+        assert!(
+            e.starts_with("unknown setting 'llm.modle' in /s.yaml (known in llm: base_url, model,"),
+            "{e}"
+        );
+        let e = err(json!({"solve": {"max_round": 3}}));
+        assert!(
+            e.starts_with("unknown setting 'solve.max_round' in /s.yaml (known in solve:"),
+            "{e}"
+        );
+        let e = err(json!({"models": {"reason": {"model": "m", "url": 1}}}));
+        assert!(e.contains("'models.reason.url'"), "{e}");
+        let e = err(json!({"server": {}}));
+        assert!(
+            e.contains("'server'") && e.contains("known sections"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn wrong_types_are_named() {
+        let e = err(json!({"llm": {"context_window": "big"}}));
+        assert_eq!(
+            e,
+            "setting 'llm.context_window' in /s.yaml must be a whole number, got \"big\""
+        );
+        let e = err(json!({"solve": {"max_rounds": "many"}}));
+        assert!(
+            e.starts_with("setting 'solve.max_rounds' in /s.yaml must be a number"),
+            "{e}"
+        );
+        let e = err(json!({"llm": {"protocol": "xml"}}));
+        assert!(e.contains("must be one of native, tags, auto"), "{e}");
+        let e = err(json!({"tools": {"sandbox": "docker"}}));
+        assert!(e.contains("must be one of auto, bwrap, none"), "{e}");
+        let e = err(json!({"tools": {"enabled": "reason"}}));
+        assert!(e.contains("'tools.enabled'"), "{e}");
+        let e = err(json!({"llm": 3}));
+        assert!(e.contains("'llm'") && e.contains("a mapping"), "{e}");
+        let e = err(json!({"llm": {"api_key_env": "sk-abc def"}}));
+        assert!(
+            e.contains("'llm.api_key_env'") && !e.contains("sk-abc"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn secret_type_errors_do_not_echo_the_value() {
+        let e = err(json!({"llm": {"api_key": 123456789}}));
+        assert!(
+            e.contains("'llm.api_key'") && !e.contains("123456789"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_model_ref_needs_a_model() {
+        let e = err(json!({"models": {"reason": {"base_url": "http://x"}}}));
+        assert!(
+            e.contains("'models.reason.model'") && e.contains("required"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn knobs_are_clamped_in_place_with_warnings() {
+        let mut tree = match json!({"llm": {"context_window": 5}, "solve": {"max_rounds": 1000, "temperature": ".nan"}})
+        {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let warnings = check(&mut tree, &file_origins()).unwrap().warnings;
+        assert_eq!(tree["llm"]["context_window"], json!(1024));
+        assert_eq!(tree["solve"]["max_rounds"], json!(50));
+        assert_eq!(tree["solve"]["temperature"], json!(0.3));
+        assert!(
+            warnings.contains(
+                &"solve.max_rounds = 1000 is outside 1..=50; using 50 (in /s.yaml)".to_string()
+            ),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("llm.context_window = 5 is outside 1024..=10000000"))
+        );
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("solve.temperature = NaN"))
+        );
+    }
+
+    #[test]
+    fn non_finite_context_window_is_unset_with_a_warning() {
+        let (s, w) = run(json!({"llm": {"context_window": ".inf"}})).unwrap();
+        assert_eq!(s.llm.context_window, None);
+        assert!(w.iter().any(|w| w.contains("not a finite number")), "{w:?}");
+    }
+
+    #[test]
+    fn empty_text_is_unset_and_null_is_default() {
+        let (s, _) =
+            run(json!({"llm": {"model": "", "protocol": null}, "tools": {"sandbox": null}}))
+                .unwrap();
+        assert_eq!(s.llm.model, None);
+        assert_eq!(s.llm.protocol, crate::Protocol::Native);
+        assert_eq!(s.tools.sandbox, "auto");
+    }
+
+    #[test]
+    fn an_api_key_in_the_file_is_used_and_warned_about() {
+        let (s, w) = run(json!({"llm": {"api_key": "sk-file"}})).unwrap();
+        assert!(s.llm.api_key.is_some());
+        assert_eq!(
+            s.llm.api_key_source,
+            Some(ApiKeySource::File("/s.yaml".into()))
+        );
+        assert!(w.iter().any(|w| w.contains("stored in clear")), "{w:?}");
+        assert!(!w.iter().any(|w| w.contains("sk-file")));
+    }
+
+    /// The schema and the typed structs must describe the same keys.
+    #[test]
+    fn schema_matches_the_structs() {
+        let mut s = Settings::default();
+        s.models.reason = Some(crate::ModelRef {
+            model: "m".into(),
+            base_url: None,
+            api_key_env: None,
+        });
+        s.models.vision = s.models.reason.clone();
+        let mut from_structs = Vec::new();
+        leaves(&s.redacted_value(), String::new(), &mut from_structs);
+        from_structs.sort();
+        let mut from_schema = schema::all_keys();
+        from_schema.sort();
+        assert_eq!(from_structs, from_schema);
+    }
+
+    fn leaves(value: &Value, prefix: String, out: &mut Vec<String>) {
+        match value {
+            // extra_body is a free map: a leaf for the schema.
+            Value::Object(map) if !prefix.ends_with("extra_body") => {
+                for (k, v) in map {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    leaves(v, key, out);
+                }
+            }
+            _ => out.push(prefix),
+        }
+    }
+}
