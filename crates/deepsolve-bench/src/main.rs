@@ -1,1 +1,222 @@
-fn main() {}
+//! `cargo run --release -p deepsolve-bench --bin bench`: a 6-step scripted solve against an
+//! instant in-process model, many times over. Prints engine time per round (the time outside
+//! the model call: dispatch, folding, request building, token accounting), allocations and
+//! peak heap per turn, and the prompt size of every round with folding on and off.
+
+mod alloc;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use deepsolve_core::{
+    ChatModel, ChatRequest, Completion, DeltaSink, Engine, ModelError, NullSink, SolveConfig,
+    StopReason, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, TurnSpec, tokens,
+};
+use deepsolve_testkit::{ScriptedModel, WellBehaved};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
+
+const STEPS: usize = 6;
+const WARMUP_TURNS: usize = 20;
+const TURNS: usize = 300;
+
+/// A work tool with a realistic, deterministic output (~1.5 KB, like a computation's printout).
+struct Lookup {
+    spec: ToolSpec,
+}
+
+impl Lookup {
+    fn new() -> Self {
+        Lookup {
+            spec: ToolSpec {
+                name: "lookup".into(),
+                description: "compute something for the current step".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"query": {"type": "string"}, "context": {"type": "string"}},
+                    "required": ["query"],
+                    "additionalProperties": false
+                }),
+            },
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for Lookup {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn run(&self, args: Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let query = args["query"].as_str().unwrap_or_default();
+        let mut out = format!("result for {query}\n");
+        for i in 0..30 {
+            out.push_str(&format!("  intermediate value {i}: {}\n", i * i + 7));
+        }
+        out.push_str("Answer: 42");
+        Ok(ToolOutput::ok(out))
+    }
+}
+
+/// Wraps the model to time each call and size each prompt.
+struct Timed<M> {
+    inner: M,
+    calls: Mutex<Vec<(Instant, Instant, u64)>>,
+}
+
+#[async_trait]
+impl<M: ChatModel> ChatModel for Timed<M> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    async fn complete(
+        &self,
+        request: &ChatRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<Completion, ModelError> {
+        let start = Instant::now();
+        let prompt: u64 = request.messages.iter().map(tokens::message_tokens).sum();
+        let result = self.inner.complete(request, on_delta).await;
+        let end = Instant::now();
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((start, end, prompt));
+        result
+    }
+}
+
+struct TurnStats {
+    engine_per_round: Vec<Duration>,
+    prompt_per_round: Vec<u64>,
+    allocations: u64,
+    allocated_bytes: u64,
+    peak_bytes: u64,
+}
+
+async fn one_turn(engine: &Engine, fold: bool, n: usize) -> anyhow::Result<TurnStats> {
+    let model = Timed {
+        inner: ScriptedModel::lean(WellBehaved::new(STEPS).with_work_tool(Some("lookup"))),
+        calls: Mutex::new(Vec::new()),
+    };
+    let mut spec = TurnSpec::new(
+        format!("bench-{n}"),
+        "Solve x^2 - 5x + 6 = 0 and check both roots.",
+    );
+    spec.tools = vec!["lookup".into()];
+    spec.config = SolveConfig {
+        fold,
+        max_rounds: 50,
+        ..SolveConfig::default()
+    };
+    let before = alloc::snapshot();
+    alloc::reset_peak();
+    let started = Instant::now();
+    let outcome = engine
+        .run_turn(&model, spec, &NullSink, CancellationToken::new())
+        .await?;
+    let finished = Instant::now();
+    let after = alloc::snapshot();
+    anyhow::ensure!(
+        outcome.stop_reason == StopReason::Answered,
+        "the scripted solve ended {} instead of answered",
+        outcome.stop_reason
+    );
+    let calls = model.calls.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut engine_per_round = Vec::with_capacity(calls.len());
+    let mut last_end = started;
+    for (i, (start, end, _)) in calls.iter().enumerate() {
+        let mut spent = start.duration_since(last_end);
+        if i + 1 == calls.len() {
+            spent += finished.duration_since(*end);
+        }
+        engine_per_round.push(spent);
+        last_end = *end;
+    }
+    Ok(TurnStats {
+        engine_per_round,
+        prompt_per_round: calls.iter().map(|c| c.2).collect(),
+        allocations: after.allocations - before.allocations,
+        allocated_bytes: after.bytes - before.bytes,
+        peak_bytes: alloc::peak().saturating_sub(before.live),
+    })
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn micros(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+fn main() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let engine = Engine::new(vec![Arc::new(Lookup::new())])?;
+        tokens::warm_up();
+        for n in 0..WARMUP_TURNS {
+            one_turn(&engine, true, n).await?;
+        }
+        let mut rounds = Vec::new();
+        let mut allocs = Vec::new();
+        let mut bytes = Vec::new();
+        let mut peaks = Vec::new();
+        let mut folded_prompts = Vec::new();
+        for n in 0..TURNS {
+            let s = one_turn(&engine, true, n).await?;
+            rounds.extend(s.engine_per_round);
+            allocs.push(s.allocations);
+            bytes.push(s.allocated_bytes);
+            peaks.push(s.peak_bytes);
+            folded_prompts = s.prompt_per_round;
+        }
+        let unfolded_prompts = one_turn(&engine, false, TURNS).await?.prompt_per_round;
+        rounds.sort();
+        let mean = rounds.iter().sum::<Duration>() / rounds.len() as u32;
+        let avg = |v: &[u64]| v.iter().sum::<u64>() / v.len() as u64;
+
+        println!("## Engine overhead ({STEPS}-step scripted solve, instant in-process model, {TURNS} turns, {} rounds)\n", rounds.len());
+        println!("| metric | p50 | p99 | mean |");
+        println!("|---|---|---|---|");
+        println!(
+            "| engine time per round | {} | {} | {} |",
+            micros(percentile(&rounds, 0.5)),
+            micros(percentile(&rounds, 0.99)),
+            micros(mean)
+        );
+        println!("\n## Memory per turn\n");
+        println!("| metric | value |");
+        println!("|---|---|");
+        println!("| allocations per turn | {} |", avg(&allocs));
+        println!("| bytes allocated per turn | {:.1} KiB |", avg(&bytes) as f64 / 1024.0);
+        println!("| peak live heap growth during a turn | {:.1} KiB |", avg(&peaks) as f64 / 1024.0);
+        println!("\n## Prompt size per round (estimated tokens)\n");
+        println!("| round | folding on | folding off |");
+        println!("|---|---|---|");
+        let n = folded_prompts.len().max(unfolded_prompts.len());
+        for i in 0..n {
+            let cell = |v: &[u64]| v.get(i).map(|t| t.to_string()).unwrap_or_else(|| "—".into());
+            println!("| {} | {} | {} |", i + 1, cell(&folded_prompts), cell(&unfolded_prompts));
+        }
+        let on: u64 = folded_prompts.iter().sum();
+        let off: u64 = unfolded_prompts.iter().sum();
+        let last_on = folded_prompts.last().copied().unwrap_or(0);
+        let last_off = unfolded_prompts.last().copied().unwrap_or(0);
+        println!(
+            "| **total** | **{on}** | **{off}** |\n\nFolding: the final prompt is {:.0} % smaller ({last_on} vs {last_off} tokens); all prompts of the turn together {:.0} % smaller.",
+            100.0 * (1.0 - last_on as f64 / last_off.max(1) as f64),
+            100.0 * (1.0 - on as f64 / off.max(1) as f64)
+        );
+        Ok(())
+    })
+}

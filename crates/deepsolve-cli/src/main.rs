@@ -1,1 +1,109 @@
-fn main() {}
+//! `deepsolve`: solve a problem from the command line, manage settings, check a setup.
+
+mod doctor;
+mod render;
+mod settings_cmd;
+mod setup;
+mod solve;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(
+    name = "deepsolve",
+    version,
+    about = "A rigorous step-by-step problem solver on any OpenAI-compatible model"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where the settings come from; shared by every command.
+#[derive(Args, Clone, Default)]
+pub struct ConfigArgs {
+    /// Settings file (default: $DEEPSOLVE_CONFIG, else ~/.config/deepsolve/settings.yaml).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Override a setting for this run, e.g. --set solve.max_rounds=20 (repeatable).
+    #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// The OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 (sets llm.base_url).
+    #[arg(long, global = true, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The model name (sets llm.model).
+    #[arg(long, global = true)]
+    pub model: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LangArg {
+    En,
+    Zh,
+}
+
+#[derive(Args)]
+pub struct SolveArgs {
+    /// The problem, in plain text (Markdown and LaTeX welcome).
+    pub problem: String,
+    /// Answer language and playbook language.
+    #[arg(long, value_enum, default_value = "en")]
+    pub lang: LangArg,
+    /// Opt-in tool for this turn (repeatable): reason, web_search, geogebra_analysis.
+    #[arg(long = "tool", value_name = "TOOL")]
+    pub tools: Vec<String>,
+    /// Print one JSON event per line on stdout, and nothing else.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Solve a problem step by step.
+    Solve(SolveArgs),
+    /// Read or change the settings file.
+    Settings {
+        #[command(subcommand)]
+        action: settings_cmd::SettingsAction,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Check the configured model endpoint: reachable, model listed, native tool calling.
+    Doctor {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("deepsolve: could not start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Solve(args) => solve::run(args).await,
+            Command::Settings { action, config } => settings_cmd::run(action, &config),
+            Command::Doctor { config } => doctor::run(&config).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("deepsolve: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! A counting global allocator: allocations, bytes, live and peak heap.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+pub struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+static LIVE: AtomicU64 = AtomicU64::new(0);
+static PEAK: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged; we only count.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        record_alloc(layout.size() as u64);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as u64, Relaxed);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_sub(layout.size() as u64, Relaxed);
+        record_alloc(new_size as u64);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+fn record_alloc(size: u64) {
+    ALLOCATIONS.fetch_add(1, Relaxed);
+    BYTES.fetch_add(size, Relaxed);
+    let live = LIVE.fetch_add(size, Relaxed) + size;
+    PEAK.fetch_max(live, Relaxed);
+}
+
+pub struct Snapshot {
+    pub allocations: u64,
+    pub bytes: u64,
+    pub live: u64,
+}
+
+pub fn snapshot() -> Snapshot {
+    Snapshot {
+        allocations: ALLOCATIONS.load(Relaxed),
+        bytes: BYTES.load(Relaxed),
+        live: LIVE.load(Relaxed),
+    }
+}
+
+pub fn reset_peak() {
+    PEAK.store(LIVE.load(Relaxed), Relaxed);
+}
+
+pub fn peak() -> u64 {
+    PEAK.load(Relaxed)
+}

@@ -1,0 +1,325 @@
+//! The two views of a turn's event stream: a live terminal view and NDJSON.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use console::style;
+use deepsolve_core::event::{PlanStepView, StepStatus};
+use deepsolve_core::solve::is_solve_tool;
+use deepsolve_core::{EventKind, StopReason, TurnEvent, TurnOutcome};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub trait Renderer {
+    fn event(&mut self, event: &TurnEvent);
+    fn finish(&mut self, outcome: &TurnOutcome);
+}
+
+/// `--json`: one event per line on stdout and nothing else; the closing reason on stderr.
+pub struct JsonRenderer {
+    out: std::io::Stdout,
+}
+
+impl JsonRenderer {
+    pub fn new() -> Self {
+        JsonRenderer {
+            out: std::io::stdout(),
+        }
+    }
+}
+
+impl Renderer for JsonRenderer {
+    fn event(&mut self, event: &TurnEvent) {
+        let mut out = self.out.lock();
+        // Serialising our own event type cannot fail; a closed stdout (a pipe to `head`) is
+        // not worth crashing the turn for.
+        if let Ok(line) = serde_json::to_string(event) {
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+    }
+
+    fn finish(&mut self, outcome: &TurnOutcome) {
+        if outcome.answer.is_none() {
+            eprintln!("deepsolve: {}", closing_reason(outcome));
+        }
+    }
+}
+
+/// The human view: the plan as a checklist (a spinner on the current step, ✓ and the summary
+/// when done), a line per tool call with its duration, the answer as Markdown, and a footer.
+/// Without a terminal it prints the same as plain lines.
+pub struct LiveRenderer {
+    live: bool,
+    multi: MultiProgress,
+    status: Option<ProgressBar>,
+    steps: Vec<(PlanStepView, ProgressBar)>,
+    plan_key: Vec<(String, String)>,
+}
+
+impl LiveRenderer {
+    pub fn new(model: &str) -> Self {
+        let live = std::io::stdout().is_terminal();
+        let multi = MultiProgress::with_draw_target(if live {
+            ProgressDrawTarget::stdout()
+        } else {
+            ProgressDrawTarget::hidden()
+        });
+        let r = LiveRenderer {
+            live,
+            multi,
+            status: None,
+            steps: Vec::new(),
+            plan_key: Vec::new(),
+        };
+        r.line(format!("{} · {}", style("deepsolve").bold(), model));
+        r
+    }
+
+    fn line(&self, text: String) {
+        if self.live {
+            let _ = self.multi.println(text);
+        } else {
+            println!("{}", console::strip_ansi_codes(&text));
+        }
+    }
+
+    fn status(&mut self, message: String) {
+        if !self.live {
+            return;
+        }
+        let bar = self.status.get_or_insert_with(|| {
+            let bar = self.multi.add(ProgressBar::new_spinner());
+            bar.set_style(spinner_style());
+            bar.enable_steady_tick(Duration::from_millis(100));
+            bar
+        });
+        bar.set_message(message);
+    }
+
+    fn show_plan(&mut self, analysis: &str, steps: &[PlanStepView]) {
+        let key: Vec<(String, String)> = steps
+            .iter()
+            .map(|s| (s.id.clone(), s.goal.clone()))
+            .collect();
+        if key != self.plan_key {
+            for (_, bar) in self.steps.drain(..) {
+                bar.finish_and_clear();
+            }
+            self.plan_key = key;
+            self.line(format!("{} {}", style("Plan:").bold(), analysis));
+            for step in steps {
+                let bar = self.step_bar(step);
+                self.steps.push((step.clone(), bar));
+            }
+            if !self.live {
+                for step in steps {
+                    println!("  ○ {} {}", step.id, step.goal);
+                }
+            }
+        }
+        for (i, step) in steps.iter().enumerate() {
+            let Some((old, bar)) = self.steps.get_mut(i) else {
+                continue;
+            };
+            if old.status != step.status {
+                apply_status(bar, step);
+                *old = step.clone();
+            }
+        }
+    }
+
+    fn step_bar(&self, step: &PlanStepView) -> ProgressBar {
+        let bar = if self.live {
+            self.multi.insert_before(
+                self.status.as_ref().unwrap_or(&ProgressBar::hidden()),
+                ProgressBar::new_spinner(),
+            )
+        } else {
+            ProgressBar::hidden()
+        };
+        apply_status(&bar, step);
+        bar
+    }
+
+    fn tool_result(&self, name: &str, ok: bool, content: &str, duration_ms: u64) {
+        let first = content.lines().next().unwrap_or_default();
+        let first: String = first.chars().take(120).collect();
+        if is_solve_tool(name) {
+            if !ok {
+                self.line(format!(
+                    "  {} {name}: {}",
+                    style("✗").red(),
+                    style(first).dim()
+                ));
+            }
+            return;
+        }
+        let mark = if ok {
+            style("✓").green()
+        } else {
+            style("✗").red()
+        };
+        let detail = if ok {
+            String::new()
+        } else {
+            format!(" {}", style(first).dim())
+        };
+        self.line(format!(
+            "  ↳ {name} {} {mark}{detail}",
+            style(format_duration(duration_ms)).dim()
+        ));
+    }
+}
+
+fn spinner_style() -> ProgressStyle {
+    ProgressStyle::with_template("  {spinner:.cyan} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+fn apply_status(bar: &ProgressBar, step: &PlanStepView) {
+    match step.status {
+        StepStatus::Done => {
+            let summary = step.summary.as_deref().unwrap_or_default();
+            let text = format!(
+                "{} {} {} — {}",
+                style("✓").green(),
+                step.id,
+                step.goal,
+                summary
+            );
+            if bar.is_hidden() {
+                println!("  {}", console::strip_ansi_codes(&text));
+            }
+            bar.set_style(
+                ProgressStyle::with_template("  {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.finish_with_message(text);
+        }
+        StepStatus::Current => {
+            bar.set_style(spinner_style());
+            bar.set_message(format!("{} {}", step.id, step.goal));
+            bar.enable_steady_tick(Duration::from_millis(100));
+        }
+        StepStatus::Pending => {
+            bar.set_style(
+                ProgressStyle::with_template("  {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.set_message(format!("○ {} {}", step.id, style(&step.goal).dim()));
+            bar.tick();
+        }
+    }
+}
+
+impl Renderer for LiveRenderer {
+    fn event(&mut self, event: &TurnEvent) {
+        match &event.kind {
+            EventKind::RoundStarted {
+                round, max_rounds, ..
+            } => {
+                self.status(format!(
+                    "round {round} of {max_rounds} · waiting for the model"
+                ));
+            }
+            EventKind::ReasoningDelta { .. } => self.status("thinking…".into()),
+            EventKind::TextDelta { .. } => self.status("writing…".into()),
+            EventKind::ToolCall { name, .. } if !is_solve_tool(name) => {
+                self.status(format!("running {name}…"));
+            }
+            EventKind::ToolResult {
+                name,
+                ok,
+                content,
+                duration_ms,
+                ..
+            } => {
+                self.tool_result(name, *ok, content, *duration_ms);
+            }
+            EventKind::Plan {
+                analysis, steps, ..
+            } => self.show_plan(analysis, steps),
+            EventKind::Replanned { reason } => {
+                self.line(format!("{} replanned: {reason}", style("↻").yellow()));
+            }
+            EventKind::Retrying {
+                attempt,
+                max,
+                reason,
+                delay_ms,
+            } => self.line(format!(
+                "  {} retrying ({attempt}/{max}) in {}: {reason}",
+                style("…").yellow(),
+                format_duration(*delay_ms)
+            )),
+            EventKind::Warning { message, .. } => {
+                self.line(format!("{} {message}", style("warning:").yellow()));
+            }
+            EventKind::Error { message, .. } => {
+                self.line(format!("{} {message}", style("error:").red()));
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, outcome: &TurnOutcome) {
+        if let Some(bar) = self.status.take() {
+            bar.finish_and_clear();
+        }
+        for (_, bar) in self.steps.drain(..) {
+            if !bar.is_finished() {
+                bar.abandon();
+            }
+        }
+        let _ = self.multi.clear();
+        if let Some(answer) = &outcome.answer {
+            println!();
+            if self.live {
+                termimad::MadSkin::default().print_text(answer);
+            } else {
+                println!("{answer}");
+            }
+        }
+        println!();
+        println!("{}", footer(outcome));
+        if outcome.answer.is_none() {
+            eprintln!("deepsolve: {}", closing_reason(outcome));
+        }
+    }
+}
+
+fn footer(o: &TurnOutcome) -> String {
+    let estimated = if o.usage.estimated {
+        " (estimated)"
+    } else {
+        ""
+    };
+    let text = format!(
+        "— {} · {} rounds · {} tokens{estimated} · {}",
+        o.stop_reason,
+        o.rounds,
+        o.usage.total(),
+        format_duration(o.elapsed_ms)
+    );
+    style(text).dim().to_string()
+}
+
+/// One line saying why a turn ended without an answer.
+pub fn closing_reason(o: &TurnOutcome) -> String {
+    match o.stop_reason {
+        StopReason::Cancelled => "cancelled".into(),
+        StopReason::ModelError => format!(
+            "model error: {}",
+            o.error.as_deref().unwrap_or("the model call failed")
+        ),
+        other => format!("no answer ({other})"),
+    }
+}
+
+fn format_duration(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    }
+}
