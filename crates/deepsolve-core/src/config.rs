@@ -123,7 +123,7 @@ pub const FLAGS: &[(&str, bool, &str)] = &[
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SolveConfig {
-    pub temperature: f32,
+    pub temperature: f64,
     pub max_tokens: u32,
     pub max_rounds: u32,
     pub max_replans: u32,
@@ -255,7 +255,7 @@ impl SolveConfig {
             Ok(used)
         };
         let cfg = SolveConfig {
-            temperature: num("temperature")? as f32,
+            temperature: num("temperature")?,
             max_tokens: num("max_tokens")? as u32,
             max_rounds: num("max_rounds")? as u32,
             max_replans: num("max_replans")? as u32,

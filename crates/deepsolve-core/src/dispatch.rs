@@ -110,10 +110,9 @@ impl RepetitionGuard {
         let streaks = sigs
             .iter()
             .map(|sig| {
-                let streak = *next
+                *next
                     .entry(sig.clone())
-                    .or_insert_with(|| self.streaks.get(sig).copied().unwrap_or(0) + 1);
-                streak
+                    .or_insert_with(|| self.streaks.get(sig).copied().unwrap_or(0) + 1)
             })
             .collect();
         self.streaks = next;

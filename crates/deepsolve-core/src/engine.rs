@@ -510,7 +510,7 @@ impl<'a> TurnRun<'a> {
                 tools: self.specs.clone(),
                 tool_choice: ToolChoice::Auto,
                 max_tokens: self.next_max_tokens.take().unwrap_or(self.cfg.max_tokens),
-                temperature: self.cfg.temperature,
+                temperature: self.cfg.temperature as f32,
                 stop: Vec::new(),
             };
             let completion = match self.call_model(&request, self.deadline).await {
@@ -804,7 +804,7 @@ impl<'a> TurnRun<'a> {
             tools: self.specs.clone(),
             tool_choice: ToolChoice::None,
             max_tokens: self.reserve().max(256) as u32,
-            temperature: self.cfg.temperature,
+            temperature: self.cfg.temperature as f32,
             stop: Vec::new(),
         };
         let deadline = self.deadline.max(Instant::now() + FORCED_ANSWER_GRACE);
