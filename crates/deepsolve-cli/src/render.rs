@@ -172,7 +172,7 @@ impl LiveRenderer {
 }
 
 fn spinner_style() -> ProgressStyle {
-    ProgressStyle::with_template("  {spinner:.cyan} {msg}")
+    ProgressStyle::with_template("  {spinner:.cyan} {wide_msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner())
 }
 
@@ -191,7 +191,7 @@ fn apply_status(bar: &ProgressBar, step: &PlanStepView) {
                 println!("  {}", console::strip_ansi_codes(&text));
             }
             bar.set_style(
-                ProgressStyle::with_template("  {msg}")
+                ProgressStyle::with_template("  {wide_msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
             bar.finish_with_message(text);
@@ -203,7 +203,7 @@ fn apply_status(bar: &ProgressBar, step: &PlanStepView) {
         }
         StepStatus::Pending => {
             bar.set_style(
-                ProgressStyle::with_template("  {msg}")
+                ProgressStyle::with_template("  {wide_msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
             bar.set_message(format!("○ {} {}", step.id, style(&step.goal).dim()));
@@ -266,12 +266,12 @@ impl Renderer for LiveRenderer {
         if let Some(bar) = self.status.take() {
             bar.finish_and_clear();
         }
+        // Finished and open steps stay on screen as the turn's checklist.
         for (_, bar) in self.steps.drain(..) {
             if !bar.is_finished() {
                 bar.abandon();
             }
         }
-        let _ = self.multi.clear();
         if let Some(answer) = &outcome.answer {
             println!();
             if self.live {

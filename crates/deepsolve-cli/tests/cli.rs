@@ -263,8 +263,7 @@ fn never_ending_tool_calls_end_at_max_rounds() {
     let last = server
         .policy_requests()
         .into_iter()
-        .filter(|r| !r.is_subcall())
-        .last()
+        .rfind(|r| !r.is_subcall())
         .unwrap();
     assert!(last.is_forced_answer());
     assert!(!s.answer().is_empty());

@@ -1,0 +1,166 @@
+//! Scripted model behaviours.
+//!
+//! A [`Policy`] reads one request and answers one [`Reply`]. The scripted solvers here are
+//! deterministic and derive their state from the conversation (see
+//! [`PolicyRequest`]), so whatever the engine folds, nudges or retries,
+//! the next move follows from what the model can see. Every policy answers a forced-answer
+//! request (`tool_choice: "none"`) with a final text and a tool-less sub-call with a
+//! derivation ending in `Answer: …`, unless its docs say otherwise.
+
+mod misbehave;
+pub(crate) mod moves;
+mod script;
+mod solver;
+mod wrappers;
+
+use std::sync::Arc;
+
+pub use misbehave::{
+    AnswerWithOpenSteps, IdenticalLoop, MalformedArgs, NeverEnding, OutOfOrderFinisher,
+    ParallelFlood, PlanSkipper, ReasoningOnly, ReplanPastBudget, SecondPlan, UnknownTool,
+};
+pub use moves::{MALFORMED_PLAN_ARGS, summary_for, work_args};
+pub use script::Script;
+pub use solver::WellBehaved;
+pub use wrappers::{CutBeforeOutput, FlakyStatus, NoIndexDeltas, RepeatedIdName, WithStyle};
+
+use crate::reply::Reply;
+use crate::request::PolicyRequest;
+
+/// A scripted model: one reply per request. Implementations may keep interior state (counters)
+/// but should prefer reading the conversation, which survives retries and folds.
+pub trait Policy: Send + Sync {
+    fn reply(&self, request: &PolicyRequest) -> Reply;
+}
+
+impl<P: Policy + ?Sized> Policy for Box<P> {
+    fn reply(&self, request: &PolicyRequest) -> Reply {
+        (**self).reply(request)
+    }
+}
+
+impl<P: Policy + ?Sized> Policy for Arc<P> {
+    fn reply(&self, request: &PolicyRequest) -> Reply {
+        (**self).reply(request)
+    }
+}
+
+/// A closure as a policy, for one-off tests.
+pub struct FnPolicy<F>(pub F);
+
+impl<F: Fn(&PolicyRequest) -> Reply + Send + Sync> Policy for FnPolicy<F> {
+    fn reply(&self, request: &PolicyRequest) -> Reply {
+        (self.0)(request)
+    }
+}
+
+/// Where a mock's replies come from: a fixed script or a policy.
+pub(crate) enum Source {
+    Script(Script),
+    Policy(Box<dyn Policy>),
+}
+
+impl Source {
+    /// The reply to one call. `request` is only built for policies. `Err` is a violation to
+    /// record: a call beyond the script, an unreadable request, a panicking policy.
+    pub(crate) fn reply(
+        &self,
+        request: impl FnOnce() -> Result<PolicyRequest, String>,
+    ) -> Result<Reply, String> {
+        match self {
+            Source::Script(script) => script.next().map_err(|n| {
+                format!(
+                    "unexpected call #{n} (the script has {} replies)",
+                    script.expected()
+                )
+            }),
+            Source::Policy(policy) => {
+                let request = request()?;
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| policy.reply(&request)))
+                    .map_err(|panic| format!("the policy panicked: {}", panic_message(&*panic)))
+            }
+        }
+    }
+
+    /// Fewer calls than scripted, for `verify`.
+    pub(crate) fn shortfall(&self) -> Option<String> {
+        match self {
+            Source::Script(script) => script.shortfall(),
+            Source::Policy(_) => None,
+        }
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_string())
+}
+
+/// The names [`by_name`] knows (the `deepsolve-mock --policy` values).
+pub const POLICY_NAMES: &[&str] = &[
+    "well-behaved",
+    "plan-skipper",
+    "out-of-order",
+    "parallel-flood",
+    "malformed-args",
+    "unknown-tool",
+    "identical-loop",
+    "never-ending",
+    "reasoning-only",
+    "never-answers",
+    "answer-with-open-steps",
+    "replan-past-budget",
+    "second-plan",
+    "flaky-429",
+    "flaky-500",
+    "cut-before-output",
+    "repeated-id-name",
+    "no-index-deltas",
+];
+
+/// A policy by its kebab-case name, solving `steps` steps with `work_tool` where the
+/// behaviour has a well-behaved part. `None` for an unknown name.
+pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Box<dyn Policy>> {
+    let base = WellBehaved {
+        steps: steps.max(1),
+        work_tool,
+    };
+    let policy: Box<dyn Policy> = match name {
+        "well-behaved" => Box::new(base),
+        "plan-skipper" => Box::new(PlanSkipper { then: base }),
+        "out-of-order" => Box::new(OutOfOrderFinisher { then: base }),
+        "parallel-flood" => Box::new(ParallelFlood { n: 10, then: base }),
+        "malformed-args" => Box::new(MalformedArgs { then: base }),
+        "unknown-tool" => Box::new(UnknownTool::new(base)),
+        "identical-loop" => Box::new(IdenticalLoop { then: base }),
+        "never-ending" => Box::new(NeverEnding::new(base)),
+        "reasoning-only" => Box::new(ReasoningOnly::new(1, base)),
+        "never-answers" => Box::new(ReasoningOnly::new(usize::MAX, base)),
+        "answer-with-open-steps" => Box::new(AnswerWithOpenSteps { then: base }),
+        "replan-past-budget" => Box::new(ReplanPastBudget { then: base }),
+        "second-plan" => Box::new(SecondPlan { then: base }),
+        "flaky-429" => Box::new(FlakyStatus::new(429, 2, base).retry_after(Some(1))),
+        "flaky-500" => Box::new(FlakyStatus::new(500, 2, base)),
+        "cut-before-output" => Box::new(CutBeforeOutput::new(2, base)),
+        "repeated-id-name" => Box::new(RepeatedIdName { inner: base }),
+        "no-index-deltas" => Box::new(NoIndexDeltas { inner: base }),
+        _ => return None,
+    };
+    Some(policy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_name_resolves() {
+        for name in POLICY_NAMES {
+            assert!(by_name(name, 2, None).is_some(), "{name}");
+        }
+        assert!(by_name("nope", 2, None).is_none());
+    }
+}
