@@ -570,3 +570,63 @@ fn doctor_checks_the_endpoint_model_and_tool_calling() {
     assert!(!dead.status.success());
     assert!(String::from_utf8_lossy(&dead.stdout).contains("✗ endpoint not usable"));
 }
+
+#[test]
+fn ctrl_c_cancels_the_turn_cleanly() {
+    use std::io::{BufRead, BufReader};
+    use std::time::Duration;
+
+    let server = MockServer::sequence(vec![
+        Reply::calls(vec![(
+            "solve_plan",
+            serde_json::json!({"analysis": "a", "steps": [{"goal": "g"}]}),
+        )]),
+        Reply::delayed(Duration::from_secs(30), Reply::text("too late")),
+    ]);
+    let env = Env::new();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("deepsolve"));
+    cmd.env("DEEPSOLVE_CONFIG", &env.config)
+        .args([
+            "solve",
+            "--json",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+            "x",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let mut events: Vec<Value> = Vec::new();
+    // Wait until the second round has started (the model is "thinking" for 30 s).
+    for line in lines.by_ref() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let second_round = event["type"] == "round_started" && event["round"] == 2;
+        events.push(event);
+        if second_round {
+            break;
+        }
+    }
+    let started = std::time::Instant::now();
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    events.extend(lines.map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap()));
+    let status = child.wait().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "cancellation is prompt"
+    );
+    assert_eq!(status.code(), Some(130));
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "turn_finished");
+    assert_eq!(last["stop_reason"], "cancelled");
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["seq"], i as u64);
+    }
+}
