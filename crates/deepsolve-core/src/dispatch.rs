@@ -73,6 +73,11 @@ impl Toolbox {
         self.mounted.iter().map(|m| m.spec.clone()).collect()
     }
 
+    /// The work tools' implementations (for turn start/finish hooks).
+    pub fn work_tools(&self) -> impl Iterator<Item = &ToolRef> {
+        self.mounted.iter().filter_map(|m| m.tool.as_ref())
+    }
+
     pub fn names(&self) -> Vec<String> {
         self.mounted.iter().map(|m| m.spec.name.clone()).collect()
     }

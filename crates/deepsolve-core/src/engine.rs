@@ -347,7 +347,13 @@ impl<'a> TurnRun<'a> {
             tools: self.toolbox.names(),
             language: self.language.code().to_string(),
         });
+        for tool in self.toolbox.work_tools() {
+            tool.turn_started(&self.tool_ctx).await;
+        }
         let ending = self.rounds_loop().await;
+        for tool in self.toolbox.work_tools() {
+            tool.turn_finished(&self.tool_ctx).await;
+        }
         let mut error = None;
         let (answer, source, stop) = match ending {
             Ending::Answered(text, stop) => (Some(text), Some(AnswerSource::Model), stop),

@@ -75,6 +75,13 @@ pub trait Tool: Send + Sync {
         config.tool_timeout()
     }
 
+    /// Called when a turn that mounts this tool starts (e.g. to warm a per-turn interpreter in
+    /// the background, so the first call does not pay for it). Must return quickly.
+    async fn turn_started(&self, _ctx: &ToolContext) {}
+
+    /// Called when that turn ends, however it ends: release per-turn resources.
+    async fn turn_finished(&self, _ctx: &ToolContext) {}
+
     /// Run with arguments already parsed and validated against `spec().parameters`.
     /// An `Err` becomes an error result for the model, never a crashed turn.
     async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
