@@ -34,6 +34,15 @@ impl Context {
         }
     }
 
+    /// Replace the system prompt (only when the protocol switches mid-turn).
+    pub fn set_system(&mut self, content: String) {
+        if let Some(first) = self.prefix.first_mut() {
+            self.prefix_tokens -= tokens::message_tokens(first);
+            first.content = content;
+            self.prefix_tokens += tokens::message_tokens(first);
+        }
+    }
+
     pub fn push(&mut self, message: Message) {
         let t = tokens::message_tokens(&message);
         self.working.push((message, t));

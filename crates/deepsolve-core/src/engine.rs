@@ -2,8 +2,9 @@
 //! model calls and tool dispatch under the solve spine, folding after every finished step,
 //! budgets, gates, and one forced-answer path.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -16,9 +17,10 @@ use crate::context::Context;
 use crate::dispatch::{BatchInput, CallResult, Mounted, RepetitionGuard, Toolbox, run_batch};
 use crate::event::{Emitter, EventKind, EventSink, RoundRole};
 use crate::message::Message;
+use crate::message::ToolCall;
 use crate::model::{
-    ChatModel, ChatRequest, Completion, FinishReason, ModelError, StreamDelta, ToolChoice,
-    ToolSpec, Usage,
+    ChatModel, ChatRequest, Completion, FinishReason, ModelError, Protocol, StreamDelta,
+    ToolChoice, ToolSpec, Usage,
 };
 use crate::outcome::{AnswerSource, StopReason, TurnOutcome};
 use crate::progress::{self, Position};
@@ -26,6 +28,8 @@ use crate::solve::{
     Language, SessionHandle, SolveRecord, SolveSession, SolveSessionStore, SpineEffect, StoreError,
     playbook, solve_tool_specs,
 };
+use crate::stream_filter::{Piece, VisibleFilter};
+use crate::tags::{self, ParsedCall};
 use crate::tool::{Artifact, ToolContext, ToolRef};
 use crate::truncate::{MAX_BYTES, MAX_LINES, head_tail};
 
@@ -42,6 +46,8 @@ const FORCED_ANSWER_GRACE: Duration = Duration::from_secs(60);
 const COMPACT_AT: f64 = 0.8;
 const MAX_COMPACTIONS_PER_ROUND: u32 = 2;
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+/// The name under which an unreadable text-protocol call is recorded.
+pub const UNREADABLE_CALL: &str = "unreadable_tool_call";
 
 /// A previous turn of the same conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,6 +74,7 @@ pub struct TurnSpec {
     pub workspace: Option<PathBuf>,
     /// The first event `seq` (non-zero when a turn is resumed).
     pub first_seq: u64,
+    pub protocol: Protocol,
 }
 
 impl TurnSpec {
@@ -84,6 +91,7 @@ impl TurnSpec {
             tools: Vec::new(),
             workspace: None,
             first_seq: 0,
+            protocol: Protocol::Native,
         }
     }
 }
@@ -107,6 +115,8 @@ pub struct Engine {
     solve_tools: Vec<Arc<Mounted>>,
     work_tools: Vec<Arc<Mounted>>,
     sessions: Arc<SolveSessionStore>,
+    /// Models found to lack native tool calling (protocol `auto`), for the process.
+    no_native_tools: Mutex<HashSet<String>>,
 }
 
 impl Engine {
@@ -135,6 +145,7 @@ impl Engine {
             solve_tools,
             work_tools,
             sessions: Arc::new(SolveSessionStore::default()),
+            no_native_tools: Mutex::new(HashSet::new()),
         })
     }
 
@@ -198,8 +209,23 @@ impl Engine {
             store: &self.sessions,
             turn_id: spec.turn_id.clone(),
         };
-        let run = TurnRun::new(model, spec, toolbox, handle, sink, cancel);
-        Ok(run.run().await)
+        let known_without_tools = self
+            .no_native_tools
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(model.name());
+        let mut run = TurnRun::new(model, spec, toolbox, handle, sink, cancel);
+        if known_without_tools && run.auto {
+            run.use_tags();
+        }
+        let outcome = run.run().await;
+        if outcome.1 {
+            self.no_native_tools
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(model.name().to_string());
+        }
+        Ok(outcome.0)
     }
 }
 
@@ -215,12 +241,16 @@ impl Drop for CloseOnDrop<'_> {
     }
 }
 
-fn system_prompt(language: Language, specs: &[ToolSpec]) -> String {
+fn system_prompt(language: Language, specs: &[ToolSpec], tags: bool) -> String {
     let mounted: Vec<(&str, &str)> = specs
         .iter()
         .map(|s| (s.name.as_str(), s.description.as_str()))
         .collect();
-    playbook(language, &mounted)
+    let mut prompt = playbook(language, &mounted);
+    if tags {
+        prompt.push_str(&tags::manifest(specs));
+    }
+    prompt
 }
 
 /// A previous turn as the model sees it: the question, then the record and the answer.
@@ -288,6 +318,13 @@ struct TurnRun<'a> {
     doubled_budget: bool,
     next_max_tokens: Option<u32>,
     answer_parts: Vec<String>,
+    /// The text-tag protocol is in use.
+    tags: bool,
+    /// Protocol `auto`: may switch to tags.
+    auto: bool,
+    switched_to_tags: bool,
+    format_errors: u32,
+    calls_made: u64,
 }
 
 impl<'a> TurnRun<'a> {
@@ -300,7 +337,8 @@ impl<'a> TurnRun<'a> {
         cancel: CancellationToken,
     ) -> Self {
         let specs = toolbox.specs();
-        let mut prefix = vec![Message::system(system_prompt(spec.language, &specs))];
+        let tags = spec.protocol == Protocol::Tags;
+        let mut prefix = vec![Message::system(system_prompt(spec.language, &specs, tags))];
         prefix.extend(history_messages(&spec.history));
         prefix.push(Message::user(spec.problem.clone()));
         let started = Instant::now();
@@ -337,10 +375,23 @@ impl<'a> TurnRun<'a> {
             doubled_budget: false,
             next_max_tokens: None,
             answer_parts: Vec::new(),
+            tags,
+            auto: spec.protocol == Protocol::Auto,
+            switched_to_tags: false,
+            format_errors: 0,
+            calls_made: 0,
         }
     }
 
-    async fn run(mut self) -> TurnOutcome {
+    /// Switch to the text-tag protocol for the rest of the turn.
+    fn use_tags(&mut self) {
+        self.tags = true;
+        self.ctx
+            .set_system(system_prompt(self.language, &self.specs, true));
+    }
+
+    /// The outcome, and whether the turn found the model to lack native tools.
+    async fn run(mut self) -> (TurnOutcome, bool) {
         self.emit.emit(EventKind::TurnStarted {
             model: self.model.name().to_string(),
             problem: self.problem.clone(),
@@ -370,7 +421,8 @@ impl<'a> TurnRun<'a> {
                 (fallback, source, StopReason::ModelError)
             }
         };
-        self.finish(answer, source, stop, error)
+        let switched = self.switched_to_tags;
+        (self.finish(answer, source, stop, error), switched)
     }
 
     fn finish(
@@ -511,14 +563,8 @@ impl<'a> TurnRun<'a> {
                 context_window: self.context_window,
             });
             let raw_estimate = self.ctx.raw_estimate(tail_tokens);
-            let request = ChatRequest {
-                messages: self.ctx.request_messages(tail),
-                tools: self.specs.clone(),
-                tool_choice: ToolChoice::Auto,
-                max_tokens: self.next_max_tokens.take().unwrap_or(self.cfg.max_tokens),
-                temperature: self.cfg.temperature as f32,
-                stop: Vec::new(),
-            };
+            let max_tokens = self.next_max_tokens.take().unwrap_or(self.cfg.max_tokens);
+            let request = self.request(tail, ToolChoice::Auto, max_tokens);
             let completion = match self.call_model(&request, self.deadline).await {
                 Ok(c) => c,
                 Err(CallFailure::Cancelled) => return Ending::Cancelled,
@@ -532,6 +578,20 @@ impl<'a> TurnRun<'a> {
                         continue;
                     }
                     return Ending::Force(StopReason::ContextLimit);
+                }
+                Err(CallFailure::Model(ModelError::ToolsUnsupported { message }))
+                    if self.auto && !self.tags =>
+                {
+                    self.emit.emit(EventKind::Warning {
+                        kind: "protocol".into(),
+                        message: format!(
+                            "the provider does not support native tool calling ({message}); switching to the text-tag protocol"
+                        ),
+                    });
+                    self.use_tags();
+                    self.switched_to_tags = true;
+                    self.rounds -= 1;
+                    continue;
                 }
                 Err(CallFailure::Model(e @ ModelError::StreamCut { .. })) => {
                     self.emit.emit(EventKind::Warning {
@@ -552,30 +612,54 @@ impl<'a> TurnRun<'a> {
         }
     }
 
+    /// A request in the turn's protocol: native tools, or the text-tag form (no tools field,
+    /// calls and results rewritten as text, stop sequences at `<tool_response>`).
+    fn request(
+        &self,
+        tail: Option<String>,
+        tool_choice: ToolChoice,
+        max_tokens: u32,
+    ) -> ChatRequest {
+        let messages = self.ctx.request_messages(tail);
+        let (messages, tools, stop) = if self.tags {
+            let stop = tags::STOP_SEQUENCES.iter().map(|s| s.to_string()).collect();
+            (tags::to_text_protocol(messages), Vec::new(), stop)
+        } else {
+            (messages, self.specs.clone(), Vec::new())
+        };
+        ChatRequest {
+            messages,
+            tools,
+            tool_choice,
+            max_tokens,
+            temperature: self.cfg.temperature as f32,
+            stop,
+        }
+    }
+
     async fn call_model(
         &self,
         request: &ChatRequest,
         deadline: Instant,
     ) -> Result<Completion, CallFailure> {
         let emit = &self.emit;
-        let mut on_delta = |delta: StreamDelta| {
-            emit.emit(match delta {
-                StreamDelta::Text(text) => EventKind::TextDelta { text },
-                StreamDelta::Reasoning(text) => EventKind::ReasoningDelta { text },
-                StreamDelta::Retrying {
-                    attempt,
-                    max,
-                    reason,
-                    delay_ms,
-                } => EventKind::Retrying {
-                    attempt,
-                    max,
-                    reason,
-                    delay_ms,
-                },
-            })
+        let mut filter = VisibleFilter::default();
+        let mut on_delta = |delta: StreamDelta| match delta {
+            StreamDelta::Text(text) => emit_pieces(emit, filter.push(&text)),
+            StreamDelta::Reasoning(text) => emit.emit(EventKind::ReasoningDelta { text }),
+            StreamDelta::Retrying {
+                attempt,
+                max,
+                reason,
+                delay_ms,
+            } => emit.emit(EventKind::Retrying {
+                attempt,
+                max,
+                reason,
+                delay_ms,
+            }),
         };
-        tokio::select! {
+        let result = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Err(CallFailure::Cancelled),
             r = tokio::time::timeout_at(deadline, self.model.complete(request, &mut on_delta)) => match r {
@@ -583,11 +667,59 @@ impl<'a> TurnRun<'a> {
                 Ok(Err(e)) => Err(CallFailure::Model(e)),
                 Ok(Ok(c)) => Ok(c),
             },
+        };
+        emit_pieces(emit, filter.finish());
+        result
+    }
+
+    /// Read the reply's content: reasoning out, invented results cut, markup calls taken
+    /// (when the provider gave no native calls). Returns the cleaned completion and the
+    /// unreadable calls.
+    fn interpret(&mut self, mut c: Completion) -> (Completion, Vec<(String, String)>) {
+        let parsed = tags::parse_reply(&c.text);
+        if parsed.cut_invented {
+            self.emit.emit(EventKind::Warning {
+                kind: "invented_tool_response".into(),
+                message:
+                    "the model wrote its own <tool_response>; it was cut before anything saw it"
+                        .into(),
+            });
         }
+        if !parsed.reasoning.is_empty() {
+            if !c.reasoning.is_empty() {
+                c.reasoning.push('\n');
+            }
+            c.reasoning.push_str(&parsed.reasoning);
+        }
+        c.text = parsed.visible;
+        let mut malformed = Vec::new();
+        if c.tool_calls.is_empty() {
+            for call in parsed.calls {
+                match call {
+                    ParsedCall::Call { name, arguments } => {
+                        let id = self.next_call_id();
+                        c.tool_calls.push(ToolCall {
+                            id,
+                            name,
+                            arguments,
+                        });
+                    }
+                    ParsedCall::Malformed { raw, error } => malformed.push((raw, error)),
+                }
+            }
+        }
+        (c, malformed)
+    }
+
+    /// Ids for calls read from text: unique within the turn (and across turns, by turn id).
+    fn next_call_id(&mut self) -> String {
+        self.calls_made += 1;
+        format!("call_{}_{}", self.tool_ctx.turn_id, self.calls_made)
     }
 
     /// Take in one completion. `Some` ends the loop.
     async fn absorb(&mut self, c: Completion) -> Option<Ending> {
+        let (c, malformed) = self.interpret(c);
         self.usage.add(&c.usage);
         let role = if c.tool_calls.is_empty() {
             RoundRole::Answer
@@ -600,9 +732,18 @@ impl<'a> TurnRun<'a> {
             finish_reason: c.finish_reason.as_str().to_string(),
             usage: c.usage,
         });
-        if !c.tool_calls.is_empty() {
+        if malformed.is_empty() {
+            self.format_errors = 0;
+        } else {
+            self.format_errors += 1;
+        }
+        if !c.tool_calls.is_empty() || !malformed.is_empty() {
             self.empty_rounds = 0;
-            return self.work_round(c).await;
+            let ending = self.work_round(c, malformed).await;
+            if ending.is_none() && self.format_errors >= 3 {
+                return Some(Ending::Force(StopReason::FormatErrors));
+            }
+            return ending;
         }
         let visible = !c.text.trim().is_empty();
         if c.finish_reason == FinishReason::Length {
@@ -614,7 +755,13 @@ impl<'a> TurnRun<'a> {
             }
             if !self.doubled_budget {
                 self.doubled_budget = true;
-                let doubled = self.cfg.max_tokens.saturating_mul(2).min(MAX_OUTPUT_TOKENS);
+                let room = self.context_window.saturating_sub(self.ctx.estimate(0));
+                let doubled = self
+                    .cfg
+                    .max_tokens
+                    .saturating_mul(2)
+                    .min(MAX_OUTPUT_TOKENS)
+                    .min(room.max(u64::from(self.cfg.max_tokens)) as u32);
                 self.next_max_tokens = Some(doubled);
                 self.emit.emit(EventKind::Warning {
                     kind: "length".into(),
@@ -636,7 +783,7 @@ impl<'a> TurnRun<'a> {
         self.empty_rounds = 0;
         let mut text = std::mem::take(&mut self.answer_parts).concat();
         text.push_str(&c.text);
-        self.finish_gate(text)
+        self.finish_gate(text.trim().to_string())
     }
 
     /// DESIGN §4.5: nudge once before accepting an answer without a plan or with open steps.
@@ -672,11 +819,25 @@ impl<'a> TurnRun<'a> {
         Some(Ending::Answered(text, StopReason::AnsweredWithOpenSteps))
     }
 
-    async fn work_round(&mut self, c: Completion) -> Option<Ending> {
+    async fn work_round(
+        &mut self,
+        c: Completion,
+        malformed: Vec<(String, String)>,
+    ) -> Option<Ending> {
         let reasoning = (!c.reasoning.is_empty()).then(|| c.reasoning.clone());
+        let unreadable: Vec<ToolCall> = malformed
+            .iter()
+            .map(|(raw, _)| ToolCall {
+                id: self.next_call_id(),
+                name: UNREADABLE_CALL.into(),
+                arguments: raw.clone(),
+            })
+            .collect();
+        let mut all_calls = c.tool_calls.clone();
+        all_calls.extend(unreadable.iter().cloned());
         self.ctx.push(Message::assistant_with_calls(
-            c.text.clone(),
-            c.tool_calls.clone(),
+            c.text.trim().to_string(),
+            all_calls,
             reasoning,
         ));
         let emit = &self.emit;
@@ -715,6 +876,25 @@ impl<'a> TurnRun<'a> {
             ) => b,
         };
         let mut step_done = false;
+        for (call, (_, error)) in unreadable.iter().zip(&malformed) {
+            let content = format!(
+                "Your tool call could not be read: {error}. Write each call exactly as <tool_call>{{\"name\": \"TOOL\", \"arguments\": {{...}}}}</tool_call> with a JSON object inside."
+            );
+            self.emit.emit(EventKind::ToolCall {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                args: serde_json::Value::String(call.arguments.clone()),
+            });
+            self.emit.emit(EventKind::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                ok: false,
+                content: content.clone(),
+                artifacts: Vec::new(),
+                duration_ms: 0,
+            });
+            self.ctx.push(Message::tool_result(call, content));
+        }
         for result in batch.results {
             let visible = head_tail(&result.output.content, MAX_BYTES, MAX_LINES);
             self.ctx.push(Message::tool_result(&result.call, visible));
@@ -805,18 +985,12 @@ impl<'a> TurnRun<'a> {
             context_tokens: self.ctx.estimate(tail_tokens),
             context_window: self.context_window,
         });
-        let request = ChatRequest {
-            messages: self.ctx.request_messages(Some(tail)),
-            tools: self.specs.clone(),
-            tool_choice: ToolChoice::None,
-            max_tokens: self.reserve().max(256) as u32,
-            temperature: self.cfg.temperature as f32,
-            stop: Vec::new(),
-        };
+        let request = self.request(Some(tail), ToolChoice::None, self.reserve().max(256) as u32);
         let deadline = self.deadline.max(Instant::now() + FORCED_ANSWER_GRACE);
         let result = self.call_model(&request, deadline).await;
         match result {
             Ok(c) => {
+                let (c, _) = self.interpret(c);
                 self.usage.add(&c.usage);
                 self.emit.emit(EventKind::RoundFinished {
                     round: self.rounds,
@@ -827,7 +1001,11 @@ impl<'a> TurnRun<'a> {
                 let mut text = std::mem::take(&mut self.answer_parts).concat();
                 text.push_str(&c.text);
                 if !text.trim().is_empty() {
-                    return (Some(text), Some(AnswerSource::Forced), stop);
+                    return (
+                        Some(text.trim().to_string()),
+                        Some(AnswerSource::Forced),
+                        stop,
+                    );
                 }
             }
             Err(CallFailure::Cancelled) => return (None, None, StopReason::Cancelled),
@@ -843,6 +1021,15 @@ impl<'a> TurnRun<'a> {
         let fallback = summary_answer(&self.record());
         let source = fallback.as_ref().map(|_| AnswerSource::StepSummaries);
         (fallback, source, stop)
+    }
+}
+
+fn emit_pieces(emit: &Emitter<'_>, pieces: Vec<Piece>) {
+    for piece in pieces {
+        emit.emit(match piece {
+            Piece::Text(text) => EventKind::TextDelta { text },
+            Piece::Reasoning(text) => EventKind::ReasoningDelta { text },
+        });
     }
 }
 

@@ -15,6 +15,8 @@ pub mod normalize;
 pub mod outcome;
 pub mod progress;
 pub mod solve;
+pub mod stream_filter;
+pub mod tags;
 pub mod tokens;
 pub mod tool;
 pub mod truncate;
@@ -24,7 +26,7 @@ pub use engine::{Engine, EngineError, PriorTurn, TurnError, TurnSpec};
 pub use event::{EventKind, EventSink, NullSink, TurnEvent, VecSink};
 pub use message::{Message, Role, ToolCall};
 pub use model::{
-    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, ModelError, StreamDelta,
+    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, ModelError, Protocol, StreamDelta,
     ToolChoice, ToolSpec, Usage,
 };
 pub use outcome::{AnswerSource, StopReason, TurnOutcome};

@@ -17,6 +17,20 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
+/// How tools are offered to the model (DESIGN §5.8).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// The provider's native tool calling.
+    #[default]
+    Native,
+    /// Tools described in the system prompt, called with `<tool_call>` blocks.
+    Tags,
+    /// Native, switching to tags for the rest of the turn (and for this model, for the rest
+    /// of the process) when the provider says tools are unsupported.
+    Auto,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolChoice {

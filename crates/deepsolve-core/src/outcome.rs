@@ -19,12 +19,14 @@ pub enum StopReason {
     Budget,
     Repetition,
     EmptyRounds,
+    /// Three rounds in a row with unreadable text-protocol tool calls (forced answer).
+    FormatErrors,
     ModelError,
     Cancelled,
 }
 
 impl StopReason {
-    pub const ALL: [StopReason; 11] = [
+    pub const ALL: [StopReason; 12] = [
         StopReason::Answered,
         StopReason::AnsweredWithOpenSteps,
         StopReason::AnsweredWithoutPlan,
@@ -34,6 +36,7 @@ impl StopReason {
         StopReason::Budget,
         StopReason::Repetition,
         StopReason::EmptyRounds,
+        StopReason::FormatErrors,
         StopReason::ModelError,
         StopReason::Cancelled,
     ];
@@ -49,6 +52,7 @@ impl StopReason {
             StopReason::Budget => "budget",
             StopReason::Repetition => "repetition",
             StopReason::EmptyRounds => "empty_rounds",
+            StopReason::FormatErrors => "format_errors",
             StopReason::ModelError => "model_error",
             StopReason::Cancelled => "cancelled",
         }

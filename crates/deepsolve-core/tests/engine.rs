@@ -710,3 +710,226 @@ async fn the_system_prompt_names_only_mounted_tools_and_follows_the_language() {
         "the system prompt is byte-stable for the turn"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The text-tag protocol, vendor markup and reasoning in content (DESIGN §5.8)
+
+fn tag_call(name: &str, args: serde_json::Value) -> String {
+    format!(
+        "<tool_call>\n{}\n</tool_call>",
+        json!({"name": name, "arguments": args})
+    )
+}
+
+/// A tags-mode model that ignores the stop sequence and invents a result after every call.
+fn inventing(text: String) -> Step {
+    let n = text.matches("<tool_call>").count();
+    let mut reply = text;
+    for i in 0..n {
+        reply.push_str(&format!("\n<tool_response>INVENTED-{i}</tool_response>"));
+    }
+    match common::text(&reply) {
+        Step::Reply(c) => Step::Reply(c),
+        other => other,
+    }
+}
+
+#[tokio::test]
+async fn tags_mode_solves_and_never_shows_the_model_its_invented_results() {
+    let tool = echo_tool();
+    let model = Fake::seq(vec![
+        inventing(tag_call(
+            "solve_plan",
+            json!({"analysis": "a", "steps": [{"goal": "factor"}]}),
+        )),
+        inventing(format!(
+            "Working.\n{}",
+            tag_call("echo", json!({"q": "REAL-INPUT"}))
+        )),
+        inventing(tag_call(
+            "solve_finish_step",
+            json!({"step_id": "S1", "summary": "(x-2)(x-3)"}),
+        )),
+        text("<answer>x = 2 or x = 3</answer>"),
+    ]);
+    let run = run_with(model, vec![tool.clone()], |s| s.protocol = Protocol::Tags).await;
+    assert_eq!(run.outcome.stop_reason, StopReason::Answered);
+    assert_eq!(run.outcome.answer.as_deref(), Some("x = 2 or x = 3"));
+    for req in &run.requests {
+        assert!(req.tools.is_empty(), "tags mode declares no native tools");
+        assert_eq!(req.stop, ["<tool_response>", "\n<tool_response>"]);
+        assert!(
+            req.messages
+                .iter()
+                .all(|m| m.role != Role::Tool && m.tool_calls.is_empty())
+        );
+        assert!(
+            !prompt_text(req).contains("INVENTED"),
+            "{}",
+            prompt_text(req)
+        );
+    }
+    let system = &run.requests[0].messages[0].content;
+    assert!(system.contains("### echo") && system.contains("<tool_call>"));
+    let third = prompt_text(&run.requests[2]);
+    assert!(third.contains("<tool_response name=\"echo\""), "{third}");
+    assert!(third.contains("echo: REAL-INPUT"));
+    assert_eq!(tool.runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(run.types().contains(&"warning"));
+    // No text delta ever showed markup or invented results.
+    for e in &run.events {
+        if let EventKind::TextDelta { text } = &e.kind {
+            assert!(
+                !text.contains("<tool_call>") && !text.contains("INVENTED"),
+                "{text}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn tags_mode_three_unreadable_calls_in_a_row_force_an_answer() {
+    let model = Fake::new(|req, _| {
+        if req
+            .messages
+            .last()
+            .unwrap()
+            .content
+            .contains("[deepsolve:ultimatum]")
+        {
+            text("forced")
+        } else {
+            text("<tool_call>{\"arguments\": {}}</tool_call>")
+        }
+    });
+    let run = run_with(model, vec![], |s| s.protocol = Protocol::Tags).await;
+    assert_eq!(run.outcome.stop_reason, StopReason::FormatErrors);
+    assert_eq!(run.outcome.answer.as_deref(), Some("forced"));
+    assert_eq!(
+        run.results()
+            .iter()
+            .filter(|r| r.2.contains("could not be read"))
+            .count(),
+        3
+    );
+}
+
+#[tokio::test]
+async fn auto_switches_to_tags_when_tools_are_unsupported_and_remembers() {
+    let engine = Engine::new(vec![]).unwrap();
+    let make = || {
+        Fake::new(|req, _| {
+            if !req.tools.is_empty() {
+                return Step::Fail(ModelError::ToolsUnsupported {
+                    message: "no tools".into(),
+                });
+            }
+            let prompt = prompt_text(req);
+            if !prompt.contains("solve_plan(") && !prompt.contains("\"name\":\"solve_plan\"") {
+                text(&tag_call(
+                    "solve_plan",
+                    json!({"analysis": "a", "steps": [{"goal": "g"}]}),
+                ))
+            } else if !prompt.contains("step_done") && !prompt.contains("[x] S1") {
+                text(&tag_call(
+                    "solve_finish_step",
+                    json!({"step_id": "S1", "summary": "done"}),
+                ))
+            } else {
+                text("the answer")
+            }
+        })
+    };
+    let first = make();
+    let sink = VecSink::default();
+    let mut spec = TurnSpec::new("auto-1", "p");
+    spec.protocol = Protocol::Auto;
+    let outcome = engine
+        .run_turn(&first, spec, &sink, Default::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome.stop_reason,
+        StopReason::Answered,
+        "{:?}",
+        sink.take()
+    );
+    let reqs = first.requests();
+    assert!(!reqs[0].tools.is_empty() && reqs[1].tools.is_empty());
+    assert_eq!(
+        outcome.rounds as usize,
+        reqs.len() - 1,
+        "the refused native call is not a round"
+    );
+    // The next turn with the same model starts in tags mode at once.
+    let second = make();
+    let mut spec = TurnSpec::new("auto-2", "p");
+    spec.protocol = Protocol::Auto;
+    engine
+        .run_turn(&second, spec, &VecSink::default(), Default::default())
+        .await
+        .unwrap();
+    assert!(second.requests()[0].tools.is_empty());
+}
+
+#[tokio::test]
+async fn vendor_markup_in_native_content_becomes_calls_and_never_answer_text() {
+    let dsml = "Let me plan.\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"solve_plan\">\n<｜DSML｜parameter name=\"analysis\" string=\"true\">a</｜DSML｜parameter>\n<｜DSML｜parameter name=\"steps\" string=\"false\">[{\"goal\": \"g\"}]</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>";
+    let kimi = "<|tool_calls_section_begin|><|tool_call_begin|>functions.solve_finish_step:0<|tool_call_argument_begin|>{\"step_id\": \"S1\", \"summary\": \"ok\"}<|tool_call_end|><|tool_calls_section_end|>";
+    let model = Fake::seq(vec![
+        text(dsml),
+        text(kimi),
+        text("<think>check</think>Final: 5"),
+    ]);
+    let run = run_with(model, vec![], |_| {}).await;
+    assert_eq!(run.outcome.stop_reason, StopReason::Answered);
+    assert_eq!(run.outcome.answer.as_deref(), Some("Final: 5"));
+    // The parsed calls went back to the provider as native calls, with results.
+    let second = &run.requests[1];
+    let assistant = second
+        .messages
+        .iter()
+        .find(|m| !m.tool_calls.is_empty())
+        .unwrap();
+    assert_eq!(assistant.tool_calls[0].name, "solve_plan");
+    assert_eq!(assistant.content, "Let me plan.");
+    let texts: String = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TextDelta { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !texts.contains("DSML") && !texts.contains("tool_call") && !texts.contains("check"),
+        "{texts}"
+    );
+}
+
+#[tokio::test]
+async fn inline_think_is_reasoning_not_answer_and_not_a_summary() {
+    let model = Fake::seq(vec![
+        text("<think>I should plan first.</think>"),
+        plan(&["a"]),
+        calls(vec![(
+            "solve_finish_step",
+            json!({"step_id": "S1", "summary": "<think>secret musing</think>x = 4"}),
+        )]),
+        text("<think>double-check: 4</think>**x = 4**"),
+    ]);
+    let run = run_with(model, vec![], |_| {}).await;
+    assert_eq!(run.outcome.answer.as_deref(), Some("**x = 4**"));
+    assert_eq!(run.outcome.solve.steps[0].summary.as_deref(), Some("x = 4"));
+    // The thinking-only first round counted as empty and was nudged, not answered.
+    assert!(prompt_text(&run.requests[1]).contains("Stop deliberating"));
+    let reasoning: String = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ReasoningDelta { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(reasoning.contains("I should plan first.") && reasoning.contains("double-check"));
+}

@@ -189,7 +189,9 @@ pub fn finish_step(session: &mut SolveSession, args: &Value) -> SpineResult {
         return SpineResult::refused("No plan yet. Call solve_plan before solve_finish_step.");
     }
     let step_id = str_arg(args, "step_id");
-    let summary = str_arg(args, "summary");
+    // Reasoning never reaches a folded summary.
+    let (summary, _) = crate::tags::split_think(str_arg(args, "summary"));
+    let summary = summary.trim();
     let Some(index) = record.steps.iter().position(|s| s.id == step_id) else {
         let ids: Vec<&str> = record.steps.iter().map(|s| s.id.as_str()).collect();
         return SpineResult::refused(format!(

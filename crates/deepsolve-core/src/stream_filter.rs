@@ -1,0 +1,229 @@
+//! Live filtering of streamed content: `<think>` goes to reasoning, tool-call markup and
+//! invented `<tool_response>`s are never shown as answer text. Partial tags at a chunk
+//! boundary are held back until they resolve. (The final text is re-read by `tags::parse_reply`;
+//! this only keeps the live view clean.)
+
+const THINK_OPEN: &str = "<think>";
+const THINK_CLOSE: &str = "</think>";
+const FENCE: &str = "```";
+
+/// Openers of hidden sections and what closes them (`None`: hidden to the end).
+const HIDDEN: &[(&str, Option<&str>)] = &[
+    ("<tool_response", None),
+    ("<tool_call>", Some("</tool_call>")),
+    (
+        "<｜DSML｜function_calls>",
+        Some("</｜DSML｜function_calls>"),
+    ),
+    (
+        "<|tool_calls_section_begin|>",
+        Some("<|tool_calls_section_end|>"),
+    ),
+    ("<|tool_call_begin|>", Some("<|tool_call_end|>")),
+    ("<｜tool▁calls▁begin｜>", Some("<｜tool▁calls▁end｜>")),
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    Text(String),
+    Reasoning(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Visible,
+    Fenced,
+    Think,
+    Hidden(Option<&'static str>),
+}
+
+#[derive(Debug)]
+pub struct VisibleFilter {
+    buf: String,
+    mode: Mode,
+}
+
+impl Default for VisibleFilter {
+    fn default() -> Self {
+        VisibleFilter {
+            buf: String::new(),
+            mode: Mode::Visible,
+        }
+    }
+}
+
+/// The length of the longest suffix of `s` that is a proper prefix of one of `tokens`.
+fn partial_suffix(s: &str, tokens: &[&str]) -> usize {
+    tokens
+        .iter()
+        .flat_map(|t| {
+            (1..t.len())
+                .rev()
+                .filter(|n| t.is_char_boundary(*n))
+                .map(move |n| &t[..n])
+        })
+        .filter(|p| s.ends_with(p))
+        .map(str::len)
+        .max()
+        .unwrap_or(0)
+}
+
+impl VisibleFilter {
+    pub fn push(&mut self, text: &str) -> Vec<Piece> {
+        self.buf.push_str(text);
+        let mut out = Vec::new();
+        while self.step(&mut out) {}
+        out
+    }
+
+    /// Flush at the end of the stream: held-back text that never became a tag is shown.
+    pub fn finish(&mut self) -> Vec<Piece> {
+        let rest = std::mem::take(&mut self.buf);
+        match self.mode {
+            Mode::Visible | Mode::Fenced if !rest.is_empty() => vec![Piece::Text(rest)],
+            Mode::Think if !rest.is_empty() => vec![Piece::Reasoning(rest)],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Consume what can be decided now; true when the mode changed and the rest should be
+    /// looked at again.
+    fn step(&mut self, out: &mut Vec<Piece>) -> bool {
+        match self.mode {
+            Mode::Visible => self.visible(out),
+            Mode::Fenced => self.until(FENCE, Mode::Visible, out, Piece::Text, true),
+            Mode::Think => self.until(THINK_CLOSE, Mode::Visible, out, Piece::Reasoning, false),
+            Mode::Hidden(None) => {
+                self.buf.clear();
+                false
+            }
+            Mode::Hidden(Some(close)) => self.until(
+                close,
+                Mode::Visible,
+                out,
+                |_| Piece::Text(String::new()),
+                false,
+            ),
+        }
+    }
+
+    fn visible(&mut self, out: &mut Vec<Piece>) -> bool {
+        let mut openers: Vec<(&'static str, Mode)> =
+            vec![(THINK_OPEN, Mode::Think), (FENCE, Mode::Fenced)];
+        openers.extend(
+            HIDDEN
+                .iter()
+                .map(|(open, close)| (*open, Mode::Hidden(*close))),
+        );
+        let first = openers
+            .iter()
+            .filter_map(|(open, mode)| self.buf.find(open).map(|i| (i, *open, *mode)))
+            .min_by_key(|(i, _, _)| *i);
+        if let Some((i, open, mode)) = first {
+            let keep_opener = mode == Mode::Fenced;
+            let end = if keep_opener { i + open.len() } else { i };
+            emit(out, Piece::Text(self.buf[..end].to_string()));
+            self.buf.drain(..i + open.len());
+            self.mode = mode;
+            return true;
+        }
+        let tokens: Vec<&str> = openers.iter().map(|(o, _)| *o).collect();
+        let hold = partial_suffix(&self.buf, &tokens);
+        let ready = self.buf.len() - hold;
+        emit(out, Piece::Text(self.buf[..ready].to_string()));
+        self.buf.drain(..ready);
+        false
+    }
+
+    /// Emit (or drop) text until `close`; then switch to `next`.
+    fn until(
+        &mut self,
+        close: &'static str,
+        next: Mode,
+        out: &mut Vec<Piece>,
+        piece: fn(String) -> Piece,
+        keep_close: bool,
+    ) -> bool {
+        if let Some(i) = self.buf.find(close) {
+            let end = if keep_close { i + close.len() } else { i };
+            emit(out, piece(self.buf[..end].to_string()));
+            self.buf.drain(..i + close.len());
+            self.mode = next;
+            return true;
+        }
+        let hold = partial_suffix(&self.buf, &[close]);
+        let ready = self.buf.len() - hold;
+        emit(out, piece(self.buf[..ready].to_string()));
+        self.buf.drain(..ready);
+        false
+    }
+}
+
+fn emit(out: &mut Vec<Piece>, piece: Piece) {
+    match &piece {
+        Piece::Text(t) | Piece::Reasoning(t) if t.is_empty() => {}
+        _ => out.push(piece),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn run(chunks: &[&str]) -> (String, String) {
+        let mut f = VisibleFilter::default();
+        let mut pieces: Vec<Piece> = chunks.iter().flat_map(|c| f.push(c)).collect();
+        pieces.extend(f.finish());
+        let mut text = String::new();
+        let mut reasoning = String::new();
+        for p in pieces {
+            match p {
+                Piece::Text(t) => text.push_str(&t),
+                Piece::Reasoning(r) => reasoning.push_str(&r),
+            }
+        }
+        (text, reasoning)
+    }
+
+    #[test]
+    fn think_and_calls_are_hidden_across_chunk_boundaries() {
+        let (text, reasoning) = run(&[
+            "Hi <thi",
+            "nk>plan it</th",
+            "ink>ok <tool_",
+            "call>{\"name\":1}</tool_call> done",
+        ]);
+        assert_eq!(text, "Hi ok  done");
+        assert_eq!(reasoning, "plan it");
+    }
+
+    #[test]
+    fn invented_responses_hide_everything_after() {
+        let (text, _) = run(&["answer <tool_res", "ponse>FAKE</tool_response> more"]);
+        assert_eq!(text, "answer ");
+    }
+
+    #[test]
+    fn fenced_tags_stay_visible_and_a_lone_angle_bracket_is_flushed() {
+        let (text, _) = run(&["```\n<tool_call>x</tool_call>\n```", " a <", "b"]);
+        assert_eq!(text, "```\n<tool_call>x</tool_call>\n``` a <b");
+        let (tail, _) = run(&["x <"]);
+        assert_eq!(tail, "x <");
+    }
+
+    proptest! {
+        #[test]
+        fn chunking_does_not_change_the_result(s in "(a|b| |<think>|</think>|<tool_call>|</tool_call>|```|<|>){0,40}", cuts in prop::collection::vec(0usize..200, 0..6)) {
+            let whole = run(&[s.as_str()]);
+            let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (s.len() + 1)).filter(|c| s.is_char_boundary(*c)).collect();
+            points.sort();
+            points.dedup();
+            let mut chunks = Vec::new();
+            let mut last = 0;
+            for p in points { chunks.push(&s[last..p]); last = p; }
+            chunks.push(&s[last..]);
+            prop_assert_eq!(run(&chunks), whole);
+        }
+    }
+}
