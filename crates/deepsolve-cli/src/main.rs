@@ -45,6 +45,13 @@ pub enum LangArg {
     Zh,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtocolArg {
+    Native,
+    Tags,
+    Auto,
+}
+
 #[derive(Args)]
 pub struct SolveArgs {
     /// The problem, in plain text (Markdown and LaTeX welcome).
@@ -58,6 +65,10 @@ pub struct SolveArgs {
     /// Print one JSON event per line on stdout, and nothing else.
     #[arg(long)]
     pub json: bool,
+    /// How tools are offered: native tool calling, text tags (models without tool calling),
+    /// or auto (native, falling back to tags). Overrides llm.protocol.
+    #[arg(long, value_enum)]
+    pub protocol: Option<ProtocolArg>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

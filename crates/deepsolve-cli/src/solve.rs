@@ -4,14 +4,16 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::bail;
-use deepsolve_core::{ChatModel, Engine, Language, StopReason, ToolRef, TurnOutcome, TurnSpec};
+use deepsolve_core::{
+    ChatModel, Engine, Language, Protocol, StopReason, ToolRef, TurnOutcome, TurnSpec,
+};
 use deepsolve_tools::{REASON, ReasonTool};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::render::{JsonRenderer, LiveRenderer, Renderer};
 use crate::setup::{load_settings, main_client, reason_client};
-use crate::{LangArg, SolveArgs};
+use crate::{LangArg, ProtocolArg, SolveArgs};
 
 /// Opt-in tools the design knows; the ones not built yet are refused by name.
 const KNOWN_OPT_IN: [&str; 3] = [REASON, "web_search", "geogebra_analysis"];
@@ -41,6 +43,7 @@ pub async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
         spec.context_window = window;
     }
     spec.tools = requested;
+    spec.protocol = protocol(args.protocol, loaded.settings.llm.protocol);
 
     let renderer: Box<dyn Renderer> = if args.json {
         Box::new(JsonRenderer::new())
@@ -69,6 +72,18 @@ fn requested_tools(flags: &[String], enabled: &[String]) -> anyhow::Result<Vec<S
         }
     }
     Ok(out)
+}
+
+/// `--protocol` wins over `llm.protocol`.
+fn protocol(flag: Option<ProtocolArg>, setting: deepsolve_settings::Protocol) -> Protocol {
+    match (flag, setting) {
+        (Some(ProtocolArg::Native), _) => Protocol::Native,
+        (Some(ProtocolArg::Tags), _) => Protocol::Tags,
+        (Some(ProtocolArg::Auto), _) => Protocol::Auto,
+        (None, deepsolve_settings::Protocol::Native) => Protocol::Native,
+        (None, deepsolve_settings::Protocol::Tags) => Protocol::Tags,
+        (None, deepsolve_settings::Protocol::Auto) => Protocol::Auto,
+    }
 }
 
 fn new_turn_id() -> String {

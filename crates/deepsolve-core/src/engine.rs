@@ -58,6 +58,16 @@ pub struct PriorTurn {
     pub solve: Option<SolveRecord>,
 }
 
+/// Where an interrupted turn picks up: its solve record (plan, finished steps and their
+/// summaries) and what it had spent. The step boundary is the checkpoint: the context is
+/// rebuilt as the folded state after the last finished step, so no finished step is re-run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResumeFrom {
+    pub record: SolveRecord,
+    pub rounds: u32,
+    pub usage: Usage,
+}
+
 /// Everything a turn needs, resolved server-side.
 #[derive(Debug, Clone)]
 pub struct TurnSpec {
@@ -75,6 +85,8 @@ pub struct TurnSpec {
     /// The first event `seq` (non-zero when a turn is resumed).
     pub first_seq: u64,
     pub protocol: Protocol,
+    /// Continue an interrupted turn from its last step checkpoint.
+    pub resume: Option<ResumeFrom>,
 }
 
 impl TurnSpec {
@@ -92,6 +104,7 @@ impl TurnSpec {
             workspace: None,
             first_seq: 0,
             protocol: Protocol::Native,
+            resume: None,
         }
     }
 }
@@ -197,13 +210,17 @@ impl Engine {
             return Err(TurnError::EmptyProblem);
         }
         let toolbox = self.toolbox(&spec.tools)?;
-        let session = SolveSession::new(
+        let mut session = SolveSession::new(
             spec.session_id
                 .clone()
                 .unwrap_or_else(|| spec.turn_id.clone()),
             spec.config.max_replans,
             spec.config.max_steps,
         );
+        if let Some(resume) = &spec.resume {
+            session.record = resume.record.clone();
+            session.record.replans_max = spec.config.max_replans;
+        }
         let handle = self.sessions.open(&spec.turn_id, session)?;
         let _close = CloseOnDrop {
             store: &self.sessions,
@@ -342,6 +359,11 @@ impl<'a> TurnRun<'a> {
         prefix.extend(history_messages(&spec.history));
         prefix.push(Message::user(spec.problem.clone()));
         let started = Instant::now();
+        let (rounds, usage) = spec
+            .resume
+            .as_ref()
+            .map(|r| (r.rounds, r.usage))
+            .unwrap_or_default();
         let tool_ctx = ToolContext {
             turn_id: spec.turn_id.clone(),
             session_id: spec.session_id.clone(),
@@ -365,8 +387,8 @@ impl<'a> TurnRun<'a> {
             cancel,
             tool_ctx,
             started,
-            usage: Usage::default(),
-            rounds: 0,
+            usage,
+            rounds,
             guard: RepetitionGuard::default(),
             artifacts: Vec::new(),
             plan_nudged: false,
@@ -398,6 +420,18 @@ impl<'a> TurnRun<'a> {
             tools: self.toolbox.names(),
             language: self.language.code().to_string(),
         });
+        if self.rounds > 0 {
+            let record = self.record();
+            let done = record.steps.iter().filter(|s| s.done).count();
+            self.emit.emit(EventKind::Warning {
+                kind: "resumed".into(),
+                message: format!(
+                    "resumed after round {} with {done} of {} steps done",
+                    self.rounds,
+                    record.steps.len()
+                ),
+            });
+        }
         for tool in self.toolbox.work_tools() {
             tool.turn_started(&self.tool_ctx).await;
         }

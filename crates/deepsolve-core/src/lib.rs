@@ -22,7 +22,7 @@ pub mod tool;
 pub mod truncate;
 
 pub use config::{ClampWarning, ConfigError, SolveConfig};
-pub use engine::{Engine, EngineError, PriorTurn, TurnError, TurnSpec};
+pub use engine::{Engine, EngineError, PriorTurn, ResumeFrom, TurnError, TurnSpec};
 pub use event::{EventKind, EventSink, NullSink, TurnEvent, VecSink};
 pub use message::{Message, Role, ToolCall};
 pub use model::{

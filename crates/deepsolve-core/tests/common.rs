@@ -329,7 +329,12 @@ pub async fn run_with(
 }
 
 pub fn assert_seq_is_gapless(events: &[TurnEvent]) {
+    let first = events.first().map(|e| e.seq).unwrap_or(0);
     for (i, e) in events.iter().enumerate() {
-        assert_eq!(e.seq, i as u64, "seq must be monotonic without gaps");
+        assert_eq!(
+            e.seq,
+            first + i as u64,
+            "seq must be monotonic without gaps"
+        );
     }
 }

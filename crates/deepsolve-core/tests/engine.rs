@@ -933,3 +933,35 @@ async fn inline_think_is_reasoning_not_answer_and_not_a_summary() {
         .collect();
     assert!(reasoning.contains("I should plan first.") && reasoning.contains("double-check"));
 }
+
+#[tokio::test]
+async fn a_resumed_turn_continues_from_its_last_finished_step() {
+    // The first run is "interrupted" after S1: take its record as the checkpoint.
+    let first = Fake::seq(vec![
+        plan(&["factor", "solve"]),
+        finish("S1", "(x-2)(x-3)"),
+        Step::Fail(ModelError::Auth {
+            status: 401,
+            message: "boom".into(),
+        }),
+    ]);
+    let run1 = run_with(first, vec![], |_| {}).await;
+    let checkpoint = ResumeFrom {
+        record: run1.outcome.solve.clone(),
+        rounds: run1.outcome.rounds,
+        usage: run1.outcome.usage,
+    };
+    let second = Fake::seq(vec![finish("S2", "x = 2 or 3"), text("x = 2 or x = 3")]);
+    let run2 = run_with(second, vec![], |s| {
+        s.resume = Some(checkpoint.clone());
+        s.first_seq = 40;
+    })
+    .await;
+    assert_eq!(run2.outcome.stop_reason, StopReason::Answered);
+    assert_eq!(run2.outcome.rounds, checkpoint.rounds + 2);
+    let first_prompt = prompt_text(&run2.requests[0]);
+    assert!(first_prompt.contains("[x] S1 factor — (x-2)(x-3)"));
+    assert!(first_prompt.contains("[ ] S2 solve   <- current"));
+    assert_eq!(run2.events[0].seq, 40);
+    assert!(run2.outcome.solve.all_done());
+}
