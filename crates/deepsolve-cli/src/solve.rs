@@ -75,14 +75,12 @@ fn requested_tools(flags: &[String], enabled: &[String]) -> anyhow::Result<Vec<S
 }
 
 /// `--protocol` wins over `llm.protocol`.
-fn protocol(flag: Option<ProtocolArg>, setting: deepsolve_settings::Protocol) -> Protocol {
-    match (flag, setting) {
-        (Some(ProtocolArg::Native), _) => Protocol::Native,
-        (Some(ProtocolArg::Tags), _) => Protocol::Tags,
-        (Some(ProtocolArg::Auto), _) => Protocol::Auto,
-        (None, deepsolve_settings::Protocol::Native) => Protocol::Native,
-        (None, deepsolve_settings::Protocol::Tags) => Protocol::Tags,
-        (None, deepsolve_settings::Protocol::Auto) => Protocol::Auto,
+fn protocol(flag: Option<ProtocolArg>, setting: Protocol) -> Protocol {
+    match flag {
+        Some(ProtocolArg::Native) => Protocol::Native,
+        Some(ProtocolArg::Tags) => Protocol::Tags,
+        Some(ProtocolArg::Auto) => Protocol::Auto,
+        None => setting,
     }
 }
 

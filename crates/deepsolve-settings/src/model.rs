@@ -43,28 +43,9 @@ pub struct LlmSettings {
     pub extra_body: Map<String, Value>,
 }
 
-/// How tool calls are exchanged with the model (DESIGN §5.8).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    /// The provider's native `tools`/`tool_calls` fields.
-    #[default]
-    Native,
-    /// Tool calls written as tagged text, for servers without native tool calling.
-    Tags,
-    /// Native first, tags when the server refuses tools.
-    Auto,
-}
-
-impl fmt::Display for Protocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Protocol::Native => "native",
-            Protocol::Tags => "tags",
-            Protocol::Auto => "auto",
-        })
-    }
-}
+/// How tool calls are exchanged with the model (DESIGN §5.8): the core's own type, so the
+/// setting and the engine cannot drift apart.
+pub use deepsolve_core::Protocol;
 
 /// Secondary models used by specific tools.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
