@@ -728,10 +728,7 @@ fn inventing(text: String) -> Step {
     for i in 0..n {
         reply.push_str(&format!("\n<tool_response>INVENTED-{i}</tool_response>"));
     }
-    match common::text(&reply) {
-        Step::Reply(c) => Step::Reply(c),
-        other => other,
-    }
+    common::text(&reply)
 }
 
 #[tokio::test]
