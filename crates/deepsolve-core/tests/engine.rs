@@ -10,6 +10,20 @@ use common::*;
 use deepsolve_core::*;
 use serde_json::json;
 
+/// Plans one step, then plays `then(n)` for call n; answers a forced-answer request with
+/// `forced`.
+fn plans_then(then: impl Fn(usize) -> Step + Send + 'static, forced: &'static str) -> Fake {
+    Fake::new(move |req, n| {
+        if req.tool_choice == ToolChoice::None {
+            text(forced)
+        } else if n == 0 {
+            plan(&["a"])
+        } else {
+            then(n)
+        }
+    })
+}
+
 fn echo_tool() -> Arc<Echo> {
     Arc::new(Echo::named("echo"))
 }
@@ -72,15 +86,7 @@ async fn answered_without_plan_after_one_nudge() {
 
 #[tokio::test]
 async fn max_rounds_forces_an_answer_after_settlement() {
-    let model = Fake::new(|req, n| {
-        if req.tool_choice == ToolChoice::None {
-            text("forced: x=2 or 3")
-        } else if n == 0 {
-            plan(&["a"])
-        } else {
-            echo(&format!("q{n}"))
-        }
-    });
+    let model = plans_then(|n| echo(&format!("q{n}")), "forced: x=2 or 3");
     let run = run_with(model, vec![echo_tool()], |s| {
         s.config.max_rounds = 3;
         s.config.settlement_rounds = 1;
@@ -160,15 +166,10 @@ async fn a_provider_context_length_error_snips_then_forces() {
 
 #[tokio::test(start_paused = true)]
 async fn turn_timeout_forces_an_answer() {
-    let model = Fake::new(|req, n| {
-        if req.tool_choice == ToolChoice::None {
-            text("forced after timeout")
-        } else if n == 0 {
-            plan(&["a"])
-        } else {
-            Step::Sleep(Duration::from_secs(3600))
-        }
-    });
+    let model = plans_then(
+        |n| Step::Sleep(Duration::from_secs(3600)),
+        "forced after timeout",
+    );
     let run = run_with(model, vec![], |s| s.config.turn_timeout_s = 10).await;
     assert_eq!(run.outcome.stop_reason, StopReason::TurnTimeout);
     assert_eq!(run.outcome.answer.as_deref(), Some("forced after timeout"));
@@ -176,15 +177,7 @@ async fn turn_timeout_forces_an_answer() {
 
 #[tokio::test]
 async fn token_budget_forces_an_answer() {
-    let model = Fake::new(|req, n| {
-        if req.tool_choice == ToolChoice::None {
-            text("forced by budget")
-        } else if n == 0 {
-            plan(&["a"])
-        } else {
-            echo(&format!("q{n}"))
-        }
-    });
+    let model = plans_then(|n| echo(&format!("q{n}")), "forced by budget");
     let run = run_with(model, vec![echo_tool()], |s| s.config.token_budget = 300).await;
     assert_eq!(run.outcome.stop_reason, StopReason::Budget);
     assert_eq!(
@@ -200,15 +193,7 @@ async fn token_budget_forces_an_answer() {
 #[tokio::test]
 async fn repetition_is_refused_at_three_and_forced_at_five() {
     let tool = echo_tool();
-    let model = Fake::new(|req, n| {
-        if req.tool_choice == ToolChoice::None {
-            text("forced by repetition")
-        } else if n == 0 {
-            plan(&["a"])
-        } else {
-            echo("same")
-        }
-    });
+    let model = plans_then(|n| echo("same"), "forced by repetition");
     let run = run_with(model, vec![tool.clone()], |_| {}).await;
     assert_eq!(run.outcome.stop_reason, StopReason::Repetition);
     assert_eq!(
@@ -266,17 +251,14 @@ async fn auth_error_is_model_error() {
 
 #[tokio::test]
 async fn stream_cut_after_output_is_salvaged_with_a_forced_answer() {
-    let model = Fake::new(|req, n| {
-        if req.tool_choice == ToolChoice::None {
-            text("salvaged")
-        } else if n == 0 {
-            plan(&["a"])
-        } else {
+    let model = plans_then(
+        |n| {
             Step::Fail(ModelError::StreamCut {
                 message: "reset".into(),
             })
-        }
-    });
+        },
+        "salvaged",
+    );
     let run = run_with(model, vec![], |_| {}).await;
     assert_eq!(run.outcome.stop_reason, StopReason::ModelError);
     assert_eq!(run.outcome.answer.as_deref(), Some("salvaged"));
