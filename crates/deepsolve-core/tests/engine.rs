@@ -167,7 +167,7 @@ async fn a_provider_context_length_error_snips_then_forces() {
 #[tokio::test(start_paused = true)]
 async fn turn_timeout_forces_an_answer() {
     let model = plans_then(
-        |n| Step::Sleep(Duration::from_secs(3600)),
+        |_| Step::Sleep(Duration::from_secs(3600)),
         "forced after timeout",
     );
     let run = run_with(model, vec![], |s| s.config.turn_timeout_s = 10).await;
@@ -193,7 +193,7 @@ async fn token_budget_forces_an_answer() {
 #[tokio::test]
 async fn repetition_is_refused_at_three_and_forced_at_five() {
     let tool = echo_tool();
-    let model = plans_then(|n| echo("same"), "forced by repetition");
+    let model = plans_then(|_| echo("same"), "forced by repetition");
     let run = run_with(model, vec![tool.clone()], |_| {}).await;
     assert_eq!(run.outcome.stop_reason, StopReason::Repetition);
     assert_eq!(
