@@ -252,7 +252,7 @@ async fn auth_error_is_model_error() {
 #[tokio::test]
 async fn stream_cut_after_output_is_salvaged_with_a_forced_answer() {
     let model = plans_then(
-        |n| {
+        |_| {
             Step::Fail(ModelError::StreamCut {
                 message: "reset".into(),
             })
