@@ -78,9 +78,16 @@ impl Context {
         self.prefix_tokens + self.working.iter().map(|(_, t)| t).sum::<u64>() + tail_tokens
     }
 
-    /// Drop the working messages (the finished step's chatter): the fold.
+    /// The fold: drop the finished step's chatter, keeping only the last exchange (the
+    /// `solve_finish_step` call and its result), so the model still sees its step accepted and
+    /// what comes next; the progress block carries the rest.
     pub fn fold(&mut self) {
-        self.working.clear();
+        let keep_from = self
+            .working
+            .iter()
+            .rposition(|(m, _)| m.role == Role::Assistant)
+            .unwrap_or(self.working.len());
+        self.working.drain(..keep_from);
     }
 
     /// Snip the oldest unsnipped tool output to a stub. Returns false when nothing is left.
