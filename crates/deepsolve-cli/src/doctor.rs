@@ -54,20 +54,48 @@ pub async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if healthy {
-        match client.probe_native_tools().await {
-            Ok(true) => ok("native tool calling works (protocol: native)"),
-            Ok(false) => warn("no native tool calling: this model will need protocol: tags"),
-            Err(e) => {
-                fail(&format!("tool-calling probe failed: {e}"));
-                healthy = false;
-            }
-        }
+        healthy &= probe_protocols(&client).await;
     }
     Ok(if healthy {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Native tool calling and stop sequences decide the protocol to use (DESIGN §5.8).
+async fn probe_protocols(client: &deepsolve_llm::OpenAiClient) -> bool {
+    let mut healthy = true;
+    let native = match client.probe_native_tools().await {
+        Ok(true) => {
+            ok("native tool calling works");
+            true
+        }
+        Ok(false) => {
+            warn("no native tool calling");
+            false
+        }
+        Err(e) => {
+            fail(&format!("tool-calling probe failed: {e}"));
+            healthy = false;
+            false
+        }
+    };
+    match client.probe_stop_sequences().await {
+        Ok(true) => ok("stop sequences are honoured"),
+        Ok(false) => warn(
+            "stop sequences are ignored (the tags protocol still cuts any result the model invents)",
+        ),
+        Err(e) => {
+            fail(&format!("stop-sequence probe failed: {e}"));
+            healthy = false;
+        }
+    }
+    let recommended = if native { "native" } else { "tags" };
+    println!(
+        "recommended protocol: {recommended}   (deepsolve settings set llm.protocol={recommended})"
+    );
+    healthy
 }
 
 fn preview(models: &[String]) -> String {

@@ -555,6 +555,7 @@ fn doctor_checks_the_endpoint_model_and_tool_calling() {
     assert!(stdout.contains("✓ endpoint reachable"));
     assert!(stdout.contains("✓ model 'mock-model' is listed"));
     assert!(stdout.contains("✓ native tool calling works"));
+    assert!(stdout.contains("recommended protocol: native"));
 
     let dead = env
         .cmd()
