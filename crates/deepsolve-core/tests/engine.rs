@@ -398,7 +398,10 @@ async fn folding_keeps_the_plan_pinned_and_drops_the_step_chatter() {
     // Round 4 (after the first fold): the plan is pinned, S1's chatter is gone.
     let r4 = prompt_text(&run.requests[3]);
     assert!(!r4.contains("FACTOR-CHATTER"), "{r4}");
-    assert!(r4.contains("\"status\":\"step_done\""), "the finish exchange itself stays: {r4}");
+    assert!(
+        r4.contains("\"status\":\"step_done\""),
+        "the finish exchange itself stays: {r4}"
+    );
     assert!(r4.contains("[deepsolve:progress] round 4 of 12"));
     assert!(r4.contains("[x] S1 factor — (x-2)(x-3)"));
     assert!(r4.contains("[ ] S2 solve   <- current"));

@@ -24,6 +24,13 @@ const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 const MAX_MODELS_BYTES: usize = 8 * 1024 * 1024;
 /// The tool offered by [`OpenAiClient::probe_native_tools`].
 const PROBE_TOOL: &str = "deepsolve_probe";
+/// The stop sequence [`OpenAiClient::probe_stop_sequences`] checks: the one the text-tag
+/// protocol relies on to keep a model from inventing its own tool results.
+const STOP_MARKER: &str = "<tool_response>";
+/// The canary's text before and after [`STOP_MARKER`]: distinctive words that only appear in
+/// the reply if the model echoed them.
+const CANARY_BEFORE: &str = "deepsolve-canary-before";
+const CANARY_AFTER: &str = "deepsolve-canary-after";
 
 /// Where live deltas go inside this module (the same as [`DeltaSink`], without the reference).
 type Sink<'a> = dyn FnMut(StreamDelta) + Send + 'a;
@@ -105,6 +112,19 @@ impl OpenAiClient {
             Err(ModelError::ToolsUnsupported { .. }) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Checks that the endpoint honours stop sequences, for `doctor`: one request without
+    /// tools asks the model to echo `before <tool_response> after`, sent with
+    /// `stop: ["<tool_response>"]`. `Ok(true)` when the reply (its visible text; reasoning is
+    /// not judged) holds the text before the marker and nothing from the marker on. `Ok(false)`
+    /// when the marker or the text after it came back — the server ignored the stop — and also
+    /// when the model did not echo the canary at all, since nothing was then shown. One
+    /// attempt only, like [`OpenAiClient::probe_native_tools`].
+    pub async fn probe_stop_sequences(&self) -> Result<bool, ModelError> {
+        let request = stop_probe_request();
+        let completion = self.complete_with_retries(&request, &mut |_| {}, 1).await?;
+        Ok(stopped_before_marker(&completion.text))
     }
 
     /// The retry loop (DESIGN §5.7): transient failures are retried with backoff, up to `max`
@@ -468,4 +488,25 @@ fn probe_request() -> ChatRequest {
         temperature: 0.0,
         stop: Vec::new(),
     }
+}
+
+fn stop_probe_request() -> ChatRequest {
+    let prompt = format!(
+        "This is an automated check. Reply with exactly the following line and nothing else, \
+         no quotes, no explanation:\n{CANARY_BEFORE} {STOP_MARKER} {CANARY_AFTER}"
+    );
+    ChatRequest {
+        messages: vec![Message::user(prompt)],
+        tools: Vec::new(),
+        tool_choice: ToolChoice::Auto,
+        max_tokens: 256,
+        temperature: 0.0,
+        stop: vec![STOP_MARKER.to_string()],
+    }
+}
+
+/// Did the canary reply stop at the marker? The text before it must be there (else the model
+/// did not follow the instruction and nothing was tested), and nothing from the marker on.
+fn stopped_before_marker(text: &str) -> bool {
+    text.contains(CANARY_BEFORE) && !text.contains(STOP_MARKER) && !text.contains(CANARY_AFTER)
 }

@@ -8,7 +8,8 @@
 
 /// Cap on the bytes of one response stream (DESIGN: a runaway server must not exhaust memory).
 pub const MAX_STREAM_BYTES: usize = 64 * 1024 * 1024;
-/// Cap on the size of one event (its pending line plus its accumulated `data`).
+/// Cap on the size of one event: any one line (a comment too) plus the `data` accumulated
+/// before it.
 pub const MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
 
 /// One dispatched event: the `event:` type (if any) and its `data:` lines joined with `\n`.
@@ -95,6 +96,9 @@ impl SseParser {
                     Some(_) => {}
                 }
             }
+            // A complete line is held to the cap like an incomplete one, so whether a stream
+            // passes never depends on where the network split it.
+            self.check_event_size()?;
             let line = std::mem::take(&mut self.line);
             events.extend(self.process_line(&line));
             self.check_event_size()?;
@@ -229,6 +233,21 @@ mod tests {
         assert_eq!(p.finish(), None);
     }
 
+    /// Found by fuzzing: a long line that is not `data` (a comment, an unknown field) counted
+    /// against the cap only while incomplete, so the same stream passed in one network chunk
+    /// and failed in several.
+    #[test]
+    fn the_event_cap_does_not_depend_on_where_the_bytes_split() {
+        let body = b": a comment longer than the cap\ndata: x\n\n";
+        let whole = SseParser::with_limits(1024, 16).feed(body);
+        let mut split = SseParser::with_limits(1024, 16);
+        let split = split
+            .feed(&body[..20])
+            .and_then(|_| split.feed(&body[20..]));
+        assert_eq!(whole, Err(SseError::EventTooLarge { limit: 16 }));
+        assert_eq!(split, whole);
+    }
+
     #[test]
     fn caps_total_bytes_and_event_size() {
         let mut p = SseParser::with_limits(16, 1024);
@@ -242,11 +261,12 @@ mod tests {
             p.feed(b"data: 123456789"),
             Err(SseError::EventTooLarge { limit: 8 })
         );
-        let mut p = SseParser::with_limits(1024, 8);
+        // Each 10-byte line fits; the second one on top of the first one's data does not.
+        let mut p = SseParser::with_limits(1024, 12);
         assert!(p.feed(b"data: 1234\n").is_ok());
         assert_eq!(
             p.feed(b"data: 5678\n"),
-            Err(SseError::EventTooLarge { limit: 8 })
+            Err(SseError::EventTooLarge { limit: 12 })
         );
     }
 }

@@ -827,3 +827,70 @@ async fn probe_makes_a_single_attempt() {
     );
     assert_eq!(server.request_count(), 1);
 }
+
+#[tokio::test]
+async fn stop_probe_reports_true_when_the_reply_stops_before_the_marker() {
+    let server = TestServer::start(vec![Reply::chunks(&[
+        text_chunk("deepsolve-canary-"),
+        text_chunk("before "),
+        finish_chunk("stop"),
+    ])])
+    .await;
+    assert_eq!(client(&server).probe_stop_sequences().await, Ok(true));
+    let recorded = server.requests();
+    assert_eq!(recorded.len(), 1);
+    let body = recorded[0].body.as_object().expect("object");
+    assert_eq!(body["stop"], json!(["<tool_response>"]));
+    assert!(!body.contains_key("tools") && !body.contains_key("tool_choice"));
+    let prompt = body["messages"][0]["content"].as_str().expect("prompt");
+    assert!(
+        prompt.contains("deepsolve-canary-before <tool_response> deepsolve-canary-after"),
+        "{prompt}"
+    );
+}
+
+#[tokio::test]
+async fn stop_probe_reports_false_when_the_server_ignores_the_stop() {
+    let server = TestServer::start(vec![
+        Reply::chunks(&[
+            text_chunk("deepsolve-canary-before <tool_resp"),
+            text_chunk("onse> deepsolve-canary-after"),
+            finish_chunk("stop"),
+        ]),
+        // The marker was dropped but the text after it came back: the stop never fired.
+        Reply::chunks(&[
+            text_chunk("deepsolve-canary-before deepsolve-canary-after"),
+            finish_chunk("stop"),
+        ]),
+        // The model did not echo the canary: nothing was shown either way.
+        Reply::chunks(&[text_chunk("Sure! How can I help?"), finish_chunk("stop")]),
+    ])
+    .await;
+    let client = client(&server);
+    for _ in 0..3 {
+        assert_eq!(client.probe_stop_sequences().await, Ok(false));
+    }
+    assert_eq!(server.request_count(), 3);
+}
+
+#[tokio::test]
+async fn stop_probe_makes_a_single_attempt_and_returns_the_error() {
+    let server = TestServer::start(vec![Reply::error(
+        503,
+        json!({"error": {"message": "overloaded"}}),
+    )])
+    .await;
+    let result = client(&server).probe_stop_sequences().await;
+    assert!(
+        matches!(
+            result,
+            Err(ModelError::Server {
+                status: 503,
+                attempts: 1,
+                ..
+            })
+        ),
+        "{result:?}"
+    );
+    assert_eq!(server.request_count(), 1);
+}

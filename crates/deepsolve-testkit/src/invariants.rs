@@ -1,5 +1,6 @@
 //! Request invariants: properties every chat request the engine sends must have (DESIGN §5.1,
-//! R3, R6, §5.8). The mock checks them on every captured request, so a scenario that "works"
+//! R3, R6, §5.8) — in the text-tag protocol too: no invented `<tool_response>` in assistant
+//! text, no invented result ([`INVENTED_MARKER`]) anywhere, every `<tool_call>` answered. The mock checks them on every captured request, so a scenario that "works"
 //! while sending a provider-rejectable request still fails its test.
 //!
 //! [`check_request`] is a pure function over the wire JSON, usable from any test.
@@ -8,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use crate::tags::{self, INVENTED_MARKER};
 use crate::wire::content_text;
 
 /// The engine's marker for injected blocks.
@@ -27,6 +29,10 @@ pub struct InvariantConfig {
     /// a model may call a tool that was not offered (the engine refuses it), and that call
     /// stays in the history legitimately.
     pub history_tools_offered: bool,
+    /// Tags mode (no `tools`, stopped at `<tool_response>`): demand that the user message after
+    /// an assistant message with `<tool_call>` blocks answers each with one `<tool_response>`,
+    /// in order (DESIGN R3 for text calls). On by default.
+    pub tags_results_paired: bool,
 }
 
 impl Default for InvariantConfig {
@@ -36,6 +42,7 @@ impl Default for InvariantConfig {
             require_system: true,
             tool_results_adjacent: true,
             history_tools_offered: false,
+            tags_results_paired: true,
         }
     }
 }
@@ -63,7 +70,25 @@ pub fn check_request(body: &Value, config: &InvariantConfig) -> Vec<String> {
     check_tools(body, &views, config, &mut out);
     check_budget(&views, config, &mut out);
     check_no_invented_results(&views, &mut out);
+    check_no_invented_marker(body, messages, &mut out);
+    if config.tags_results_paired && is_tags_mode(body) {
+        check_tags_pairing(&views, &mut out);
+    }
     out
+}
+
+/// No `tools` declared and stopped at `<tool_response>`: the text-tag protocol.
+fn is_tags_mode(body: &Value) -> bool {
+    let no_tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    let stops = match body.get("stop") {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    no_tools && stops.iter().any(|s| s.contains("<tool_response>"))
 }
 
 /// The parts of a wire message the rules read.
@@ -346,6 +371,65 @@ fn check_no_invented_results(views: &[View<'_>], out: &mut Vec<String>) {
     }
 }
 
+/// Only a model inventing tool results writes [`INVENTED_MARKER`] (see [`crate::TagsMode`]):
+/// anywhere in a request, in any field, it means invented output was fed back.
+fn check_no_invented_marker(body: &Value, messages: &[Value], out: &mut Vec<String>) {
+    let mut found = false;
+    for (i, message) in messages.iter().enumerate() {
+        if message.to_string().contains(INVENTED_MARKER) {
+            found = true;
+            out.push(format!(
+                "message #{i} carries '{INVENTED_MARKER}': a tool result the model invented reached the request"
+            ));
+        }
+    }
+    if !found && body.to_string().contains(INVENTED_MARKER) {
+        out.push(format!(
+            "the request carries '{INVENTED_MARKER}': a tool result the model invented reached it"
+        ));
+    }
+}
+
+/// Each assistant message's `<tool_call>` blocks answered, in order, by the `<tool_response>`
+/// blocks of the user message right after it.
+fn check_tags_pairing(views: &[View<'_>], out: &mut Vec<String>) {
+    for (i, view) in views.iter().enumerate() {
+        if view.role != "assistant" {
+            continue;
+        }
+        let (_, calls) = tags::parse_calls(&view.content);
+        if calls.is_empty() {
+            continue;
+        }
+        let Some(next) = views.get(i + 1).filter(|v| v.role == "user") else {
+            out.push(format!(
+                "message #{i}: {} <tool_call> block(s) without a user message of results after them",
+                calls.len()
+            ));
+            continue;
+        };
+        let (responses, _) = tags::parse_responses(&next.content);
+        if responses.len() != calls.len() {
+            out.push(format!(
+                "message #{i}: {} <tool_call> block(s) but {} <tool_response> block(s) in message #{}",
+                calls.len(),
+                responses.len(),
+                i + 1
+            ));
+            continue;
+        }
+        for (k, ((name, _), response)) in calls.iter().zip(&responses).enumerate() {
+            if !name.is_empty() && *name != response.name {
+                out.push(format!(
+                    "message #{}: <tool_response> {k} names '{}' but answers a call to '{name}'",
+                    i + 1,
+                    response.name
+                ));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,6 +681,80 @@ mod tests {
             ])),
             "contains '<tool_response'",
         );
+    }
+
+    #[test]
+    fn invented_markers_are_reported_anywhere() {
+        let v = check(json!([
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": "fine", "reasoning_content": "it said INVENTED-RESULT-0"},
+        ]));
+        assert_one(v, "message #2 carries 'INVENTED-RESULT'");
+        let body = json!({"messages": [{"role": "system", "content": "s"}], "metadata": "INVENTED-RESULT"});
+        assert_one(
+            check_request(&body, &InvariantConfig::default()),
+            "the request carries 'INVENTED-RESULT'",
+        );
+    }
+
+    fn tags_body(messages: Value) -> Value {
+        json!({"messages": messages, "stop": ["<tool_response>", "\n<tool_response>"]})
+    }
+
+    #[test]
+    fn tags_mode_results_pair_with_calls() {
+        let call = |name: &str| tags::render_call(name, "{}");
+        let response = |name: &str, id: &str| tags::render_response(name, id, "ok");
+        let good = tags_body(json!([
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": format!("Go.\n{}\n{}", call("solve_plan"), call("reason"))},
+            {"role": "user", "content": format!("{}\n{}\n\n[deepsolve:progress] x", response("solve_plan", "a"), response("reason", "b"))},
+            {"role": "assistant", "content": "done"},
+        ]));
+        let v = check_request(&good, &InvariantConfig::default());
+        assert!(v.is_empty(), "{v:#?}");
+
+        let short = tags_body(json!([
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": format!("{}\n{}", call("solve_plan"), call("reason"))},
+            {"role": "user", "content": response("reason", "a")},
+        ]));
+        let v = check_request(&short, &InvariantConfig::default());
+        assert_one(
+            v,
+            "2 <tool_call> block(s) but 1 <tool_response> block(s) in message #3",
+        );
+
+        let swapped = tags_body(json!([
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": call("solve_plan")},
+            {"role": "user", "content": response("reason", "a")},
+        ]));
+        let v = check_request(&swapped, &InvariantConfig::default());
+        assert_one(v, "names 'reason' but answers a call to 'solve_plan'");
+
+        let dangling = tags_body(json!([
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": call("solve_plan")},
+        ]));
+        assert_one(
+            check_request(&dangling, &InvariantConfig::default()),
+            "without a user message of results",
+        );
+        // Native requests, and tags mode with the rule off, are not read for tags.
+        let off = InvariantConfig {
+            tags_results_paired: false,
+            ..InvariantConfig::default()
+        };
+        assert!(check_request(&dangling, &off).is_empty());
+        let mut native = dangling.clone();
+        native["stop"] = json!([]);
+        assert!(check_request(&native, &InvariantConfig::default()).is_empty());
     }
 
     #[test]

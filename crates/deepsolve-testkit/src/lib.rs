@@ -7,7 +7,11 @@
 //! - [`ScriptedModel`]: the same policies in-process, as a `deepsolve_core::ChatModel`.
 //! - [`sse`]: builders for `chat.completion.chunk` streams (and a parser for the way back).
 //! - [`check_request`]: the request invariants as a pure function.
-//! - [`policy`]: the scripted behaviours (well-behaved solver, plan skipper, flood, …).
+//! - [`policy`]: the scripted behaviours (well-behaved solver, plan skipper, flood, …), and
+//!   wrappers that write any of them as text-tag calls ([`TagsMode`]), with inline `<think>`
+//!   ([`ReasoningModel`]) or as vendor markup ([`VendorMarkup`]).
+//! - [`tags`]: the text-tag protocol read and written independently of the engine's
+//!   implementation; tags-mode requests reach policies in the same neutral shape as native ones.
 //!
 //! The testkit reads the OpenAI wire format itself ([`wire`]) and never depends on
 //! `deepsolve-llm`, the client it helps test.
@@ -33,6 +37,7 @@ pub mod request;
 mod scripted;
 mod server;
 pub mod sse;
+pub mod tags;
 pub mod wire;
 
 use std::fmt;
@@ -41,15 +46,16 @@ use std::sync::{Mutex, MutexGuard};
 pub use invariants::{InvariantConfig, check_request, estimate_prompt_tokens};
 pub use policy::{
     AnswerWithOpenSteps, CutBeforeOutput, FlakyStatus, FnPolicy, IdenticalLoop, MalformedArgs,
-    NeverEnding, NoIndexDeltas, OutOfOrderFinisher, ParallelFlood, PlanSkipper, Policy,
-    ReasoningOnly, RepeatedIdName, ReplanPastBudget, Script, SecondPlan, UnknownTool, WellBehaved,
-    WithStyle,
+    NeverEnding, NoIndexDeltas, NoNativeTools, OutOfOrderFinisher, ParallelFlood, PlanSkipper,
+    Policy, ReasoningModel, ReasoningOnly, RepeatedIdName, ReplanPastBudget, Script, SecondPlan,
+    THINK_MARKER, TagsMode, UnknownTool, VendorMarkup, WellBehaved, WithStyle,
 };
 pub use progress::{PROGRESS_MARKER, PlanStep, ProgressBlock};
 pub use reply::{DEFAULT_USAGE, DeltaStyle, Reply, Turn};
-pub use request::{NUDGE_MARKER, PlanView, PolicyRequest, ToolResultView};
+pub use request::{NUDGE_MARKER, PlanView, PolicyRequest, ToolResultView, ULTIMATUM_MARKER};
 pub use scripted::{ScriptedModel, ScriptedOptions};
 pub use server::{CapturedRequest, MockError, MockServer, MockServerBuilder};
+pub use tags::{INVENTED_MARKER, MarkupStyle, PromptTool};
 
 /// One broken expectation: a request invariant, an unexpected call, an unreadable request.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,18 +11,30 @@ use deepsolve_core::{ChatRequest, Message, Role, ToolChoice};
 use serde_json::Value;
 
 use crate::invariants::MARKER_PREFIX;
+use crate::progress::{PROGRESS_MARKER, PlanStep, ProgressBlock};
+use crate::tags::{self, PromptTool};
+use crate::wire::{WireError, messages_from_wire};
 
 /// The marker of the engine's nudges (finish gate, plan-first, "stop deliberating").
 pub const NUDGE_MARKER: &str = "[deepsolve:nudge]";
-use crate::progress::{PROGRESS_MARKER, PlanStep, ProgressBlock};
-use crate::wire::{WireError, messages_from_wire};
+/// The marker of the engine's forced-answer instruction.
+pub const ULTIMATUM_MARKER: &str = "[deepsolve:ultimatum]";
 
 /// One model call, provider-neutral.
+///
+/// A text-tag request (no `tools` field; tools listed in the system prompt) reads the same as
+/// a native one: `tools` holds the prompt's tools, and `messages` the history with
+/// `<tool_call>`/`<tool_response>` blocks turned into calls and tool messages
+/// ([`tags::neutral_messages`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyRequest {
     pub messages: Vec<deepsolve_core::Message>,
-    /// Names of the declared tools (empty for a tool-less sub-call).
+    /// Names of the offered tools, native or listed in the system prompt (empty for a
+    /// tool-less sub-call).
     pub tools: Vec<String>,
+    /// The tools the system prompt lists, with their schemas, when the request declares no
+    /// native tools (empty otherwise).
+    pub prompt_tools: Vec<PromptTool>,
     /// `"auto"`, `"none"`, … as sent.
     pub tool_choice: Option<String>,
     pub max_tokens: Option<u64>,
@@ -199,11 +211,30 @@ impl PolicyRequest {
         Ok(PolicyRequest {
             messages,
             tools,
+            prompt_tools: Vec::new(),
             tool_choice,
             max_tokens,
             stop,
             raw: body.clone(),
-        })
+        }
+        .read_text_tools())
+    }
+
+    /// Without native tools, the tools come from the system prompt and the history's tags are
+    /// read as calls and results (harmless for a sub-call, which has neither).
+    fn read_text_tools(mut self) -> Self {
+        if !self.tools.is_empty() {
+            return self;
+        }
+        let system = self
+            .messages
+            .iter()
+            .find(|m| m.role == Role::System)
+            .map_or("", |m| m.content.as_str());
+        self.prompt_tools = tags::prompt_tools(system);
+        self.tools = self.prompt_tools.iter().map(|t| t.name.clone()).collect();
+        self.messages = tags::neutral_messages(&self.messages);
+        self
     }
 
     /// An in-process request, without a JSON round trip (`raw` is `Null`).
@@ -212,6 +243,7 @@ impl PolicyRequest {
         PolicyRequest {
             messages: request.messages.clone(),
             tools: request.tools.iter().map(|t| t.name.clone()).collect(),
+            prompt_tools: Vec::new(),
             tool_choice: has_tools.then(|| {
                 match request.tool_choice {
                     ToolChoice::Auto => "auto",
@@ -223,16 +255,31 @@ impl PolicyRequest {
             stop: request.stop.clone(),
             raw: Value::Null,
         }
+        .read_text_tools()
     }
 
-    /// `tool_choice: "none"`: the engine is forcing a final answer.
+    /// The engine is forcing a final answer: `tool_choice: "none"`, or (tags mode has no
+    /// tool choice) its ultimatum in the latest user message.
     pub fn is_forced_answer(&self) -> bool {
         self.tool_choice.as_deref() == Some("none")
+            || self.last_user_text().contains(ULTIMATUM_MARKER)
     }
 
-    /// No tools declared: a tool-less sub-call (e.g. the `reason` tool's).
+    /// A tool-less sub-call (e.g. the `reason` tool's): no tools offered in any form, not a
+    /// tags-mode request and not a forced answer.
     pub fn is_subcall(&self) -> bool {
-        self.tools.is_empty()
+        self.tools.is_empty() && !self.is_tags_mode() && !self.is_forced_answer()
+    }
+
+    /// A text-tag protocol request (DESIGN §5.8): no native tools, and the engine stops the
+    /// model at `<tool_response>`.
+    pub fn is_tags_mode(&self) -> bool {
+        !self.has_native_tools() && self.stop.iter().any(|s| s.contains("<tool_response>"))
+    }
+
+    /// The request declares tools in its `tools` field.
+    pub fn has_native_tools(&self) -> bool {
+        !self.tools.is_empty() && self.prompt_tools.is_empty()
     }
 
     /// Is `tool` declared in this request?
@@ -248,14 +295,24 @@ impl PolicyRequest {
             .filter(|t| !is_solve_tool(t))
     }
 
-    /// The JSON Schema of a declared tool (only known for wire requests).
+    /// The JSON Schema of a declared tool: from the wire `tools` (native tools are only known
+    /// for wire requests) or from the system prompt (tags mode).
     pub fn tool_parameters(&self, tool: &str) -> Option<&Value> {
-        self.raw
-            .get("tools")?
-            .as_array()?
-            .iter()
-            .find(|t| t.pointer("/function/name").and_then(Value::as_str) == Some(tool))?
-            .pointer("/function/parameters")
+        let native = || {
+            self.raw
+                .get("tools")?
+                .as_array()?
+                .iter()
+                .find(|t| t.pointer("/function/name").and_then(Value::as_str) == Some(tool))?
+                .pointer("/function/parameters")
+        };
+        native().or_else(|| {
+            self.prompt_tools
+                .iter()
+                .find(|t| t.name == tool)?
+                .parameters
+                .as_ref()
+        })
     }
 
     /// The latest progress block and the index of the message that holds it.
@@ -484,6 +541,7 @@ mod tests {
                 "solve_finish_step".into(),
                 "reason".into(),
             ],
+            prompt_tools: Vec::new(),
             tool_choice: Some("auto".into()),
             max_tokens: None,
             stop: vec![],

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{FOLD_STYLES, Outcome, SimConfig, Stop, run};
+use common::{FOLD_STYLES, Outcome, SimConfig, SimProtocol, Stop, run};
 use deepsolve_core::{ChatModel, ChatRequest, Message, ModelError, ToolChoice};
 use deepsolve_testkit::policy::by_name;
 use deepsolve_testkit::{
@@ -247,6 +247,16 @@ async fn cuts_before_output_are_retried() {
     assert_eq!(out.retries, 3);
 }
 
+/// The protocol a named policy is written for: text-tag models get a tags-mode engine, the
+/// provider without native tools an `auto` one; vendor markup arrives over native requests.
+fn protocol_for(name: &str) -> SimProtocol {
+    match name {
+        "no-native-tools" => SimProtocol::Auto,
+        n if n.starts_with("tags") => SimProtocol::Tags,
+        _ => SimProtocol::Native,
+    }
+}
+
 #[tokio::test]
 async fn every_named_policy_ends_as_documented_in_every_fold_style() {
     for fold in FOLD_STYLES {
@@ -255,6 +265,7 @@ async fn every_named_policy_ends_as_documented_in_every_fold_style() {
             let model = ScriptedModel::new(policy);
             let cfg = SimConfig {
                 fold,
+                protocol: protocol_for(name),
                 ..SimConfig::default()
             };
             let out = run(&model, cfg).await;

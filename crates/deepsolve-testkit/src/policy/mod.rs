@@ -7,6 +7,7 @@
 //! request (`tool_choice: "none"`) with a final text and a tool-less sub-call with a
 //! derivation ending in `Answer: …`, unless its docs say otherwise.
 
+mod markup;
 mod misbehave;
 pub(crate) mod moves;
 mod script;
@@ -15,6 +16,7 @@ mod wrappers;
 
 use std::sync::Arc;
 
+pub use markup::{NoNativeTools, ReasoningModel, THINK_MARKER, TagsMode, VendorMarkup};
 pub use misbehave::{
     AnswerWithOpenSteps, IdenticalLoop, MalformedArgs, NeverEnding, OutOfOrderFinisher,
     ParallelFlood, PlanSkipper, ReasoningOnly, ReplanPastBudget, SecondPlan, UnknownTool,
@@ -26,6 +28,7 @@ pub use wrappers::{CutBeforeOutput, FlakyStatus, NoIndexDeltas, RepeatedIdName, 
 
 use crate::reply::Reply;
 use crate::request::PolicyRequest;
+use crate::tags::MarkupStyle;
 
 /// A scripted model: one reply per request. Implementations may keep interior state (counters)
 /// but should prefer reading the conversation, which survives retries and folds.
@@ -119,6 +122,14 @@ pub const POLICY_NAMES: &[&str] = &[
     "cut-before-output",
     "repeated-id-name",
     "no-index-deltas",
+    "tags",
+    "tags-inventing",
+    "tags-reasoning",
+    "no-native-tools",
+    "reasoning-model",
+    "vendor-hermes",
+    "vendor-dsml",
+    "vendor-kimi",
 ];
 
 /// A policy by its kebab-case name, solving `steps` steps with `work_tool` where the
@@ -147,9 +158,30 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "cut-before-output" => Box::new(CutBeforeOutput::new(2, base)),
         "repeated-id-name" => Box::new(RepeatedIdName { inner: base }),
         "no-index-deltas" => Box::new(NoIndexDeltas { inner: base }),
+        "tags" => Box::new(tags_mode(base, false)),
+        "tags-inventing" => Box::new(tags_mode(base, true)),
+        "tags-reasoning" => Box::new(tags_mode(ReasoningModel { inner: base }, false)),
+        "no-native-tools" => Box::new(NoNativeTools {
+            inner: tags_mode(base, false),
+        }),
+        "reasoning-model" => Box::new(ReasoningModel { inner: base }),
+        "vendor-hermes" => Box::new(vendor(base, MarkupStyle::Hermes)),
+        "vendor-dsml" => Box::new(vendor(base, MarkupStyle::DeepSeekDsml)),
+        "vendor-kimi" => Box::new(vendor(base, MarkupStyle::KimiK2)),
         _ => return None,
     };
     Some(policy)
+}
+
+fn tags_mode<P>(inner: P, invent_responses: bool) -> TagsMode<P> {
+    TagsMode {
+        inner,
+        invent_responses,
+    }
+}
+
+fn vendor<P>(inner: P, style: MarkupStyle) -> VendorMarkup<P> {
+    VendorMarkup { inner, style }
 }
 
 #[cfg(test)]

@@ -2,15 +2,34 @@
 //! gates, folding with a progress block, nudges, repetition guard, empty rounds, the forced
 //! answer) to drive each scripted policy to its intended ending through a `ChatModel`.
 //! It is a test fixture for the policies, not a reference for the engine.
+//!
+//! It speaks the native protocol, the text-tag protocol (calls written in the reply, results
+//! sent back as `<tool_response>` blocks in a user message), or `auto` (native until the
+//! provider says tools are unsupported). Replies are read with the engine's own
+//! `deepsolve_core::tags::parse_reply` (think blocks, vendor markup, invented results cut), so
+//! the testkit's renderings are checked against the engine's reader on every turn.
 
 #![allow(dead_code)]
 
 use deepsolve_core::solve::spine::{self, SOLVE_FINISH_STEP, SpineEffect};
 use deepsolve_core::solve::{SolveRecord, SolveSession, is_solve_tool, solve_tool_specs};
+use deepsolve_core::tags::{ParsedCall, parse_reply};
 use deepsolve_core::{
-    ChatModel, ChatRequest, Message, ModelError, Role, StreamDelta, ToolCall, ToolChoice, ToolSpec,
+    ChatModel, ChatRequest, Completion, Message, ModelError, Role, StreamDelta, ToolCall,
+    ToolChoice, ToolSpec,
 };
+use deepsolve_testkit::tags::{STOP_SEQUENCES, render_call, render_response};
 use serde_json::{Value, json};
+
+/// How tools are offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimProtocol {
+    Native,
+    /// Tools listed in the system prompt, no `tools` field, stopped at `<tool_response>`.
+    Tags,
+    /// Native until the model answers "tools unsupported", then tags for the rest of the turn.
+    Auto,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -51,6 +70,10 @@ pub struct SimConfig {
     /// Work tools offered besides the solve tools.
     pub work_tools: Vec<&'static str>,
     pub fold: FoldStyle,
+    pub protocol: SimProtocol,
+    /// Tags mode: keep the reply's raw text in the history (invented results included)
+    /// instead of the visible text and the calls read from it — a careless engine.
+    pub keep_raw_reply: bool,
 }
 
 impl Default for SimConfig {
@@ -62,6 +85,8 @@ impl Default for SimConfig {
             max_parallel: 8,
             work_tools: vec!["reason"],
             fold: FoldStyle::EphemeralTail,
+            protocol: SimProtocol::Native,
+            keep_raw_reply: false,
         }
     }
 }
@@ -115,8 +140,15 @@ pub struct Sim<'m, M: ChatModel> {
     messages: Vec<Message>,
     tools: Vec<ToolSpec>,
     session: SolveSession,
-    /// Where the current step's messages start (appended style: where the block goes).
-    boundary: Option<usize>,
+    /// Where the current step's messages start (appended style: where the block goes), and
+    /// the length of the message before it then (tags mode merges blocks into it).
+    boundary: Option<(usize, usize)>,
+    /// Speaking the text-tag protocol now.
+    tags: bool,
+    /// Calls read from reply text so far (their ids).
+    text_calls: usize,
+    /// The raw text of the latest reply, before reading.
+    raw_reply: String,
     plan_nudged: bool,
     gate_nudged: bool,
     last_sig: Option<String>,
@@ -127,6 +159,7 @@ pub struct Sim<'m, M: ChatModel> {
 
 impl<'m, M: ChatModel> Sim<'m, M> {
     pub fn new(model: &'m M, cfg: SimConfig) -> Self {
+        let tags = cfg.protocol == SimProtocol::Tags;
         let mut tools = solve_tool_specs();
         tools.extend(cfg.work_tools.iter().map(|t| work_spec(t)));
         Sim {
@@ -139,6 +172,9 @@ impl<'m, M: ChatModel> Sim<'m, M> {
             ],
             tools,
             boundary: None,
+            tags,
+            text_calls: 0,
+            raw_reply: String::new(),
             plan_nudged: false,
             gate_nudged: false,
             last_sig: None,
@@ -170,13 +206,24 @@ impl<'m, M: ChatModel> Sim<'m, M> {
                 _ => messages.push(Message::user(block)),
             }
         }
+        if !self.tags {
+            return ChatRequest {
+                messages,
+                tools: self.tools.clone(),
+                tool_choice: choice,
+                max_tokens,
+                temperature: 0.3,
+                stop: Vec::new(),
+            };
+        }
+        messages[0].content.push_str(&manifest(&self.tools));
         ChatRequest {
             messages,
-            tools: self.tools.clone(),
+            tools: Vec::new(),
             tool_choice: choice,
             max_tokens,
             temperature: 0.3,
-            stop: Vec::new(),
+            stop: STOP_SEQUENCES.iter().map(|s| s.to_string()).collect(),
         }
     }
 
@@ -191,7 +238,33 @@ impl<'m, M: ChatModel> Sim<'m, M> {
             })
             .await;
         self.out.retries += retries;
-        result
+        result.map(|c| self.read_reply(c))
+    }
+
+    /// The reply as the engine reads it: think blocks to reasoning, calls written in the text
+    /// (tags, vendor markup) to calls, everything from an invented `<tool_response>` cut.
+    fn read_reply(&mut self, mut completion: Completion) -> Completion {
+        self.raw_reply = completion.text.clone();
+        let parsed = parse_reply(&completion.text);
+        completion.text = parsed.visible;
+        if !parsed.reasoning.is_empty() {
+            completion.reasoning.push_str(&parsed.reasoning);
+        }
+        if completion.tool_calls.is_empty() {
+            for call in parsed.calls {
+                let (name, arguments) = match call {
+                    ParsedCall::Call { name, arguments } => (name, arguments),
+                    ParsedCall::Malformed { raw, .. } => (String::new(), raw),
+                };
+                self.text_calls += 1;
+                completion.tool_calls.push(ToolCall {
+                    id: format!("call_text_{}", self.text_calls),
+                    name,
+                    arguments,
+                });
+            }
+        }
+        completion
     }
 
     /// Append an engine notice as a user message, merged into a previous user message.
@@ -249,7 +322,16 @@ impl<'m, M: ChatModel> Sim<'m, M> {
     /// the budget (R11).
     async fn round_completion(&mut self) -> Result<deepsolve_core::Completion, ModelError> {
         let req = self.request(ToolChoice::Auto, 1000);
-        let first = self.call(&req).await?;
+        let first = match self.call(&req).await {
+            Err(ModelError::ToolsUnsupported { .. })
+                if self.cfg.protocol == SimProtocol::Auto && !self.tags =>
+            {
+                self.tags = true;
+                let req = self.request(ToolChoice::Auto, 1000);
+                self.call(&req).await?
+            }
+            other => other?,
+        };
         let empty = first.tool_calls.is_empty() && first.text.trim().is_empty();
         if !(empty && first.finish_reason == deepsolve_core::FinishReason::Length) {
             return Ok(first);
@@ -302,11 +384,17 @@ impl<'m, M: ChatModel> Sim<'m, M> {
     async fn dispatch(&mut self, completion: deepsolve_core::Completion, round: u32) -> bool {
         let calls = completion.tool_calls.clone();
         self.out.batch_sizes.push(calls.len());
-        self.messages.push(Message::assistant_with_calls(
-            completion.text,
-            calls.clone(),
-            Some(completion.reasoning).filter(|r| !r.is_empty()),
-        ));
+        if self.tags {
+            self.messages
+                .push(Message::assistant(self.tags_history(&completion)));
+        } else {
+            self.messages.push(Message::assistant_with_calls(
+                completion.text,
+                calls.clone(),
+                Some(completion.reasoning).filter(|r| !r.is_empty()),
+            ));
+        }
+        let mut results = Vec::new();
         let has_work = calls.iter().any(|c| !is_solve_tool(&c.name));
         let mut force = false;
         let mut fold = false;
@@ -322,10 +410,27 @@ impl<'m, M: ChatModel> Sim<'m, M> {
                 content
             };
             self.out.results.push((call.name.clone(), content.clone()));
-            self.messages.push(Message::tool_result(call, content));
+            results.push(Message::tool_result(call, content));
+        }
+        if self.tags {
+            let blocks: Vec<String> = results
+                .iter()
+                .map(|r| {
+                    let name = r.name.as_deref().unwrap_or_default();
+                    render_response(
+                        name,
+                        r.tool_call_id.as_deref().unwrap_or_default(),
+                        &r.content,
+                    )
+                })
+                .collect();
+            self.messages.push(Message::user(blocks.join("\n")));
+        } else {
+            self.messages.extend(results);
         }
         if planned {
-            self.boundary = Some(self.messages.len());
+            let last_len = self.messages.last().map_or(0, |m| m.content.len());
+            self.boundary = Some((self.messages.len(), last_len));
         }
         if fold {
             self.fold(round);
@@ -440,9 +545,15 @@ impl<'m, M: ChatModel> Sim<'m, M> {
                 self.messages[1].content = format!("{PROBLEM}\n\n{block}");
             }
             FoldStyle::Appended => {
-                let start = self.boundary.unwrap_or(self.messages.len());
-                // The old block sits at `start`: replaced, not stacked.
+                let (start, last_len) = self.boundary.unwrap_or((self.messages.len(), usize::MAX));
+                // The old block sits at `start` (or, in tags mode, was merged into the results
+                // message before it): replaced, not stacked.
                 self.messages.truncate(start);
+                if let Some(last) = self.messages.last_mut()
+                    && last.content.len() > last_len
+                {
+                    last.content.truncate(last_len);
+                }
                 self.notice(block);
             }
             FoldStyle::EphemeralTail => self.messages.truncate(2),
@@ -473,6 +584,38 @@ impl<'m, M: ChatModel> Sim<'m, M> {
         self.out.record = self.session.record.clone();
         self.out
     }
+}
+
+impl<M: ChatModel> Sim<'_, M> {
+    /// A tags-mode reply as it goes back into the history: the visible text, then each call
+    /// as a `<tool_call>` block (or, for a careless engine, the raw reply).
+    fn tags_history(&self, completion: &Completion) -> String {
+        if self.cfg.keep_raw_reply {
+            return self.raw_reply.clone();
+        }
+        let mut text = completion.text.clone();
+        for call in &completion.tool_calls {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&render_call(&call.name, &call.arguments));
+        }
+        text
+    }
+}
+
+/// The tools section of a tags-mode system prompt, in the engine's format.
+fn manifest(specs: &[ToolSpec]) -> String {
+    let mut out = String::from(
+        "\n\n# Calling tools\n\nTo call a tool, write:\n\n<tool_call>\n{\"name\": \"TOOL_NAME\", \"arguments\": {\"ARG\": \"VALUE\"}}\n</tool_call>\n\nThen stop: results come back as <tool_response> blocks.\n\n## Tools\n",
+    );
+    for spec in specs {
+        out.push_str(&format!(
+            "\n### {}\n{}\nArguments (JSON Schema): {}\n",
+            spec.name, spec.description, spec.parameters
+        ));
+    }
+    out
 }
 
 pub async fn run<M: ChatModel>(model: &M, cfg: SimConfig) -> Outcome {

@@ -1,0 +1,209 @@
+//! Issue 3 through the real binary: the text-tag protocol against a model that ignores stop
+//! sequences and invents results, `auto` fallback, reasoning in content, vendor markup.
+
+use assert_cmd::Command;
+use deepsolve_testkit::tags::MarkupStyle;
+use deepsolve_testkit::*;
+use serde_json::Value;
+
+fn run(server: &MockServer, extra: &[&str]) -> (i32, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("settings.yaml");
+    std::fs::write(&config, "").unwrap();
+    let mut cmd = Command::cargo_bin("deepsolve").unwrap();
+    for (key, _) in std::env::vars() {
+        if key.starts_with("DEEPSOLVE_") || key == "OPENAI_API_KEY" {
+            cmd.env_remove(key);
+        }
+    }
+    let out = cmd
+        .env("DEEPSOLVE_CONFIG", &config)
+        // Turn workspaces (code tools are auto-mounted) go to the scratch dir, not ~.
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .args([
+            "solve",
+            "--json",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+        ])
+        .args(extra)
+        .arg("Solve x^2 - 5x + 6 = 0.")
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let events = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    server.assert_clean();
+    (out.status.code().unwrap_or(-1), events)
+}
+
+fn of<'a>(events: &'a [Value], t: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == t).collect()
+}
+
+fn stop_reason(events: &[Value]) -> &str {
+    events.last().unwrap()["stop_reason"].as_str().unwrap()
+}
+
+/// All message contents of every request the binary sent.
+fn request_texts(server: &MockServer) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .map(|r| {
+            r.body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect()
+}
+
+fn visible_text(events: &[Value]) -> String {
+    let deltas: String = of(events, "text_delta")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    let answer: String = of(events, "answer")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    deltas + &answer
+}
+
+#[test]
+fn tags_mode_with_a_model_that_invents_results() {
+    let server = MockServer::policy(TagsMode {
+        inner: WellBehaved::new(3),
+        invent_responses: true,
+    });
+    let (code, events) = run(&server, &["--protocol", "tags", "--tool", "reason"]);
+    assert_eq!(stop_reason(&events), "answered");
+    assert_eq!(code, 0);
+    let texts = request_texts(&server);
+    assert!(
+        texts.iter().all(|t| !t.contains("INVENTED")),
+        "an invented result reached a request"
+    );
+    for request in server.requests() {
+        if request.body["stop"].is_array() {
+            assert!(
+                request.body.get("tools").is_none(),
+                "tags mode declares no native tools"
+            );
+        }
+    }
+    // Every real result was shown to the model in a later request.
+    for result in of(&events, "tool_result") {
+        let content = result["content"].as_str().unwrap();
+        assert!(
+            texts.iter().any(|t| t.contains(content)),
+            "result never shown: {content}"
+        );
+    }
+    assert!(!of(&events, "warning").is_empty(), "the cut is reported");
+    assert!(!visible_text(&events).contains("<tool_call>"));
+    assert_eq!(of(&events, "step_finished").len(), 3);
+}
+
+#[test]
+fn auto_falls_back_to_tags_when_the_provider_refuses_tools() {
+    let server = MockServer::policy(NoNativeTools {
+        inner: TagsMode {
+            inner: WellBehaved::new(2),
+            invent_responses: false,
+        },
+    });
+    let (code, events) = run(&server, &["--protocol", "auto"]);
+    assert_eq!(stop_reason(&events), "answered");
+    assert_eq!(code, 0);
+    let requests = server.requests();
+    assert!(requests[0].body.get("tools").is_some());
+    assert!(requests[1..].iter().all(|r| r.body.get("tools").is_none()));
+    assert!(
+        of(&events, "warning")
+            .iter()
+            .any(|w| w["kind"] == "protocol")
+    );
+}
+
+#[test]
+fn inline_think_is_reasoning_and_never_answer_text() {
+    let server = MockServer::policy(ReasoningModel {
+        inner: WellBehaved::new(2),
+    });
+    let (code, events) = run(&server, &[]);
+    assert_eq!(stop_reason(&events), "answered");
+    assert_eq!(code, 0);
+    assert!(!visible_text(&events).contains(THINK_MARKER));
+    let reasoning: String = of(&events, "reasoning_delta")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert!(reasoning.contains(THINK_MARKER));
+    for step in of(&events, "step_finished") {
+        assert!(!step["summary"].as_str().unwrap().contains(THINK_MARKER));
+    }
+}
+
+#[test]
+fn vendor_markup_in_content_becomes_calls() {
+    for style in [
+        MarkupStyle::Hermes,
+        MarkupStyle::DeepSeekDsml,
+        MarkupStyle::KimiK2,
+    ] {
+        let server = MockServer::policy(VendorMarkup {
+            inner: WellBehaved::new(2),
+            style,
+        });
+        let (code, events) = run(&server, &[]);
+        assert_eq!(stop_reason(&events), "answered", "{style:?}");
+        assert_eq!(code, 0);
+        assert_eq!(of(&events, "step_finished").len(), 2, "{style:?}");
+        let shown = visible_text(&events);
+        for markup in ["<tool_call>", "DSML", "<|tool_call"] {
+            assert!(
+                !shown.contains(markup),
+                "{style:?} leaked {markup}: {shown}"
+            );
+        }
+    }
+}
+
+#[test]
+fn doctor_recommends_tags_for_a_model_without_tool_calling() {
+    let server = MockServer::policy(NoNativeTools {
+        inner: TagsMode {
+            inner: WellBehaved::new(1),
+            invent_responses: false,
+        },
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("settings.yaml");
+    std::fs::write(&config, "").unwrap();
+    let out = Command::cargo_bin("deepsolve")
+        .unwrap()
+        .env("DEEPSOLVE_CONFIG", &config)
+        .args([
+            "doctor",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("! no native tool calling"), "{stdout}");
+    assert!(stdout.contains("stop sequences"), "{stdout}");
+    assert!(stdout.contains("recommended protocol: tags"), "{stdout}");
+}
