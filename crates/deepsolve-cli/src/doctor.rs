@@ -16,6 +16,7 @@ pub async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
         " (not created yet)"
     };
     println!("settings   {}{exists}", loaded.path.display());
+    let sandbox_ok = sandbox_section(&loaded.settings).await;
     let client = main_client(&loaded)?;
     println!(
         "endpoint   {}",
@@ -32,7 +33,7 @@ pub async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
             None => "not set".into(),
         }
     );
-    let mut healthy = true;
+    let mut healthy = sandbox_ok;
     match client.list_models().await {
         Ok(models) => {
             ok(&format!(
@@ -104,6 +105,57 @@ fn preview(models: &[String]) -> String {
     }
     let shown: Vec<&str> = models.iter().take(5).map(String::as_str).collect();
     format!(" (e.g. {})", shown.join(", "))
+}
+
+/// The code tools' sandbox: which backend isolates model code, or exactly why there is none
+/// (then `solve` does not mount `code_execution`/`exec`), and whether the sandbox's Python has
+/// the maths stack. Unhealthy only when `tools.sandbox: bwrap` is required and missing.
+async fn sandbox_section(settings: &deepsolve_settings::Settings) -> bool {
+    let mode = settings.tools.sandbox.trim();
+    let sandbox = match crate::solve::sandbox_tools::detect(settings).await {
+        Ok(sandbox) => sandbox,
+        Err(e) => {
+            println!("sandbox    {mode}: none available");
+            if mode == "bwrap" {
+                fail(&format!("code tools cannot run: {e}"));
+                return false;
+            }
+            warn(&format!("code tools are off (not mounted): {e}"));
+            return true;
+        }
+    };
+    println!("sandbox    {mode}: {}", sandbox.describe());
+    match sandbox.warning() {
+        Some(warning) => warn(&warning),
+        None => ok("code tools mounted: code_execution, exec"),
+    }
+    let modules = ["numpy", "sympy", "scipy", "matplotlib"];
+    match sandbox.check_modules(&modules).await {
+        Ok(found) => {
+            let (have, missing): (Vec<_>, Vec<_>) = found.into_iter().partition(|(_, r)| r.is_ok());
+            let have: Vec<String> = have
+                .into_iter()
+                .map(|(m, r)| format!("{m} {}", r.unwrap_or_default()))
+                .collect();
+            let python = sandbox.config().python.display().to_string();
+            if missing.is_empty() {
+                ok(&format!("{python} has {}", have.join(", ")));
+            } else {
+                let missing: Vec<String> = missing
+                    .into_iter()
+                    .map(|(m, r)| format!("{m} ({})", r.err().unwrap_or_default()))
+                    .collect();
+                warn(&format!(
+                    "{python} lacks {}: install python3-numpy python3-sympy python3-scipy python3-matplotlib",
+                    missing.join(", ")
+                ));
+            }
+        }
+        Err(e) => warn(&format!(
+            "could not check the sandbox's Python modules: {e}"
+        )),
+    }
+    true
 }
 
 fn ok(msg: &str) {

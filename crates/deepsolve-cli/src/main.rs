@@ -2,9 +2,11 @@
 
 mod doctor;
 mod render;
+mod serve;
 mod settings_cmd;
 mod setup;
 mod solve;
+mod users_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,6 +91,15 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
+    /// Run the HTTP server (streaming API, persistent sessions).
+    Serve(serve::ServeArgs),
+    /// Manage the server's users and their bearer tokens.
+    Users {
+        #[command(subcommand)]
+        action: users_cmd::UsersAction,
+        #[command(flatten)]
+        database: serve::DatabaseArgs,
+    },
 }
 
 fn main() -> ExitCode {
@@ -108,6 +119,8 @@ fn main() -> ExitCode {
             Command::Solve(args) => solve::run(args).await,
             Command::Settings { action, config } => settings_cmd::run(action, &config),
             Command::Doctor { config } => doctor::run(&config).await,
+            Command::Serve(args) => serve::run(args).await,
+            Command::Users { action, database } => users_cmd::run(action, &database).await,
         }
     });
     match result {

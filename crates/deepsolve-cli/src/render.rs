@@ -1,12 +1,13 @@
 //! The two views of a turn's event stream: a live terminal view and NDJSON.
 
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use console::style;
 use deepsolve_core::event::{PlanStepView, StepStatus};
 use deepsolve_core::solve::is_solve_tool;
-use deepsolve_core::{EventKind, StopReason, TurnEvent, TurnOutcome};
+use deepsolve_core::{Artifact, EventKind, StopReason, TurnEvent, TurnOutcome};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub trait Renderer {
@@ -54,6 +55,8 @@ pub struct LiveRenderer {
     status: Option<ProgressBar>,
     steps: Vec<(PlanStepView, ProgressBar)>,
     plan_key: Vec<(String, String)>,
+    /// The turn's workspace: artifacts are listed with their full paths under it.
+    workspace: Option<PathBuf>,
 }
 
 impl LiveRenderer {
@@ -70,9 +73,33 @@ impl LiveRenderer {
             status: None,
             steps: Vec::new(),
             plan_key: Vec::new(),
+            workspace: None,
         };
         r.line(format!("{} · {}", style("deepsolve").bold(), model));
         r
+    }
+
+    pub fn with_workspace(mut self, workspace: Option<PathBuf>) -> Self {
+        self.workspace = workspace;
+        self
+    }
+
+    /// A file the turn produced: its path (under the workspace when known), type and size.
+    fn artifact_line(&self, artifact: &Artifact) -> String {
+        // File names are chosen by the model's code: shown without control characters.
+        let path = printable(&match &self.workspace {
+            Some(ws) => ws.join(&artifact.path).display().to_string(),
+            None => artifact.path.clone(),
+        });
+        format!(
+            "{path} {}",
+            style(format!(
+                "({}, {})",
+                artifact.mime,
+                deepsolve_tools::human_size(artifact.size)
+            ))
+            .dim()
+        )
     }
 
     fn line(&self, text: String) {
@@ -143,7 +170,8 @@ impl LiveRenderer {
 
     fn tool_result(&self, name: &str, ok: bool, content: &str, duration_ms: u64) {
         let first = content.lines().next().unwrap_or_default();
-        let first: String = first.chars().take(120).collect();
+        // Tool output may come from hostile code: no escape sequences reach the terminal.
+        let first: String = printable(first).chars().take(120).collect();
         if is_solve_tool(name) {
             if !ok {
                 self.line(format!(
@@ -169,6 +197,19 @@ impl LiveRenderer {
             style(format_duration(duration_ms)).dim()
         ));
     }
+}
+
+/// `text` with control characters (escape sequences, newlines) shown as `\u{…}` escapes.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn spinner_style() -> ProgressStyle {
@@ -232,9 +273,13 @@ impl Renderer for LiveRenderer {
                 ok,
                 content,
                 duration_ms,
+                artifacts,
                 ..
             } => {
                 self.tool_result(name, *ok, content, *duration_ms);
+                for artifact in artifacts {
+                    self.line(format!("    ▸ {}", self.artifact_line(artifact)));
+                }
             }
             EventKind::Plan {
                 analysis, steps, ..
@@ -278,6 +323,22 @@ impl Renderer for LiveRenderer {
                 termimad::MadSkin::default().print_text(answer);
             } else {
                 println!("{answer}");
+            }
+        }
+        if !outcome.artifacts.is_empty() {
+            println!();
+            println!("{}", style("Files:").bold());
+            // A file written by several calls is listed once, as it is now.
+            let mut seen = std::collections::HashSet::new();
+            let mut latest: Vec<&Artifact> = outcome
+                .artifacts
+                .iter()
+                .rev()
+                .filter(|a| seen.insert(a.path.as_str()))
+                .collect();
+            latest.reverse();
+            for artifact in latest {
+                println!("  {}", self.artifact_line(artifact));
             }
         }
         println!();

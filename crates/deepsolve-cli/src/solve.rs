@@ -11,6 +11,8 @@ use deepsolve_tools::{REASON, ReasonTool};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) mod sandbox_tools;
+
 use crate::render::{JsonRenderer, LiveRenderer, Renderer};
 use crate::setup::{load_settings, main_client, reason_client};
 use crate::{LangArg, ProtocolArg, SolveArgs};
@@ -32,8 +34,17 @@ pub async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
             solve.temperature as f32,
         )));
     }
+    let turn_id = new_turn_id();
+    let mut workspace = None;
+    let mut offered = requested;
+    if let Some((code_tools, names)) = sandbox_tools::mount(&loaded.settings).await? {
+        workspace = Some(sandbox_tools::turn_workspace(&turn_id)?);
+        tools.extend(code_tools);
+        offered.extend(names);
+    }
     let engine = Engine::new(tools)?;
-    let mut spec = TurnSpec::new(new_turn_id(), args.problem.clone());
+    let mut spec = TurnSpec::new(turn_id, args.problem.clone());
+    spec.workspace = workspace.clone();
     spec.language = match args.lang {
         LangArg::En => Language::En,
         LangArg::Zh => Language::Zh,
@@ -42,13 +53,13 @@ pub async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
     if let Some(window) = loaded.settings.llm.context_window {
         spec.context_window = window;
     }
-    spec.tools = requested;
+    spec.tools = offered;
     spec.protocol = protocol(args.protocol, loaded.settings.llm.protocol);
 
     let renderer: Box<dyn Renderer> = if args.json {
         Box::new(JsonRenderer::new())
     } else {
-        Box::new(LiveRenderer::new(model.name()))
+        Box::new(LiveRenderer::new(model.name()).with_workspace(workspace))
     };
     let outcome = drive(&engine, model.as_ref(), spec, renderer).await?;
     Ok(exit_code(&outcome))

@@ -31,6 +31,8 @@ impl Env {
             }
         }
         cmd.env("DEEPSOLVE_CONFIG", &self.config);
+        // Turn workspaces (code tools are auto-mounted) go to the scratch dir, not ~.
+        cmd.env("XDG_DATA_HOME", self._dir.path().join("data"));
         cmd.timeout(std::time::Duration::from_secs(60));
         cmd
     }

@@ -372,6 +372,10 @@ async fn run_work(
     let limit = tool.timeout(config);
     let remaining = deadline.saturating_duration_since(Instant::now());
     let budget = limit.min(remaining).max(Duration::from_millis(1));
+    let ctx = &ToolContext {
+        deadline: Some(Instant::now() + budget),
+        ..ctx.clone()
+    };
     let run = AssertUnwindSafe(tool.run(args, ctx)).catch_unwind();
     tokio::select! {
         biased;

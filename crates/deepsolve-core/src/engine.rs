@@ -371,6 +371,7 @@ impl<'a> TurnRun<'a> {
             workspace: spec.workspace.clone(),
             call_id: String::new(),
             cancel: cancel.child_token(),
+            deadline: None,
         };
         TurnRun {
             model,

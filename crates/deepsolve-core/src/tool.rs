@@ -22,6 +22,23 @@ pub struct ToolContext {
     pub workspace: Option<PathBuf>,
     pub call_id: String,
     pub cancel: CancellationToken,
+    /// When the engine stops waiting for this call (its timeout, never past the turn's
+    /// deadline). A tool that can return partial output should stop a little before it.
+    pub deadline: Option<tokio::time::Instant>,
+}
+
+impl ToolContext {
+    /// Time left before `deadline`, less `margin`, at least a millisecond; `fallback` when
+    /// the call has no deadline.
+    pub fn time_left(&self, margin: Duration, fallback: Duration) -> Duration {
+        self.deadline
+            .map(|d| {
+                d.saturating_duration_since(tokio::time::Instant::now())
+                    .saturating_sub(margin)
+                    .max(Duration::from_millis(1))
+            })
+            .unwrap_or(fallback)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

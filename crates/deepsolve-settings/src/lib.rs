@@ -46,5 +46,5 @@ pub use model::{
     ApiKeySource, LlmSettings, ModelRef, ModelsSettings, Protocol, Settings, ToolsSettings,
 };
 pub use schema::all_keys;
-pub use write::set_in_file;
+pub use write::{set_in_file, set_many_in_file};
 pub use yaml::MAX_FILE_BYTES;

@@ -31,39 +31,57 @@ pub fn set_in_file(
     dotted_key: &str,
     raw_value: &str,
 ) -> Result<Vec<String>, SettingsError> {
-    let key = tree::parse_key(dotted_key)?;
-    if key.join(".") == SECRET_KEY {
-        return Err(SettingsError::SecretNotWritable {
-            key: SECRET_KEY.into(),
-            path: path.to_path_buf(),
-        });
-    }
-    let kind = tree::known_kind(&key, &Origin::CommandLine)?;
-    let value = tree::raw_value(kind, raw_value, &key, &Origin::CommandLine)?;
+    set_many_in_file(path, &[(dotted_key, raw_value)])
+}
+
+/// [`set_in_file`] for several keys at once, in **one** atomic write: either every change
+/// lands (validated and clamped together) or none does. The server's settings endpoint uses
+/// it, so a request that changes three knobs never leaves the file with only two of them.
+pub fn set_many_in_file(
+    path: &Path,
+    changes: &[(&str, &str)],
+) -> Result<Vec<String>, SettingsError> {
     let mut file = yaml::read_file(path)?.unwrap_or_default();
-    if value.is_null() {
-        tree::replace(&mut file, &key, None);
-    } else {
-        tree::write(&mut file, &key, value);
+    let mut keys = Vec::with_capacity(changes.len());
+    for (dotted_key, raw_value) in changes {
+        let key = tree::parse_key(dotted_key)?;
+        if key.join(".") == SECRET_KEY {
+            return Err(SettingsError::SecretNotWritable {
+                key: SECRET_KEY.into(),
+                path: path.to_path_buf(),
+            });
+        }
+        let kind = tree::known_kind(&key, &Origin::CommandLine)?;
+        let value = tree::raw_value(kind, raw_value, &key, &Origin::CommandLine)?;
+        if value.is_null() {
+            tree::replace(&mut file, &key, None);
+        } else {
+            tree::write(&mut file, &key, value);
+        }
+        keys.push(key);
     }
-    let warnings = check_and_clamp(path, &mut file, &key)?;
+    let warnings = check_and_clamp(path, &mut file, &keys)?;
     let text = yaml::render(path, &file)?;
     write_atomically(path, &text)?;
     Ok(warnings)
 }
 
-/// Check the would-be file strictly and replace the new value by its checked (clamped,
+/// Check the would-be file strictly and replace the new values by their checked (clamped,
 /// normalised) form.
 fn check_and_clamp(
     path: &Path,
     file: &mut Map<String, Value>,
-    key: &[String],
+    keys: &[Vec<String>],
 ) -> Result<Vec<String>, SettingsError> {
     let mut origins = Origins::new(Origin::File(path.to_path_buf()));
-    origins.record(key, Origin::CommandLine);
+    for key in keys {
+        origins.record(key, Origin::CommandLine);
+    }
     let mut checked = file.clone();
     let result = validate::check(&mut checked, &origins)?;
-    tree::replace(file, key, tree::get(&checked, key).cloned());
+    for key in keys {
+        tree::replace(file, key, tree::get(&checked, key).cloned());
+    }
     Ok(result.warnings)
 }
 

@@ -46,6 +46,7 @@ fn ctx() -> ToolContext {
         workspace: None,
         call_id: "c".into(),
         cancel: tokio_util::sync::CancellationToken::new(),
+        deadline: None,
     }
 }
 

@@ -1,0 +1,71 @@
+//! `deepsolve users add|token|list`: manage who may use the server. Once any user exists the
+//! server requires bearer tokens (and may listen beyond loopback).
+
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Subcommand;
+use deepsolve_store::Role;
+
+use crate::serve::{DatabaseArgs, open_store};
+
+#[derive(Subcommand)]
+pub enum UsersAction {
+    /// Create a user and print its first token (shown once; only its hash is stored).
+    Add {
+        name: String,
+        /// May change server settings.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Issue a new token for a user and print it.
+    Token {
+        name: String,
+        /// Revoke the user's existing tokens first.
+        #[arg(long)]
+        revoke_others: bool,
+    },
+    /// List users.
+    List,
+}
+
+pub async fn run(action: UsersAction, database: &DatabaseArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(database).await?;
+    match action {
+        UsersAction::Add { name, admin } => {
+            let role = if admin { Role::Admin } else { Role::User };
+            let user = store.create_user(&name, role).await?;
+            let token = store.issue_token(&user.id, "created with the user").await?;
+            println!("{}", token.token);
+            eprintln!(
+                "created {} '{}'; the token above is shown once",
+                role.as_str(),
+                user.name
+            );
+        }
+        UsersAction::Token {
+            name,
+            revoke_others,
+        } => {
+            let Some(user) = store.user_by_name(&name).await? else {
+                bail!("no user named '{name}' (deepsolve users add {name})");
+            };
+            if revoke_others {
+                let n = store.revoke_tokens(&user.id).await?;
+                eprintln!("revoked {n} token(s)");
+            }
+            let token = store
+                .issue_token(&user.id, "issued by deepsolve users token")
+                .await
+                .context("cannot issue a token")?;
+            println!("{}", token.token);
+        }
+        UsersAction::List => {
+            for user in store.list_users().await? {
+                println!("{}\t{}", user.name, user.role.as_str());
+            }
+        }
+    }
+    store.close().await;
+    Ok(ExitCode::SUCCESS)
+}

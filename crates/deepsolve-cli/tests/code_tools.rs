@@ -1,0 +1,357 @@
+//! The code tools through the real `deepsolve` binary against the mock model: a three-step
+//! sympy solve whose names carry from step to step and whose plot comes back as a PNG
+//! artifact the CLI lists; no secret of ours reaches the code; and fail-closed when no
+//! sandbox backend works.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use deepsolve_testkit::*;
+use serde_json::{Value, json};
+
+struct Env {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+}
+
+impl Env {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = dir.path().join("settings.yaml");
+        std::fs::write(&config, "").expect("settings file");
+        Env { dir, config }
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn cmd(&self, server: &MockServer) -> Command {
+        let mut cmd = Command::cargo_bin("deepsolve").expect("binary");
+        for (key, _) in std::env::vars() {
+            if key.starts_with("DEEPSOLVE_") || key == "OPENAI_API_KEY" {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("DEEPSOLVE_CONFIG", &self.config)
+            .env("XDG_DATA_HOME", self.data())
+            .timeout(std::time::Duration::from_secs(120))
+            .args([
+                "solve",
+                "--base-url",
+                &server.url(),
+                "--model",
+                "mock-model",
+            ]);
+        cmd
+    }
+
+    /// The one turn workspace this environment's runs created.
+    fn workspace(&self) -> PathBuf {
+        let turns = self.data().join("deepsolve/turns");
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&turns)
+            .unwrap_or_else(|e| panic!("{}: {e}", turns.display()))
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        dirs.remove(0)
+    }
+}
+
+/// The code each step runs; a solver would write it from the step's goal.
+fn step_code(id: &str) -> &'static str {
+    match id {
+        "S1" => "import sympy as sp\nx = sp.symbols('x')\nf = x**2 - 5*x + 6\nf",
+        "S2" => "roots = sp.solve(f, x)\nroots",
+        _ => {
+            "import matplotlib.pyplot as plt\nimport numpy as np\nxs = np.linspace(0, 5, 101)\nplt.plot(xs, [float(f.subs(x, v)) for v in xs])\nplt.axhline(0, color='gray')\nplt.title('f(x) = x^2 - 5x + 6')"
+        }
+    }
+}
+
+/// The `[value]` section of a code_execution result.
+fn value_of(content: &str) -> String {
+    content
+        .split("[value]\n")
+        .nth(1)
+        .map(|v| v.lines().next().unwrap_or_default().to_string())
+        .unwrap_or_default()
+}
+
+/// A scripted solver that works each step with `code_execution` and answers from what the
+/// tool returned (the roots come from the step-2 result, not from the script).
+fn sympy_solver(req: &PolicyRequest) -> Reply {
+    let Some(plan) = req.plan() else {
+        return Reply::calls(vec![(
+            "solve_plan",
+            json!({"analysis": "Define f with sympy, solve f = 0, then plot f.", "steps": [
+                {"goal": "define f(x) = x^2 - 5x + 6"},
+                {"goal": "solve f(x) = 0 using f"},
+                {"goal": "plot f"}
+            ]}),
+        )]);
+    };
+    let Some(step) = plan.current() else {
+        let roots = plan
+            .steps
+            .get(1)
+            .and_then(|s| s.summary.clone())
+            .unwrap_or_default();
+        let list = roots
+            .trim_start_matches("roots = ")
+            .trim_matches(['[', ']']);
+        let roots: Vec<String> = list.split(", ").map(|r| format!("x = {r}")).collect();
+        return Reply::text(format!(
+            "**Answer:** {}.\n\nf(x) = x² − 5x + 6 factors as (x − 2)(x − 3); the plot is in the files.",
+            roots.join(" and ")
+        ));
+    };
+    let results = req.work_results_for(step);
+    match results.first() {
+        None => Reply::calls(vec![(
+            "code_execution",
+            json!({"code": format!("# {}\n{}", step.key(), step_code(&step.id))}),
+        )]),
+        Some(result) => {
+            let summary = match step.id.as_str() {
+                "S1" => format!("f = {}", value_of(&result.content)),
+                "S2" => format!("roots = {}", value_of(&result.content)),
+                _ => "plotted f".to_string(),
+            };
+            Reply::calls(vec![(
+                "solve_finish_step",
+                json!({"step_id": step.id, "summary": summary}),
+            )])
+        }
+    }
+}
+
+#[test]
+fn a_three_step_sympy_solve_keeps_its_names_and_lists_its_plot() {
+    let server = MockServer::policy(FnPolicy(sympy_solver));
+    let env = Env::new();
+    let out = env
+        .cmd(&server)
+        .arg("Solve x^2 - 5x + 6 = 0 and plot it.")
+        .output()
+        .expect("run deepsolve");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    server.assert_clean();
+    // `cargo test -p deepsolve-cli --test code_tools -- --nocapture three_step` shows the run.
+    println!("{stdout}");
+
+    // Step 2 used `f` from step 1: its result reached the model.
+    let results: Vec<String> = server
+        .policy_requests()
+        .iter()
+        .flat_map(|r| r.tool_results())
+        .filter(|r| r.name.as_deref() == Some("code_execution"))
+        .map(|r| r.content)
+        .collect();
+    assert!(
+        results.iter().any(|c| c == "[value]\nx**2 - 5*x + 6"),
+        "{results:?}"
+    );
+    assert!(
+        results.iter().any(|c| c == "[value]\n[2, 3]"),
+        "{results:?}"
+    );
+
+    assert!(
+        stdout.contains("**Answer:** x = 2 and x = 3")
+            || stdout.contains("Answer: x = 2 and x = 3"),
+        "{stdout}"
+    );
+    let workspace = env.workspace();
+    let png = workspace.join("figure_1.png");
+    let bytes = std::fs::read(&png).expect("the plot is in the turn's workspace");
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    // The CLI lists it: under the tool line and in the closing file list.
+    let listed = format!("{} (image/png,", png.display());
+    assert!(stdout.contains(&format!("▸ {listed}")), "{stdout}");
+    assert!(stdout.contains("Files:"), "{stdout}");
+    assert_eq!(stdout.matches(&listed).count(), 2, "{stdout}");
+}
+
+#[test]
+fn json_events_carry_the_artifacts_and_no_secret_reaches_the_code() {
+    let server = MockServer::policy(FnPolicy(|req: &PolicyRequest| {
+        let Some(plan) = req.plan() else {
+            return Reply::calls(vec![(
+                "solve_plan",
+                json!({"analysis": "look around", "steps": [{"goal": "inspect the environment"}]}),
+            )]);
+        };
+        let Some(step) = plan.current() else {
+            return Reply::text("done");
+        };
+        if req.work_results_for(step).is_empty() {
+            let code = format!(
+                "# {}\nimport os\nopen('env.txt', 'w').write(repr(dict(os.environ)))\nprint(sorted(os.environ))",
+                step.key()
+            );
+            return Reply::calls(vec![("code_execution", json!({"code": code}))]);
+        }
+        Reply::calls(vec![(
+            "solve_finish_step",
+            json!({"step_id": step.id, "summary": "looked"}),
+        )])
+    }));
+    let env = Env::new();
+    let secret = "sk-test-do-not-leak-1234567890";
+    let out = env
+        .cmd(&server)
+        .env("DEEPSOLVE_API_KEY", secret)
+        .env("OPENAI_API_KEY", secret)
+        .env("AWS_SECRET_ACCESS_KEY", secret)
+        .arg("--json")
+        .arg("What does the sandbox see?")
+        .output()
+        .expect("run deepsolve");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("NDJSON"))
+        .collect();
+    let started = &events[0];
+    let tools: Vec<&str> = started["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        tools.contains(&"code_execution") && tools.contains(&"exec"),
+        "{tools:?}"
+    );
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["name"] == "code_execution")
+        .expect("a code result");
+    assert_eq!(result["ok"], true, "{result}");
+    assert_eq!(result["artifacts"][0]["path"], "env.txt");
+    assert_eq!(result["artifacts"][0]["mime"], "text/plain");
+    let seen = std::fs::read_to_string(env.workspace().join("env.txt")).unwrap();
+    for text in [seen.as_str(), result["content"].as_str().unwrap()] {
+        assert!(
+            !text.contains(secret),
+            "the API key reached the sandbox: {text}"
+        );
+        assert!(
+            !text.contains("API_KEY") && !text.contains("AWS_"),
+            "{text}"
+        );
+    }
+    assert!(seen.contains("MPLBACKEND"));
+}
+
+fn broken_bwrap(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("bwrap");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn without_a_working_sandbox_the_code_tools_are_not_mounted() {
+    let server = MockServer::policy(WellBehaved::new(1));
+    let env = Env::new();
+    let bwrap = broken_bwrap(env.dir.path());
+    let out = env
+        .cmd(&server)
+        .env("DEEPSOLVE_BWRAP", &bwrap)
+        .env("PATH", "/nonexistent")
+        .args(["--json", "Solve x + 1 = 3."])
+        .output()
+        .expect("run deepsolve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "code tools are off: bubblewrap cannot create a sandbox here: bwrap: No permissions"
+        ),
+        "{stderr}"
+    );
+    let first: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first["tools"].as_array().map(Vec::len),
+        Some(3),
+        "only the solve tools: {first}"
+    );
+    assert!(
+        server
+            .policy_requests()
+            .iter()
+            .all(|r| !r.offers("code_execution"))
+    );
+    assert!(
+        !env.data().join("deepsolve/turns").exists(),
+        "no workspace without code tools"
+    );
+
+    // Required but missing: a clear error, no turn.
+    let server = MockServer::sequence(vec![]);
+    let out = env
+        .cmd(&server)
+        .env("DEEPSOLVE_BWRAP", &bwrap)
+        .env("PATH", "/nonexistent")
+        .args(["--set", "tools.sandbox=bwrap", "Solve x + 1 = 3."])
+        .output()
+        .expect("run deepsolve");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("tools.sandbox is `bwrap`, but bubblewrap cannot create a sandbox here")
+    );
+
+    // The doctor says exactly why.
+    let mut doctor = Command::cargo_bin("deepsolve").expect("binary");
+    let out = doctor
+        .env("DEEPSOLVE_CONFIG", &env.config)
+        .env("DEEPSOLVE_BWRAP", &bwrap)
+        .env("PATH", "/nonexistent")
+        .args(["doctor", "--base-url", &server.url(), "--model", "m"])
+        .output()
+        .expect("run doctor");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("code tools are off (not mounted): bubblewrap cannot create a sandbox here: bwrap: No permissions"), "{stdout}");
+}
+
+#[test]
+fn sandbox_none_runs_with_a_loud_warning() {
+    let server = MockServer::policy(WellBehaved::new(1).with_work_tool(Some("exec")));
+    let env = Env::new();
+    let out = env
+        .cmd(&server)
+        .args(["--set", "tools.sandbox=none", "--json", "Solve x + 1 = 3."])
+        .output()
+        .expect("run deepsolve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "WARNING: tools.sandbox is `none`: model-written code runs WITHOUT isolation"
+        ),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\"name\":\"exec\""), "{stdout}");
+}

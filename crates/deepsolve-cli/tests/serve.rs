@@ -1,0 +1,439 @@
+//! `deepsolve serve` and `deepsolve users` through the real binary: a whole solve over HTTP
+//! and SSE, SIGKILL in the middle of a turn, tokens, and the loopback-only rule.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use deepsolve_testkit::{FnPolicy, MockServer, Policy, PolicyRequest, Reply, WellBehaved};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+/// A `deepsolve` command with a clean environment: no settings, no keys, data under `home`.
+fn deepsolve(home: &Path) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("deepsolve"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("DEEPSOLVE_") || key == "OPENAI_API_KEY" {
+            cmd.env_remove(key);
+        }
+    }
+    let settings = home.join("settings.yaml");
+    std::fs::write(&settings, "").expect("settings");
+    cmd.env("DEEPSOLVE_CONFIG", settings)
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"));
+    cmd
+}
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    /// Start `deepsolve serve` on a free loopback port and wait until it listens.
+    fn start(home: &Path, db: &str, model_url: &str, instance: &str) -> Server {
+        let mut cmd = deepsolve(home);
+        let log_path = home.join(format!("{instance}.log"));
+        let log = std::fs::File::create(&log_path).expect("log file");
+        cmd.args(["serve", "--addr", "127.0.0.1:0", "--database", db])
+            .args(["--instance-id", instance, "--base-url", model_url])
+            .args(["--model", "mock-model"])
+            .stdout(Stdio::piped())
+            .stderr(log);
+        let mut child = cmd.spawn().expect("spawn deepsolve serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut first = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut first)
+            .expect("first line");
+        let base = first
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| {
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                panic!("unexpected first line {first:?}; stderr:\n{log}")
+            })
+            .to_string();
+        Server { child, base }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn kill9(&mut self) {
+        // std's kill() is SIGKILL: no shutdown hook runs.
+        self.child.kill().expect("kill");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn parse_block(block: &str) -> Option<(u64, Value)> {
+    let mut id = None;
+    let mut data = None;
+    for line in block.lines() {
+        if let Some(v) = line.strip_prefix("id:") {
+            id = v.trim().parse().ok();
+        } else if let Some(v) = line.strip_prefix("data:") {
+            data = serde_json::from_str(v.trim()).ok();
+        }
+    }
+    Some((id?, data?))
+}
+
+/// Read SSE events until `stop` says so or the stream ends.
+async fn read_events(
+    http: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+    mut stop: impl FnMut(&Value) -> bool,
+) -> Vec<(u64, Value)> {
+    let mut req = http.get(url);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let resp = req.send().await.expect("sse");
+    assert_eq!(resp.status().as_u16(), 200);
+    let mut stream = resp.bytes_stream();
+    let mut buf = String::new();
+    let mut out = Vec::new();
+    loop {
+        let chunk = tokio::time::timeout(Duration::from_secs(60), stream.next())
+            .await
+            .expect("events keep coming");
+        let Some(chunk) = chunk else { return out };
+        buf.push_str(&String::from_utf8_lossy(&chunk.expect("chunk")));
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            if let Some(event) = parse_block(&block) {
+                let done = stop(&event.1);
+                out.push(event);
+                if done {
+                    return out;
+                }
+            }
+        }
+    }
+}
+
+fn slow(delay: Duration, inner: WellBehaved) -> impl Policy {
+    FnPolicy(move |req: &PolicyRequest| Reply::delayed(delay, inner.reply(req)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_runs_a_whole_solve_over_http_and_sse() {
+    let home = tempfile::tempdir().expect("home");
+    let mock = MockServer::policy(WellBehaved::new(3).with_work_tool(Some("reason")));
+    // The default database: an SQLite file in the data directory, created on first start.
+    let mut cmd_db = String::from("sqlite://");
+    cmd_db.push_str(&home.path().join("ds.db").display().to_string());
+    let server = Server::start(home.path(), &cmd_db, &mock.url(), "node-1");
+    let http = reqwest::Client::new();
+    let health: Value = http
+        .get(server.url("/healthz"))
+        .send()
+        .await
+        .expect("healthz")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(health["status"], "ok");
+    let resp = http
+        .post(server.url("/api/v1/turns"))
+        .json(&json!({"problem": "Solve x^2 - 5x + 6 = 0", "tools": ["reason"]}))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(resp.status().as_u16(), 201);
+    let created: Value = resp.json().await.expect("json");
+    let turn = created["turn_id"].as_str().expect("turn id");
+    let events = read_events(
+        &http,
+        &server.url(&format!("/api/v1/turns/{turn}/events")),
+        None,
+        |_| false,
+    )
+    .await;
+    for (i, (id, data)) in events.iter().enumerate() {
+        assert_eq!((*id, data["seq"].as_u64()), (i as u64, Some(i as u64)));
+    }
+    let last = &events.last().expect("events").1;
+    assert_eq!(last["type"], "turn_finished");
+    assert_eq!(last["stop_reason"], "answered");
+    let reasons = events
+        .iter()
+        .filter(|(_, e)| e["type"] == "tool_result" && e["name"] == "reason");
+    assert_eq!(reasons.count(), 3, "each step worked with the reason tool");
+    mock.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_turn_leaves_an_interrupted_turn_with_every_event_it_had_sent() {
+    let home = tempfile::tempdir().expect("home");
+    let mock = MockServer::policy(slow(
+        Duration::from_millis(250),
+        WellBehaved::new(4).with_work_tool(None),
+    ));
+    let db = format!("sqlite://{}", home.path().join("crash.db").display());
+    let mut server = Server::start(home.path(), &db, &mock.url(), "node-1");
+    let http = reqwest::Client::new();
+    let created: Value = http
+        .post(server.url("/api/v1/turns"))
+        .json(&json!({"problem": "a long one"}))
+        .send()
+        .await
+        .expect("post")
+        .json()
+        .await
+        .expect("json");
+    let turn = created["turn_id"].as_str().expect("turn id").to_string();
+    let events_path = format!("/api/v1/turns/{turn}/events");
+    let mut finished_steps = 0;
+    let seen = read_events(&http, &server.url(&events_path), None, |e| {
+        finished_steps += usize::from(e["type"] == "step_finished");
+        finished_steps == 2
+    })
+    .await;
+    server.kill9();
+
+    let server = Server::start(home.path(), &db, &mock.url(), "node-1");
+    let view: Value = http
+        .get(server.url(&format!("/api/v1/turns/{turn}")))
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(view["status"], "interrupted", "{view}");
+    // The whole log replays and then ends (the turn is not running any more); everything a
+    // client saw before the kill is in it — events reach clients only after they are stored.
+    let replay = read_events(&http, &server.url(&events_path), None, |_| false).await;
+    assert!(
+        replay.len() >= seen.len(),
+        "{} < {}",
+        replay.len(),
+        seen.len()
+    );
+    assert_eq!(&replay[..seen.len()], &seen[..]);
+    assert!(replay.iter().all(|(_, e)| e["type"] != "turn_finished"));
+    let resp = http
+        .post(server.url(&format!("/api/v1/turns/{turn}/resume")))
+        .send()
+        .await
+        .expect("resume");
+    // Resume from the step checkpoint needs the engine's resume API (not in this build yet).
+    assert_eq!(resp.status().as_u16(), 501);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_get_tokens_and_the_server_then_requires_them() {
+    let home = tempfile::tempdir().expect("home");
+    let db = format!("sqlite://{}", home.path().join("users.db").display());
+    let mock = MockServer::policy(WellBehaved::new(1).with_work_tool(None));
+
+    // No users: listening beyond loopback is refused with a clear reason.
+    let out = deepsolve(home.path())
+        .args(["serve", "--addr", "0.0.0.0:0", "--database", &db])
+        .args(["--base-url", &mock.url(), "--model", "mock-model"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("refusing to listen") && stderr.contains("users add"),
+        "{stderr}"
+    );
+
+    let out = deepsolve(home.path())
+        .args(["users", "add", "alice", "--database", &db])
+        .output()
+        .expect("users add");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(token.starts_with("dst_"));
+    let again = deepsolve(home.path())
+        .args(["users", "token", "alice", "--database", &db])
+        .output()
+        .expect("users token");
+    let second = String::from_utf8_lossy(&again.stdout).trim().to_string();
+    assert!(second.starts_with("dst_") && second != token);
+    let dup = deepsolve(home.path())
+        .args(["users", "add", "alice", "--database", &db])
+        .output()
+        .expect("dup");
+    assert!(!dup.status.success());
+
+    let server = Server::start(home.path(), &db, &mock.url(), "node-1");
+    let http = reqwest::Client::new();
+    let body = json!({"problem": "1+1"});
+    let anon = http
+        .post(server.url("/api/v1/turns"))
+        .json(&body)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(anon.status().as_u16(), 401);
+    for t in [&token, &second] {
+        let ok = http
+            .post(server.url("/api/v1/turns"))
+            .bearer_auth(t)
+            .json(&body)
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(ok.status().as_u16(), 201);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_postgres_follow_each_others_turns() {
+    let Some(db) = deepsolve_store::testing::scratch_postgres_from_env()
+        .await
+        .expect("DEEPSOLVE_TEST_POSTGRES_URL is set but unusable")
+    else {
+        eprintln!("skipped: DEEPSOLVE_TEST_POSTGRES_URL is not set (scripts/start-postgres)");
+        return;
+    };
+    let home_a = tempfile::tempdir().expect("home");
+    let home_b = tempfile::tempdir().expect("home");
+    let mock = MockServer::policy(slow(
+        Duration::from_millis(100),
+        WellBehaved::new(3).with_work_tool(None),
+    ));
+    let a = Server::start(home_a.path(), &db, &mock.url(), "node-a");
+    let b = Server::start(home_b.path(), &db, &mock.url(), "node-b");
+    let http = reqwest::Client::new();
+    let created: Value = http
+        .post(a.url("/api/v1/turns"))
+        .json(&json!({"problem": "scale out"}))
+        .send()
+        .await
+        .expect("post to a")
+        .json()
+        .await
+        .expect("json");
+    let turn = created["turn_id"].as_str().expect("turn id").to_string();
+    let path = format!("/api/v1/turns/{turn}/events");
+    // Follow live through B while A runs the turn.
+    let through_b = read_events(&http, &b.url(&path), None, |_| false).await;
+    for (i, (id, _)) in through_b.iter().enumerate() {
+        assert_eq!(*id, i as u64, "gapless through the other replica");
+    }
+    let last = &through_b.last().expect("events").1;
+    assert_eq!(last["type"], "turn_finished");
+    assert_eq!(last["stop_reason"], "answered");
+    let through_a = read_events(&http, &a.url(&path), None, |_| false).await;
+    assert_eq!(through_a, through_b);
+    let view: Value = http
+        .get(b.url(&format!("/api/v1/turns/{turn}")))
+        .send()
+        .await
+        .expect("get on b")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(view["status"], "finished");
+
+    // A cancel sent to B stops a turn that runs on A.
+    let created: Value = http
+        .post(a.url("/api/v1/turns"))
+        .json(&json!({"problem": "cancel me from the other side"}))
+        .send()
+        .await
+        .expect("post to a")
+        .json()
+        .await
+        .expect("json");
+    let turn = created["turn_id"].as_str().expect("turn id").to_string();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let resp = http
+        .post(b.url(&format!("/api/v1/turns/{turn}/cancel")))
+        .send()
+        .await
+        .expect("cancel on b");
+    assert_eq!(resp.status().as_u16(), 202);
+    let events = read_events(
+        &http,
+        &b.url(&format!("/api/v1/turns/{turn}/events")),
+        None,
+        |_| false,
+    )
+    .await;
+    let last = &events.last().expect("events").1;
+    assert_eq!(last["stop_reason"], "cancelled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_cancels_running_turns_cleanly_and_records_them() {
+    let home = tempfile::tempdir().expect("home");
+    let mock = MockServer::policy(slow(
+        Duration::from_millis(300),
+        WellBehaved::new(6).with_work_tool(None),
+    ));
+    let db = format!("sqlite://{}", home.path().join("term.db").display());
+    let mut server = Server::start(home.path(), &db, &mock.url(), "node-1");
+    let http = reqwest::Client::new();
+    let created: Value = http
+        .post(server.url("/api/v1/turns"))
+        .json(&json!({"problem": "long"}))
+        .send()
+        .await
+        .expect("post")
+        .json()
+        .await
+        .expect("json");
+    let turn = created["turn_id"].as_str().expect("turn id").to_string();
+    let events_url = server.url(&format!("/api/v1/turns/{turn}/events"));
+    // A live reader is connected when the signal comes: the stop must not wait for it forever.
+    let reader = {
+        let http = http.clone();
+        tokio::spawn(async move { read_events(&http, &events_url, None, |_| false).await })
+    };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let stopped = std::time::Instant::now();
+    let term = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(term.success());
+    let status = server.child.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    assert!(
+        stopped.elapsed() < Duration::from_secs(10),
+        "a prompt, clean stop"
+    );
+    let events = reader.await.expect("reader");
+    let last = &events.last().expect("events").1;
+    assert_eq!(
+        (last["type"].as_str(), last["stop_reason"].as_str()),
+        (Some("turn_finished"), Some("cancelled"))
+    );
+
+    let server = Server::start(home.path(), &db, &mock.url(), "node-1");
+    let view: Value = http
+        .get(server.url(&format!("/api/v1/turns/{turn}")))
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        view["status"], "cancelled",
+        "recorded before exit, not interrupted: {view}"
+    );
+}

@@ -1,0 +1,341 @@
+//! `Sandbox`: the detected backend, shared by every sandboxed call. Detection runs a real
+//! probe (the system Python started inside a real bwrap sandbox, as it will run), once, so a
+//! backend that cannot work is known at startup rather than at the model's first call.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Limits, SandboxConfig, SandboxMode};
+use crate::error::SandboxError;
+use crate::launch::{self, Backend, HostUser, Launch, NOBODY, RootLayout, Spawned};
+
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A working isolation backend (or the explicit `none` opt-out). Cheap to clone.
+#[derive(Clone)]
+pub struct Sandbox {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: SandboxConfig,
+    backend: Backend,
+    layout: RootLayout,
+    version: String,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("backend", &self.inner.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// Find a backend that works, per `config.mode`. `Err(Unavailable)` says exactly why none
+    /// does; the caller then does not mount the code tools (fail closed).
+    pub async fn detect(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
+        if !is_executable(&config.python) {
+            return Err(SandboxError::Unavailable(format!(
+                "{} was not found: install python3 with python3-numpy python3-sympy python3-scipy python3-matplotlib (scripts/install-deps does)",
+                config.python.display()
+            )));
+        }
+        let layout = RootLayout::of_host();
+        if config.mode == SandboxMode::None {
+            return Ok(Sandbox::assemble(
+                config,
+                Backend::Unsandboxed,
+                layout,
+                String::new(),
+            ));
+        }
+        let bwrap = find_bwrap(&config.bwrap).ok_or_else(|| {
+            SandboxError::Unavailable(
+                "bubblewrap (bwrap) is not installed: install the Debian package `bubblewrap` (scripts/install-deps does), or set tools.sandbox: none to run model code without isolation".into(),
+            )
+        })?;
+        let version = bwrap_version(&bwrap).await;
+        let mut first_failure = None;
+        for host in host_candidates(config.drop_root) {
+            for disable_userns in [true, false] {
+                let backend = Backend::Bwrap {
+                    bwrap: bwrap.clone(),
+                    host: host.clone(),
+                    disable_userns,
+                };
+                let candidate =
+                    Sandbox::assemble(config.clone(), backend, layout.clone(), version.clone());
+                match candidate.probe().await {
+                    Ok(()) => return Ok(candidate),
+                    Err(reason) => {
+                        let unknown_option = reason.contains("Unknown option");
+                        first_failure.get_or_insert(reason);
+                        if !unknown_option {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        Err(SandboxError::Unavailable(format!(
+            "bubblewrap cannot create a sandbox here: {}",
+            first_failure.unwrap_or_else(|| "no candidate worked".into())
+        )))
+    }
+
+    fn assemble(
+        config: SandboxConfig,
+        backend: Backend,
+        layout: RootLayout,
+        version: String,
+    ) -> Sandbox {
+        Sandbox {
+            inner: Arc::new(Inner {
+                config,
+                backend,
+                layout,
+                version,
+            }),
+        }
+    }
+
+    /// Start the system Python in the sandbox with a scratch workspace and check it ran there.
+    async fn probe(&self) -> Result<(), String> {
+        let scratch = std::env::temp_dir().join(format!(
+            "deepsolve-probe-{}-{}",
+            std::process::id(),
+            unique()
+        ));
+        let argv: Vec<OsString> = vec![
+            self.config().python.as_os_str().to_owned(),
+            "-I".into(),
+            "-c".into(),
+            "import os; open('probe', 'w').write(str(os.getuid()))".into(),
+        ];
+        let cancel = CancellationToken::new();
+        let result = tokio::time::timeout(
+            PROBE_TIMEOUT,
+            self.run_argv(argv, Some(&scratch), PROBE_TIMEOUT, &cancel),
+        )
+        .await;
+        let written = std::fs::read_to_string(scratch.join("probe")).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&scratch);
+        match result {
+            Err(_) => Err("the probe timed out".into()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Ok(Ok(out)) if out.success() && written == NOBODY.to_string() => Ok(()),
+            Ok(Ok(out)) => {
+                let said = out.stderr.text.trim();
+                Err(if said.is_empty() {
+                    format!("the probe failed ({})", out.detail)
+                } else {
+                    said.lines().take(3).collect::<Vec<_>>().join(" ")
+                })
+            }
+        }
+    }
+
+    pub fn backend(&self) -> &Backend {
+        &self.inner.backend
+    }
+
+    pub fn config(&self) -> &SandboxConfig {
+        &self.inner.config
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.inner.config.limits
+    }
+
+    pub fn is_isolated(&self) -> bool {
+        self.inner.backend != Backend::Unsandboxed
+    }
+
+    /// One line for `doctor` and logs: what isolates the code.
+    pub fn describe(&self) -> String {
+        match &self.inner.backend {
+            Backend::Unsandboxed => {
+                "no isolation: model code runs unsandboxed on this machine".into()
+            }
+            Backend::Bwrap {
+                host,
+                disable_userns,
+                ..
+            } => {
+                let who = match host {
+                    HostUser::Current => "as the current user",
+                    HostUser::Nobody { .. } => "as nobody (root dropped before bwrap)",
+                    HostUser::Root => "as root (could not drop to nobody)",
+                };
+                let userns = if *disable_userns {
+                    ", nested user namespaces off"
+                } else {
+                    ""
+                };
+                format!(
+                    "{} {who}: no network, clean environment, read-only system, private /tmp, workspace the only writable place{userns}",
+                    if self.inner.version.is_empty() {
+                        "bwrap"
+                    } else {
+                        &self.inner.version
+                    },
+                )
+            }
+        }
+    }
+
+    /// A warning to print on every start, when the setup is weaker than it should be.
+    pub fn warning(&self) -> Option<String> {
+        match &self.inner.backend {
+            Backend::Unsandboxed => Some(
+                "tools.sandbox is `none`: model-written code runs WITHOUT isolation, with your user's access to files and network. Use it only on a throwaway machine.".into(),
+            ),
+            Backend::Bwrap { host: HostUser::Root, .. } => Some(
+                "the sandbox runs as root on the host (dropping to nobody failed): the process limit is not enforced; the pid namespace and the group kill still contain runaway processes".into(),
+            ),
+            Backend::Bwrap { .. } => None,
+        }
+    }
+
+    /// Create the workspace if needed, make it writable for the sandbox, and return its
+    /// canonical path.
+    pub fn prepare_workspace(&self, dir: &Path) -> Result<PathBuf, SandboxError> {
+        let owner = match &self.inner.backend {
+            Backend::Bwrap {
+                host: HostUser::Nobody { .. },
+                ..
+            } => Some(NOBODY),
+            _ => None,
+        };
+        crate::workspace::prepare(dir, owner)
+    }
+
+    pub(crate) fn spawn(&self, launch: Launch<'_>) -> std::io::Result<Spawned> {
+        launch::spawn(&self.inner.backend, &self.inner.layout, launch)
+    }
+
+    /// The workspace as the sandboxed code sees it.
+    pub fn inner_workdir(&self, workspace: &Path) -> String {
+        match self.inner.backend {
+            Backend::Unsandboxed => workspace.to_string_lossy().into_owned(),
+            Backend::Bwrap { .. } => launch::WORKDIR.to_string(),
+        }
+    }
+
+    /// `doctor`: import each module in the sandbox's Python and report its version or error.
+    pub async fn check_modules(
+        &self,
+        modules: &[&str],
+    ) -> Result<Vec<(String, Result<String, String>)>, SandboxError> {
+        let script = "import importlib, json, sys\nout = {}\nfor m in sys.argv[1:]:\n    try:\n        out[m] = [True, str(getattr(importlib.import_module(m), '__version__', 'ok'))]\n    except Exception as e:\n        out[m] = [False, f'{type(e).__name__}: {e}']\nprint(json.dumps(out))\n";
+        let mut argv: Vec<OsString> = vec![
+            self.config().python.as_os_str().to_owned(),
+            "-I".into(),
+            "-c".into(),
+            script.into(),
+        ];
+        argv.extend(modules.iter().map(OsString::from));
+        let cancel = CancellationToken::new();
+        let out = self
+            .run_argv(argv, None, Duration::from_secs(60), &cancel)
+            .await?;
+        let parsed: serde_json::Value =
+            serde_json::from_str(out.stdout.text.trim()).map_err(|_| {
+                SandboxError::Start(format!(
+                    "the module check failed: {}",
+                    out.stderr.text.trim()
+                ))
+            })?;
+        Ok(modules
+            .iter()
+            .map(|m| {
+                let entry = &parsed[*m];
+                let text = entry[1].as_str().unwrap_or_default().to_string();
+                let result = if entry[0].as_bool() == Some(true) {
+                    Ok(text)
+                } else {
+                    Err(text)
+                };
+                (m.to_string(), result)
+            })
+            .collect())
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+fn find_bwrap(configured: &Path) -> Option<PathBuf> {
+    if is_executable(configured) {
+        return Some(configured.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("bwrap"))
+        .find(|p| is_executable(p))
+}
+
+async fn bwrap_version(bwrap: &Path) -> String {
+    let out = tokio::process::Command::new(bwrap)
+        .arg("--version")
+        .env_clear()
+        .output()
+        .await;
+    out.ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// As root, first try dropping to nobody (the kernel then enforces the process limit), then
+/// root itself; otherwise run as ourselves.
+fn host_candidates(drop_root: bool) -> Vec<HostUser> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return vec![HostUser::Current];
+    }
+    if !drop_root {
+        return vec![HostUser::Root];
+    }
+    match stage_dir() {
+        Some(stage) => vec![HostUser::Nobody { stage }, HostUser::Root],
+        None => vec![HostUser::Root],
+    }
+}
+
+/// A root-owned, empty, not group/world-writable directory that `nobody` can traverse, to
+/// bind each workspace onto inside a private mount namespace.
+fn stage_dir() -> Option<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let candidates = [
+        PathBuf::from("/run/deepsolve-sandbox"),
+        std::env::temp_dir().join(".deepsolve-sandbox-root"),
+    ];
+    candidates.into_iter().find(|dir| {
+        let _ = std::fs::DirBuilder::new().mode(0o755).create(dir);
+        match std::fs::symlink_metadata(dir) {
+            Ok(m) => m.is_dir() && m.uid() == 0 && m.mode() & 0o022 == 0 && m.mode() & 0o001 != 0,
+            Err(_) => false,
+        }
+    })
+}
+
+/// A process-unique suffix for scratch names and interpreter tokens.
+pub(crate) fn unique() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{:x}{:08x}", NEXT.fetch_add(1, Ordering::Relaxed), nanos)
+}

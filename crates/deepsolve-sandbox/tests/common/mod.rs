@@ -1,0 +1,109 @@
+//! Shared by the sandbox's integration tests: a real sandbox (these tests run for real; a
+//! machine without bubblewrap fails them loudly rather than skipping), scratch workspaces,
+//! and process-table checks.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use deepsolve_sandbox::*;
+use tokio_util::sync::CancellationToken;
+
+/// Limits small enough that bombs hit them quickly.
+pub fn test_limits() -> Limits {
+    Limits {
+        address_space_bytes: 1 << 30,
+        processes: 64,
+        ..Limits::default()
+    }
+}
+
+pub async fn sandbox() -> Sandbox {
+    sandbox_with(test_limits()).await
+}
+
+pub async fn sandbox_with(limits: Limits) -> Sandbox {
+    let config = SandboxConfig {
+        mode: SandboxMode::Bwrap,
+        limits,
+        ..SandboxConfig::default()
+    };
+    match Sandbox::detect(config).await {
+        Ok(s) => s,
+        Err(e) => panic!(
+            "the sandbox tests need a working bubblewrap (scripts/install-deps installs it): {e}"
+        ),
+    }
+}
+
+/// A fresh scratch workspace.
+pub fn workspace() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    (dir, ws)
+}
+
+pub fn bare() -> PythonOptions {
+    PythonOptions {
+        preload: Vec::new(),
+        ..PythonOptions::default()
+    }
+}
+
+pub async fn python(sandbox: &Sandbox, ws: &Path) -> Interpreter {
+    sandbox
+        .start_python(ws, &bare())
+        .await
+        .expect("interpreter starts")
+}
+
+pub async fn cell(interp: &mut Interpreter, code: &str) -> CellOutcome {
+    cell_with(interp, code, Duration::from_secs(20)).await
+}
+
+pub async fn cell_with(interp: &mut Interpreter, code: &str, timeout: Duration) -> CellOutcome {
+    interp
+        .run(code, timeout, &CancellationToken::new())
+        .await
+        .expect("the cell runs")
+}
+
+pub async fn sh(sandbox: &Sandbox, ws: &Path, command: &str, timeout: Duration) -> ExecOutcome {
+    sandbox
+        .run_command(command, ws, timeout, &CancellationToken::new())
+        .await
+        .expect("the command runs")
+}
+
+/// Host pids whose command line contains `needle`.
+pub fn processes_with(needle: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(needle))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Poll until no host process mentions `needle` (teardown of a pid namespace takes a moment).
+pub async fn assert_no_process_left(needle: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = processes_with(needle);
+        if left.is_empty() {
+            return;
+        }
+        if std::time::Instant::now() > deadline {
+            panic!("processes outlived the sandbox: {left:?} ({needle})");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -1,0 +1,58 @@
+//! Extractors whose rejections are JSON API errors (axum's own are plain text).
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// `Json<T>` with API errors: 413 for a body over the limit, 415 without a JSON content type,
+/// 400 for broken JSON, 422 naming the field for well-formed JSON of the wrong shape
+/// (unknown fields included: request types deny them).
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(value)) => Ok(ApiJson(value)),
+            Err(rejection) => Err(json_error(rejection)),
+        }
+    }
+}
+
+fn json_error(rejection: JsonRejection) -> ApiError {
+    let status = rejection.status();
+    let code = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        StatusCode::UNPROCESSABLE_ENTITY => "invalid_request",
+        _ => "bad_json",
+    };
+    let message = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => "the request body is too large".to_string(),
+        _ => rejection.body_text(),
+    };
+    ApiError::new(status, code, message)
+}
+
+/// `Query<T>` with API errors.
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(value)) => Ok(ApiQuery(value)),
+            Err(rejection) => Err(query_error(rejection)),
+        }
+    }
+}
+
+fn query_error(rejection: QueryRejection) -> ApiError {
+    ApiError::bad_request(rejection.body_text())
+}

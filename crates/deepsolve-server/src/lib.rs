@@ -1,0 +1,186 @@
+//! deepsolve-server: the HTTP face of the engine (DESIGN §10, §11).
+//!
+//! - `POST /api/v1/turns` starts a turn on its own task; every event is appended to the store
+//!   as it happens ([`writer`]) and fanned out to live readers.
+//! - `GET /api/v1/turns/{id}/events` follows a turn over SSE (`id: <seq>`, resumable with
+//!   `Last-Event-ID`; a finished turn replays in full; any number of readers).
+//! - `GET /api/v1/turns/{id}`, `POST …/cancel`, `POST …/resume`; sessions list/get/delete
+//!   (a follow-up turn in a session sees the earlier answers and solve records); artifact
+//!   downloads; `/healthz`.
+//! - Errors are `{"error": {"code", "message"}}`; another user's data is a 404.
+
+pub mod auth;
+pub mod error;
+pub mod extract;
+pub mod metrics;
+pub mod openai;
+pub mod openapi;
+pub mod routes;
+pub mod runner;
+pub mod settings_api;
+pub mod sse;
+pub mod state;
+pub mod writer;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use deepsolve_core::{ChatModel, Engine};
+use deepsolve_store::{Store, StoreError};
+use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
+
+pub use auth::{AuthMode, Caller, LOCAL_USER, UnsafeBind, check_bind};
+pub use error::ApiError;
+pub use state::{AppState, ServerConfig};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    UnsafeBind(#[from] UnsafeBind),
+    #[error("cannot listen on {addr}")]
+    Listen {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Prepare the shared state: pick the auth mode, mark turns this instance left running as
+/// interrupted, start the event writer and (on PostgreSQL) the notification listener.
+pub async fn prepare(
+    store: Store,
+    engine: Arc<Engine>,
+    model: Arc<dyn ChatModel>,
+    config: ServerConfig,
+) -> Result<Arc<AppState>, ServerError> {
+    let auth = if store.count_users().await? == 0 {
+        AuthMode::SingleUser
+    } else {
+        AuthMode::Tokens
+    };
+    let interrupted = store.mark_interrupted(&config.instance_id).await?;
+    if !interrupted.is_empty() {
+        tracing::warn!(
+            count = interrupted.len(),
+            "turns left running by a previous run are now interrupted (resumable)"
+        );
+    }
+    store.start_listener().await?;
+    let metrics = Arc::new(metrics::Metrics::default());
+    let writer = writer::EventWriter::spawn(store.clone(), metrics.clone());
+    let state = Arc::new(AppState::new(
+        store, engine, model, config, auth, writer, metrics,
+    ));
+    tokio::spawn(relay_cancellations(Arc::downgrade(&state)));
+    Ok(state)
+}
+
+/// Cancel the turns other replicas ask us to (a cancel request may reach any replica).
+async fn relay_cancellations(state: std::sync::Weak<AppState>) {
+    let Some(mut requests) = state.upgrade().map(|s| s.store.cancel_requests()) else {
+        return;
+    };
+    loop {
+        match requests.recv().await {
+            Ok(turn_id) => match state.upgrade() {
+                Some(state) => {
+                    state.cancel_turn(&turn_id);
+                }
+                None => return,
+            },
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// The routes, with body limit and panic catching.
+pub fn router(state: Arc<AppState>) -> Router {
+    let max_body = state.config.max_body_bytes;
+    Router::new()
+        .route("/api/v1/turns", post(routes::create_turn))
+        .route("/api/v1/turns/{id}", get(routes::get_turn))
+        .route("/api/v1/turns/{id}/events", get(routes::turn_events))
+        .route("/api/v1/turns/{id}/cancel", post(routes::cancel_turn))
+        .route("/api/v1/turns/{id}/resume", post(routes::resume_turn))
+        .route("/api/v1/sessions", get(routes::list_sessions))
+        .route(
+            "/api/v1/sessions/{id}",
+            get(routes::get_session).delete(routes::delete_session),
+        )
+        .route("/api/v1/artifacts/{id}", get(routes::get_artifact))
+        .route(
+            "/api/v1/capabilities/settings",
+            get(settings_api::get_settings).put(settings_api::put_settings),
+        )
+        .route("/healthz", get(routes::healthz))
+        .route("/metrics", get(routes::metrics))
+        .route("/openapi.json", get(openapi::openapi_json))
+        .route("/v1/chat/completions", post(openai::chat_completions))
+        .route("/v1/models", get(openai::list_models))
+        .fallback(routes::not_found)
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(CatchPanicLayer::custom(
+            |_panic: Box<dyn std::any::Any + Send>| {
+                axum::response::IntoResponse::into_response(ApiError::internal())
+            },
+        ))
+        .with_state(state)
+}
+
+/// Serve on a bound listener until `shutdown` resolves. Running turns are then cancelled
+/// (their SSE streams end with `turn_finished: cancelled`, which also lets the graceful
+/// shutdown finish: it waits for open streams) and their ends are recorded before this
+/// returns — a clean stop leaves no turn `running` for the next start to call interrupted.
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let addr = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    if let Ok(local) = listener.local_addr() {
+        check_bind(local, state.auth)?;
+    }
+    let app = router(state.clone());
+    let stopping = state.clone();
+    let result = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            stopping.cancel_all();
+        })
+        .await;
+    state.cancel_all();
+    wait_for_turns(&state, SHUTDOWN_GRACE).await;
+    result.map_err(|source| ServerError::Listen { addr, source })
+}
+
+/// How long a stopping server waits for cancelled turns to record their end.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+async fn wait_for_turns(state: &AppState, grace: std::time::Duration) {
+    let deadline = tokio::time::Instant::now() + grace;
+    while state.running_turns() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Bind `addr` after checking it is allowed in the current auth mode.
+pub async fn bind(addr: SocketAddr, mode: AuthMode) -> Result<TcpListener, ServerError> {
+    check_bind(addr, mode)?;
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Listen {
+            addr: addr.to_string(),
+            source,
+        })
+}

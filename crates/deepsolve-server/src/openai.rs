@@ -1,0 +1,444 @@
+//! The OpenAI-compatible facade (DESIGN §10): `POST /v1/chat/completions` with
+//! `model: "deepsolve"` runs a solve turn over the conversation it is given, so any OpenAI
+//! client or chat UI can use the solver. Streaming sends the progress (the plan, each finished
+//! step, tool calls, replans) as `reasoning_content` deltas and the answer as `content`
+//! deltas, then `[DONE]`. The turn is an ordinary turn: stored, visible in the API, and
+//! cancelled when a streaming client goes away.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use deepsolve_core::event::EventKind;
+use deepsolve_core::solve::is_solve_tool;
+use deepsolve_core::{PriorTurn, Usage};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiJson;
+use crate::runner::{CreateTurn, start_turn_with};
+use crate::sse::tail;
+use crate::state::AppState;
+
+/// The one model this facade serves.
+pub const MODEL_ID: &str = "deepsolve";
+/// Answer text per `content` delta.
+const CONTENT_CHUNK: usize = 200;
+
+/// The request. Sampling parameters of other models are accepted and ignored (the solve
+/// knobs decide); unknown fields are tolerated, as OpenAI clients send many.
+#[derive(Debug, Deserialize)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    #[serde(default)]
+    pub stream: bool,
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct StreamOptions {
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    #[serde(default)]
+    pub content: Value,
+}
+
+pub async fn list_models(_caller: Caller) -> Json<Value> {
+    Json(json!({
+        "object": "list",
+        "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "deepsolve"}],
+    }))
+}
+
+pub async fn chat_completions(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    ApiJson(req): ApiJson<ChatRequest>,
+) -> ApiResult<Response> {
+    if req.model != MODEL_ID {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "model_not_found",
+            format!("model '{}' is not served here; use '{MODEL_ID}'", req.model),
+        ));
+    }
+    let (problem, history) = conversation(&req.messages)?;
+    let create = CreateTurn {
+        problem,
+        session_id: None,
+        language: None,
+        tools: Vec::new(),
+        config: Map::new(),
+        attachments: Vec::new(),
+        knowledge_bases: Vec::new(),
+    };
+    let created = start_turn_with(&state, &caller, create, Some(history)).await?;
+    let events = tail(
+        state.store.clone(),
+        created.turn_id.clone(),
+        None,
+        state.config.sse_poll,
+    );
+    let id = format!("chatcmpl-{}", created.turn_id);
+    if req.stream {
+        let include_usage = req.stream_options.is_some_and(|o| o.include_usage);
+        Ok(stream(state, id, created.turn_id, events, include_usage))
+    } else {
+        complete(id, events).await
+    }
+}
+
+/// The last user message is the problem; earlier user → assistant pairs are the history.
+fn conversation(messages: &[ChatMessage]) -> ApiResult<(String, Vec<PriorTurn>)> {
+    let mut history = Vec::new();
+    let mut pending_user: Option<String> = None;
+    for m in messages {
+        let text = text_of(&m.content)?;
+        match m.role.as_str() {
+            // Two user messages in a row are one question.
+            "user" => {
+                pending_user = Some(match pending_user.take() {
+                    Some(earlier) => format!("{earlier}\n\n{text}"),
+                    None => text,
+                });
+            }
+            "assistant" => {
+                if let Some(problem) = pending_user.take() {
+                    history.push(PriorTurn {
+                        problem,
+                        answer: text,
+                        solve: None,
+                    });
+                }
+            }
+            // The engine writes its own system prompt; client system and tool messages have
+            // no place in a solve.
+            "system" | "developer" | "tool" => {}
+            other => {
+                return Err(ApiError::invalid(
+                    "invalid_request",
+                    format!("unknown message role '{other}'"),
+                ));
+            }
+        }
+    }
+    match pending_user {
+        Some(problem) if !problem.trim().is_empty() => Ok((problem, history)),
+        _ => Err(ApiError::invalid(
+            "invalid_request",
+            "the conversation must end with a non-empty user message (the problem)",
+        )),
+    }
+}
+
+/// A message's text: a string, or the text parts of a content array.
+fn text_of(content: &Value) -> ApiResult<String> {
+    match content {
+        Value::String(s) => Ok(s.clone()),
+        Value::Null => Ok(String::new()),
+        Value::Array(parts) => {
+            let mut out = Vec::new();
+            for part in parts {
+                match part.get("type").and_then(Value::as_str) {
+                    Some("text") => out.push(
+                        part.get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                    ),
+                    other => {
+                        return Err(ApiError::invalid(
+                            "unsupported",
+                            format!(
+                                "content parts of type '{}' are not supported yet",
+                                other.unwrap_or("?")
+                            ),
+                        ));
+                    }
+                }
+            }
+            Ok(out.join("\n"))
+        }
+        _ => Err(ApiError::invalid(
+            "invalid_request",
+            "message content must be a string or an array of parts",
+        )),
+    }
+}
+
+/// What the facade makes of one turn event.
+enum Piece {
+    Progress(String),
+    Answer(String),
+    End { usage: Usage, error: Option<String> },
+    Nothing,
+}
+
+fn piece(kind: &EventKind, planned: &mut bool) -> Piece {
+    match kind {
+        EventKind::Plan {
+            analysis, steps, ..
+        } if !*planned => {
+            *planned = true;
+            let mut text = format!("Plan: {analysis}\n");
+            for s in steps {
+                text.push_str(&format!("  {} {}\n", s.id, s.goal));
+            }
+            Piece::Progress(text)
+        }
+        EventKind::StepFinished { step_id, summary } => {
+            Piece::Progress(format!("✓ {step_id} — {summary}\n"))
+        }
+        EventKind::Replanned { reason } => {
+            *planned = false;
+            Piece::Progress(format!("Replanning: {reason}\n"))
+        }
+        EventKind::ToolCall { name, args, .. } if !is_solve_tool(name) => {
+            let args = args.to_string();
+            let short: String = args.chars().take(160).collect();
+            Piece::Progress(format!("→ {name} {short}\n"))
+        }
+        EventKind::ToolResult {
+            name,
+            ok,
+            duration_ms,
+            ..
+        } if !is_solve_tool(name) => Piece::Progress(format!(
+            "  {} {name} ({duration_ms} ms)\n",
+            if *ok { "done:" } else { "failed:" }
+        )),
+        EventKind::Answer { text, .. } => Piece::Answer(text.clone()),
+        EventKind::TurnFinished { usage, .. } => Piece::End {
+            usage: *usage,
+            error: None,
+        },
+        EventKind::Error { message, .. } => Piece::End {
+            usage: Usage::default(),
+            error: Some(message.clone()),
+        },
+        _ => Piece::Nothing,
+    }
+}
+
+fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total(),
+    })
+}
+
+fn created_now() -> u64 {
+    deepsolve_core::event::now_ms() / 1000
+}
+
+/// Non-streaming: wait for the turn, return the answer (and the progress as
+/// `reasoning_content`).
+async fn complete(
+    id: String,
+    mut events: mpsc::Receiver<deepsolve_store::StoredEvent>,
+) -> ApiResult<Response> {
+    let mut planned = false;
+    let mut progress = String::new();
+    let mut answer: Option<String> = None;
+    let mut usage = Usage::default();
+    let mut error: Option<String> = None;
+    while let Some(stored) = events.recv().await {
+        let Ok(event) = stored.decode() else { continue };
+        match piece(&event.kind, &mut planned) {
+            Piece::Progress(p) => progress.push_str(&p),
+            Piece::Answer(a) => answer = Some(a),
+            Piece::End { usage: u, error: e } => {
+                usage = u;
+                error = error.or(e);
+            }
+            Piece::Nothing => {}
+        }
+    }
+    let Some(answer) = answer else {
+        return Err(ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "no_answer",
+            error.unwrap_or_else(|| "the turn ended without an answer".into()),
+        ));
+    };
+    let body = json!({
+        "id": id,
+        "object": "chat.completion",
+        "created": created_now(),
+        "model": MODEL_ID,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": answer, "reasoning_content": progress},
+            "finish_reason": "stop",
+        }],
+        "usage": usage_json(&usage),
+    });
+    Ok(Json(body).into_response())
+}
+
+/// Streaming: chunks as the turn goes; a client that disconnects cancels the turn.
+fn stream(
+    state: Arc<AppState>,
+    id: String,
+    turn_id: String,
+    mut events: mpsc::Receiver<deepsolve_store::StoredEvent>,
+    include_usage: bool,
+) -> Response {
+    let (tx, rx) = mpsc::channel::<Event>(64);
+    tokio::spawn(async move {
+        let chunker = Chunker {
+            id,
+            created: created_now(),
+        };
+        let gone = async {
+            if tx
+                .send(chunker.delta(json!({"role": "assistant", "content": ""})))
+                .await
+                .is_err()
+            {
+                return true;
+            }
+            let mut planned = false;
+            while let Some(stored) = events.recv().await {
+                let Ok(event) = stored.decode() else { continue };
+                let out = match piece(&event.kind, &mut planned) {
+                    Piece::Progress(p) => vec![chunker.delta(json!({"reasoning_content": p}))],
+                    Piece::Answer(a) => content_chunks(&a)
+                        .into_iter()
+                        .map(|c| chunker.delta(json!({"content": c})))
+                        .collect(),
+                    Piece::End { usage, error } => chunker.end(&usage, error, include_usage),
+                    Piece::Nothing => Vec::new(),
+                };
+                for chunk in out {
+                    if tx.send(chunk).await.is_err() {
+                        return true;
+                    }
+                }
+            }
+            tx.send(Event::default().data("[DONE]")).await.is_err()
+        }
+        .await;
+        if gone {
+            // The chat UI's stop button: nobody wants this answer any more.
+            state.cancel_turn(&turn_id);
+        }
+    });
+    let body = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
+    });
+    Sse::new(body)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+fn content_chunks(answer: &str) -> Vec<String> {
+    let chars: Vec<char> = answer.chars().collect();
+    chars
+        .chunks(CONTENT_CHUNK)
+        .map(|c| c.iter().collect())
+        .collect()
+}
+
+struct Chunker {
+    id: String,
+    created: u64,
+}
+
+impl Chunker {
+    fn chunk(&self, delta: Value, finish_reason: Value, usage: Option<Value>) -> Event {
+        let mut body = json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": MODEL_ID,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        });
+        if let Some(u) = usage {
+            body["usage"] = u;
+        }
+        Event::default().data(body.to_string())
+    }
+
+    fn delta(&self, delta: Value) -> Event {
+        self.chunk(delta, Value::Null, None)
+    }
+
+    /// The closing chunks: a finish reason, then (when asked) a usage-only chunk, as OpenAI
+    /// sends them. A turn that failed ends with an error object.
+    fn end(&self, usage: &Usage, error: Option<String>, include_usage: bool) -> Vec<Event> {
+        if let Some(message) = error {
+            let body = json!({"error": {"message": message, "type": "server_error", "code": "turn_failed"}});
+            return vec![Event::default().data(body.to_string())];
+        }
+        let mut out = vec![self.chunk(json!({}), json!("stop"), None)];
+        if include_usage {
+            let body = json!({
+                "id": self.id,
+                "object": "chat.completion.chunk",
+                "created": self.created,
+                "model": MODEL_ID,
+                "choices": [],
+                "usage": usage_json(usage),
+            });
+            out.push(Event::default().data(body.to_string()));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(role: &str, content: Value) -> ChatMessage {
+        ChatMessage {
+            role: role.into(),
+            content,
+        }
+    }
+
+    #[test]
+    fn the_conversation_becomes_history_and_a_problem() {
+        let (problem, history) = conversation(&[
+            msg("system", json!("be nice")),
+            msg("user", json!("q1")),
+            msg("assistant", json!("a1")),
+            msg("user", json!([{"type": "text", "text": "q2"}])),
+        ])
+        .expect("ok");
+        assert_eq!(problem, "q2");
+        assert_eq!(history.len(), 1);
+        assert_eq!(
+            (history[0].problem.as_str(), history[0].answer.as_str()),
+            ("q1", "a1")
+        );
+        assert!(conversation(&[msg("user", json!("q")), msg("assistant", json!("a"))]).is_err());
+        assert!(conversation(&[msg("wizard", json!("q"))]).is_err());
+        let err = conversation(&[msg("user", json!([{"type": "image_url"}]))]).err();
+        assert_eq!(err.map(|e| e.code), Some("unsupported"));
+    }
+
+    #[test]
+    fn long_answers_are_split_on_char_boundaries() {
+        let answer = "é".repeat(450);
+        let chunks = content_chunks(&answer);
+        assert_eq!(chunks.len(), 3);
+        assert_eq!(chunks.concat(), answer);
+    }
+}

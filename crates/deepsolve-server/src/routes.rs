@@ -1,0 +1,398 @@
+//! The HTTP API (DESIGN §10). Every lookup is scoped by the caller: another user's turn,
+//! session or artifact is answered exactly like a missing one (404).
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use deepsolve_store::{ArtifactMeta, Session, TurnRecord, TurnStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiQuery};
+use crate::runner::{CreateTurn, start_turn};
+use crate::sse::follow;
+use crate::state::AppState;
+
+type AppStateRef = State<Arc<AppState>>;
+
+pub async fn create_turn(
+    State(state): AppStateRef,
+    caller: Caller,
+    ApiJson(req): ApiJson<CreateTurn>,
+) -> ApiResult<Response> {
+    let created = start_turn(&state, &caller, req).await?;
+    Ok((StatusCode::CREATED, Json(created)).into_response())
+}
+
+/// A turn as clients see it.
+#[derive(Debug, Serialize)]
+pub struct TurnView {
+    pub id: String,
+    pub session_id: String,
+    pub status: TurnStatus,
+    pub problem: String,
+    pub answer: Option<String>,
+    pub stop_reason: Option<String>,
+    pub usage: Option<deepsolve_core::Usage>,
+    /// The plan with its steps and summaries (the solve record).
+    pub solve: Option<deepsolve_core::SolveRecord>,
+    pub rounds: u32,
+    pub elapsed_ms: u64,
+    pub error: Option<String>,
+    pub language: Option<String>,
+    pub tools: Vec<String>,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+    pub artifacts: Vec<ArtifactView>,
+    pub events_url: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ArtifactView {
+    pub id: String,
+    pub name: String,
+    pub mime: String,
+    pub size: u64,
+    pub url: String,
+}
+
+impl From<ArtifactMeta> for ArtifactView {
+    fn from(a: ArtifactMeta) -> Self {
+        ArtifactView {
+            url: format!("/api/v1/artifacts/{}", a.id),
+            id: a.id,
+            name: a.name,
+            mime: a.mime,
+            size: a.size,
+        }
+    }
+}
+
+fn turn_view(turn: TurnRecord, artifacts: Vec<ArtifactMeta>) -> TurnView {
+    let tools = turn
+        .spec
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    TurnView {
+        events_url: format!("/api/v1/turns/{}/events", turn.id),
+        language: turn
+            .spec
+            .get("language")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        tools,
+        id: turn.id,
+        session_id: turn.session_id,
+        status: turn.status,
+        problem: turn.problem,
+        answer: turn.answer,
+        stop_reason: turn.stop_reason,
+        usage: turn.usage,
+        solve: turn.solve,
+        rounds: turn.rounds,
+        elapsed_ms: turn.elapsed_ms,
+        error: turn.error,
+        created_at: turn.created_at,
+        finished_at: turn.finished_at,
+        artifacts: artifacts.into_iter().map(ArtifactView::from).collect(),
+    }
+}
+
+async fn owned_turn(state: &AppState, caller: &Caller, id: &str) -> ApiResult<TurnRecord> {
+    state
+        .store
+        .turn(id, &caller.user_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("turn"))
+}
+
+pub async fn get_turn(
+    State(state): AppStateRef,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<TurnView>> {
+    let turn = owned_turn(&state, &caller, &id).await?;
+    let artifacts = state.store.turn_artifacts(&turn.id).await?;
+    Ok(Json(turn_view(turn, artifacts)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventsQuery {
+    /// Resume after this `seq` (for clients that cannot set `Last-Event-ID`).
+    pub after: Option<u64>,
+}
+
+pub async fn turn_events(
+    State(state): AppStateRef,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<EventsQuery>,
+) -> ApiResult<Response> {
+    let turn = owned_turn(&state, &caller, &id).await?;
+    let after = match headers.get("last-event-id") {
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .ok_or_else(|| {
+                    ApiError::bad_request("Last-Event-ID must be an event seq (a number)")
+                })?,
+        ),
+        None => query.after,
+    };
+    let stream = follow(state.store.clone(), turn.id, after, state.config.sse_poll);
+    let mut response = Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    // Proxies (nginx) must not buffer a live stream.
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
+}
+
+pub async fn cancel_turn(
+    State(state): AppStateRef,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let turn = owned_turn(&state, &caller, &id).await?;
+    if turn.status.is_terminal() {
+        return Err(ApiError::conflict(format!(
+            "the turn is already {}",
+            turn.status.as_str()
+        )));
+    }
+    // Running here: cancel it. Running on another replica: ask it (through PostgreSQL).
+    if !state.cancel_turn(&turn.id) && !state.store.request_cancel(&turn.id).await? {
+        return Err(ApiError::conflict(
+            "the turn is not running on this server instance",
+        ));
+    }
+    let body = json!({"turn_id": turn.id, "status": "cancelling"});
+    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+}
+
+pub async fn resume_turn(
+    State(state): AppStateRef,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let turn = owned_turn(&state, &caller, &id).await?;
+    if turn.status != TurnStatus::Interrupted {
+        return Err(ApiError::conflict(format!(
+            "only an interrupted turn can be resumed; this one is {}",
+            turn.status.as_str()
+        )));
+    }
+    Err(ApiError::new(
+        StatusCode::NOT_IMPLEMENTED,
+        "not_implemented",
+        "resuming from a step checkpoint needs engine support that this build does not have yet",
+    ))
+}
+
+#[derive(Debug, Serialize)]
+pub struct SessionView {
+    pub id: String,
+    pub title: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turns: Option<Vec<TurnView>>,
+}
+
+fn session_view(s: Session, turns: Option<Vec<TurnView>>) -> SessionView {
+    SessionView {
+        id: s.id,
+        title: s.title,
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+        turns,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    pub limit: Option<u32>,
+}
+
+pub async fn list_sessions(
+    State(state): AppStateRef,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    let limit = query.limit.unwrap_or(50).clamp(1, 200);
+    let sessions = state.store.list_sessions(&caller.user_id, limit).await?;
+    let views: Vec<SessionView> = sessions
+        .into_iter()
+        .map(|s| session_view(s, None))
+        .collect();
+    Ok(Json(json!({ "sessions": views })))
+}
+
+pub async fn get_session(
+    State(state): AppStateRef,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<SessionView>> {
+    let session = state
+        .store
+        .session(&id, &caller.user_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("session"))?;
+    let mut turns = Vec::new();
+    for turn in state.store.session_turns(&session.id).await? {
+        let artifacts = state.store.turn_artifacts(&turn.id).await?;
+        turns.push(turn_view(turn, artifacts));
+    }
+    Ok(Json(session_view(session, Some(turns))))
+}
+
+pub async fn delete_session(
+    State(state): AppStateRef,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    if state.store.delete_session(&id, &caller.user_id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found("session"))
+    }
+}
+
+/// Artifacts are model-influenced content: always a download, never rendered in our origin
+/// (DESIGN R14: no stored XSS through an HTML or SVG file).
+pub async fn get_artifact(
+    State(state): AppStateRef,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let (meta, content) = state
+        .store
+        .artifact(&id, &caller.user_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("artifact"))?;
+    let headers = [
+        (header::CONTENT_TYPE, safe_mime(&meta.mime)),
+        (header::CONTENT_DISPOSITION, attachment(&meta.name)),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; sandbox".to_string(),
+        ),
+        (header::CACHE_CONTROL, "private, no-store".to_string()),
+    ];
+    Ok((headers, content).into_response())
+}
+
+/// A syntactically plain MIME type, or `application/octet-stream`.
+fn safe_mime(mime: &str) -> String {
+    let ok = mime.len() <= 100
+        && mime.split_once('/').is_some_and(|(a, b)| {
+            !a.is_empty()
+                && !b.is_empty()
+                && mime
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "/+-.".contains(c))
+        });
+    if ok {
+        mime.to_string()
+    } else {
+        "application/octet-stream".to_string()
+    }
+}
+
+/// `attachment; filename="…"` with the name reduced to safe characters (no quote or CRLF
+/// injection into the header).
+fn attachment(name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(120)
+        .collect();
+    let clean = if clean.trim_matches('.').is_empty() {
+        "artifact".to_string()
+    } else {
+        clean
+    };
+    format!("attachment; filename=\"{clean}\"")
+}
+
+pub async fn healthz(State(state): AppStateRef) -> Response {
+    match state.store.ping().await {
+        Ok(()) => Json(json!({
+            "status": "ok",
+            "instance": state.config.instance_id,
+            "running_turns": state.running_turns(),
+        }))
+        .into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "health check: database unreachable");
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the database is unreachable",
+            )
+            .into_response()
+        }
+    }
+}
+
+/// Prometheus text format. Aggregates only: no user's data is in it.
+pub async fn metrics(State(state): AppStateRef) -> Response {
+    let body = state
+        .metrics
+        .render(state.running_turns(), state.store.hub().watched_turns());
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
+}
+
+pub async fn not_found() -> ApiError {
+    ApiError::not_found("route")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn download_headers_cannot_be_injected() {
+        assert_eq!(safe_mime("image/svg+xml"), "image/svg+xml");
+        assert_eq!(safe_mime("text/html\r\nX: y"), "application/octet-stream");
+        assert_eq!(safe_mime("nonsense"), "application/octet-stream");
+        assert_eq!(
+            attachment("a\"b\r\n.html"),
+            "attachment; filename=\"a_b__.html\""
+        );
+        assert_eq!(attachment(".."), "attachment; filename=\"artifact\"");
+    }
+}

@@ -1,0 +1,454 @@
+//! Starting and driving turns: validate a request, record the turn, run `Engine::run_turn` on
+//! its own task with a sink that logs every event as it happens, and record how it ended.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use deepsolve_core::config::{FLAGS, KNOBS, known_keys};
+use deepsolve_core::event::EventKind;
+use deepsolve_core::{ConfigError, Language, PriorTurn, StopReason, TurnOutcome, TurnSpec};
+use deepsolve_store::{NewArtifact, NewTurn, TurnFinish, TurnStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// `POST /api/v1/turns`. Unknown fields are refused by name.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTurn {
+    pub problem: String,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub language: Option<String>,
+    #[serde(default)]
+    pub tools: Vec<String>,
+    #[serde(default)]
+    pub config: Map<String, Value>,
+    #[serde(default)]
+    pub attachments: Vec<Value>,
+    #[serde(default)]
+    pub knowledge_bases: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnCreated {
+    pub turn_id: String,
+    pub session_id: String,
+    pub status: TurnStatus,
+    pub events_url: String,
+}
+
+/// A validated request, ready to run.
+struct Prepared {
+    language: Language,
+    tools: Vec<String>,
+    config: deepsolve_core::SolveConfig,
+}
+
+pub fn new_turn_id() -> String {
+    format!("turn_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// Validate, record and start a turn.
+pub async fn start_turn(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    req: CreateTurn,
+) -> ApiResult<TurnCreated> {
+    start_turn_with(state, caller, req, None).await
+}
+
+/// Like [`start_turn`], with the conversation so far given by the client (the OpenAI facade)
+/// instead of read from a stored session: the turn then opens a new session.
+pub async fn start_turn_with(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    req: CreateTurn,
+    history: Option<Vec<PriorTurn>>,
+) -> ApiResult<TurnCreated> {
+    let prepared = prepare(state, &req)?;
+    let turn_id = new_turn_id();
+    // Reserve the slot first: a refused turn must leave nothing behind.
+    let Some(cancel) = state.register_turn(&turn_id) else {
+        return Err(ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            "this server is running as many turns as it may; retry shortly",
+        ));
+    };
+    match record_turn(
+        state,
+        caller,
+        &req,
+        history,
+        &turn_id,
+        prepared,
+        cancel.clone(),
+    )
+    .await
+    {
+        Ok(created) => Ok(created),
+        Err(e) => {
+            state.unregister_turn(&turn_id);
+            Err(e)
+        }
+    }
+}
+
+async fn record_turn(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    req: &CreateTurn,
+    given_history: Option<Vec<PriorTurn>>,
+    turn_id: &str,
+    prepared: Prepared,
+    cancel: tokio_util::sync::CancellationToken,
+) -> ApiResult<TurnCreated> {
+    let (session_id, history) = match (&req.session_id, given_history) {
+        (_, Some(history)) => {
+            let session = state
+                .store
+                .create_session(&caller.user_id, &req.problem)
+                .await?;
+            (session.id, history)
+        }
+        (Some(id), None) => {
+            let session = state
+                .store
+                .session(id, &caller.user_id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("session"))?;
+            let history = state.store.prior_turns(&session.id).await?;
+            (session.id, history)
+        }
+        (None, None) => {
+            let session = state
+                .store
+                .create_session(&caller.user_id, &req.problem)
+                .await?;
+            (session.id, Vec::new())
+        }
+    };
+    let spec_json = json!({
+        "language": prepared.language.code(),
+        "tools": prepared.tools,
+        "config": prepared.config,
+        "context_window": state.config.context_window,
+    });
+    let new = NewTurn {
+        id: turn_id.to_string(),
+        session_id: session_id.clone(),
+        user_id: caller.user_id.clone(),
+        problem: req.problem.clone(),
+        spec: spec_json,
+        owner: state.config.instance_id.clone(),
+    };
+    state.store.create_turn(&new).await?;
+    let mut spec = TurnSpec::new(turn_id, req.problem.clone());
+    spec.session_id = Some(session_id.clone());
+    spec.user_id = Some(caller.user_id.clone());
+    spec.history = history;
+    spec.language = prepared.language;
+    spec.config = prepared.config;
+    spec.context_window = state.config.context_window;
+    spec.tools = prepared.tools;
+    spec.workspace = workspace_for(state, turn_id);
+    tokio::spawn(drive(state.clone(), spec, cancel));
+    Ok(TurnCreated {
+        events_url: format!("/api/v1/turns/{turn_id}/events"),
+        turn_id: turn_id.to_string(),
+        session_id,
+        status: TurnStatus::Running,
+    })
+}
+
+fn prepare(state: &AppState, req: &CreateTurn) -> ApiResult<Prepared> {
+    if req.problem.trim().is_empty() {
+        return Err(ApiError::invalid("invalid_request", "'problem' is empty"));
+    }
+    let chars = req.problem.chars().count();
+    if chars > state.config.max_problem_chars {
+        return Err(ApiError::invalid(
+            "invalid_request",
+            format!(
+                "'problem' has {chars} characters; at most {} are accepted",
+                state.config.max_problem_chars
+            ),
+        ));
+    }
+    if !req.attachments.is_empty() || !req.knowledge_bases.is_empty() {
+        return Err(ApiError::invalid(
+            "unsupported",
+            "attachments and knowledge_bases are not supported by this server yet",
+        ));
+    }
+    let language = match req.language.as_deref() {
+        None => Language::En,
+        Some(l) => Language::parse(l).ok_or_else(|| {
+            ApiError::invalid(
+                "invalid_request",
+                format!("unknown language '{l}': use en or zh"),
+            )
+        })?,
+    };
+    Ok(Prepared {
+        language,
+        tools: check_tools(state, &req.tools)?,
+        config: turn_config(&state.solve_defaults(), &req.config)?,
+    })
+}
+
+fn check_tools(state: &AppState, requested: &[String]) -> ApiResult<Vec<String>> {
+    let available = state.engine.work_tool_names();
+    let unknown: Vec<&str> = requested
+        .iter()
+        .filter(|t| !available.contains(t))
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        return Err(ApiError::invalid(
+            "unknown_tool",
+            format!(
+                "unknown tools: {} (available: {})",
+                unknown.join(", "),
+                if available.is_empty() {
+                    "none".to_string()
+                } else {
+                    available.join(", ")
+                }
+            ),
+        ));
+    }
+    let mut tools: Vec<String> = Vec::new();
+    for t in requested {
+        if !tools.contains(t) {
+            tools.push(t.clone());
+        }
+    }
+    Ok(tools)
+}
+
+/// The server defaults with the turn's overrides, strictly: every unknown key is named.
+pub fn turn_config(
+    defaults: &deepsolve_core::SolveConfig,
+    overrides: &Map<String, Value>,
+) -> ApiResult<deepsolve_core::SolveConfig> {
+    apply_overrides(defaults, overrides).map(|(config, _)| config)
+}
+
+/// `defaults` with `overrides` applied and clamped; the clamp warnings come back as text.
+pub fn apply_overrides(
+    defaults: &deepsolve_core::SolveConfig,
+    overrides: &Map<String, Value>,
+) -> ApiResult<(deepsolve_core::SolveConfig, Vec<String>)> {
+    let unknown: Vec<&str> = overrides
+        .keys()
+        .filter(|k| !KNOBS.iter().any(|n| n.key == *k) && !FLAGS.iter().any(|f| f.0 == *k))
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        return Err(ApiError::invalid(
+            "unknown_config_key",
+            format!(
+                "unknown config keys: {} (known: {})",
+                unknown.join(", "),
+                known_keys()
+            ),
+        ));
+    }
+    match defaults.with_overrides(overrides) {
+        Ok((config, clamped)) => Ok((config, clamped.iter().map(ToString::to_string).collect())),
+        Err(e @ ConfigError::UnknownKey { .. }) => {
+            Err(ApiError::invalid("unknown_config_key", e.to_string()))
+        }
+        Err(e) => Err(ApiError::invalid("invalid_config", e.to_string())),
+    }
+}
+
+fn workspace_for(state: &AppState, turn_id: &str) -> Option<PathBuf> {
+    let root = state.config.workspace_root.as_ref()?;
+    let dir = root.join(turn_id);
+    match std::fs::create_dir_all(&dir) {
+        Ok(()) => Some(dir),
+        Err(e) => {
+            tracing::warn!(turn_id, error = %e, "no workspace for this turn");
+            None
+        }
+    }
+}
+
+/// Run the turn to its end and record it. The engine runs on its own task so that a panic
+/// inside it becomes a failed turn, not a turn stuck `running`.
+async fn drive(state: Arc<AppState>, spec: TurnSpec, cancel: tokio_util::sync::CancellationToken) {
+    let turn_id = spec.turn_id.clone();
+    let user_id = spec.user_id.clone().unwrap_or_default();
+    let workspace = spec.workspace.clone();
+    let sink = Arc::new(state.writer.sink(&turn_id, spec.first_seq));
+    let engine = state.engine.clone();
+    let model = state.model.clone();
+    let task_sink = sink.clone();
+    let task = tokio::spawn(async move {
+        engine
+            .run_turn(model.as_ref(), spec, task_sink.as_ref(), cancel)
+            .await
+    });
+    let finish = match task.await {
+        Ok(Ok(outcome)) => {
+            if let Some(ws) = &workspace {
+                store_artifacts(&state, &turn_id, &user_id, ws, &outcome).await;
+            }
+            finish_of(&outcome)
+        }
+        Ok(Err(e)) => failed(&state, &sink, "turn_not_started", e.to_string()),
+        Err(join) => {
+            tracing::error!(turn_id, error = %join, "the engine task failed");
+            failed(
+                &state,
+                &sink,
+                "internal",
+                "the turn failed inside the server".into(),
+            )
+        }
+    };
+    state.writer.finish(&turn_id, finish).await;
+    state.unregister_turn(&turn_id);
+}
+
+fn failed(
+    state: &AppState,
+    sink: &crate::writer::TurnSink,
+    kind: &str,
+    message: String,
+) -> TurnFinish {
+    state.metrics.turn_ended("failed", 0, 0, 0);
+    sink.send_extra(EventKind::Error {
+        kind: kind.to_string(),
+        message: message.clone(),
+    });
+    TurnFinish {
+        status: Some(TurnStatus::Failed),
+        error: Some(message),
+        ..Default::default()
+    }
+}
+
+pub fn finish_of(outcome: &TurnOutcome) -> TurnFinish {
+    TurnFinish {
+        status: Some(if outcome.stop_reason == StopReason::Cancelled {
+            TurnStatus::Cancelled
+        } else {
+            TurnStatus::Finished
+        }),
+        answer: outcome.answer.clone(),
+        stop_reason: Some(outcome.stop_reason.as_str().to_string()),
+        usage: Some(outcome.usage),
+        solve: Some(outcome.solve.clone()),
+        rounds: outcome.rounds,
+        elapsed_ms: outcome.elapsed_ms,
+        error: outcome.error.clone(),
+    }
+}
+
+/// Copy the files a turn produced into the store, so any replica can serve them. Paths are
+/// resolved inside the workspace only: a tool (or a model steering one) cannot make the
+/// server read `/etc/passwd` by naming it as an artifact.
+async fn store_artifacts(
+    state: &AppState,
+    turn_id: &str,
+    user_id: &str,
+    workspace: &Path,
+    outcome: &TurnOutcome,
+) {
+    // A file reported by several calls is stored once, as it was at the end.
+    let mut seen = std::collections::HashSet::new();
+    for artifact in outcome.artifacts.iter().rev() {
+        if !seen.insert(artifact.path.as_str()) {
+            continue;
+        }
+        let Some(path) = inside(workspace, &artifact.path) else {
+            tracing::warn!(turn_id, path = %artifact.path, "artifact outside the workspace skipped");
+            continue;
+        };
+        let content = match tokio::fs::metadata(&path).await {
+            Ok(meta) if meta.len() <= state.config.max_artifact_bytes => {
+                tokio::fs::read(&path).await
+            }
+            Ok(_) => {
+                tracing::warn!(turn_id, path = %artifact.path, "artifact too large; skipped");
+                continue;
+            }
+            Err(e) => Err(e),
+        };
+        let content = match content {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(turn_id, path = %artifact.path, error = %e, "artifact unreadable");
+                continue;
+            }
+        };
+        let name = Path::new(&artifact.path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "artifact".into());
+        let new = NewArtifact {
+            turn_id: turn_id.to_string(),
+            user_id: user_id.to_string(),
+            name,
+            mime: artifact.mime.clone(),
+            content,
+        };
+        if let Err(e) = state.store.put_artifact(new).await {
+            tracing::error!(turn_id, error = %e, "artifact not stored");
+        }
+    }
+}
+
+/// `rel` resolved under `root`, or `None` if it would leave it (`..`, absolute paths,
+/// symlinks pointing out).
+fn inside(root: &Path, rel: &str) -> Option<PathBuf> {
+    let root = root.canonicalize().ok()?;
+    let candidate = root.join(rel.trim_start_matches('/'));
+    let resolved = candidate.canonicalize().ok()?;
+    resolved.starts_with(&root).then_some(resolved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_unknown_config_key_is_named() {
+        let defaults = deepsolve_core::SolveConfig::default();
+        let mut map = Map::new();
+        map.insert("max_rounds".into(), json!(5));
+        map.insert("bogus".into(), json!(1));
+        map.insert("also_bad".into(), json!(true));
+        let err = turn_config(&defaults, &map).expect_err("refused");
+        assert_eq!(err.code, "unknown_config_key");
+        assert!(err.message.contains("bogus") && err.message.contains("also_bad"));
+        map.remove("bogus");
+        map.remove("also_bad");
+        map.insert("max_rounds".into(), json!(500));
+        let cfg = turn_config(&defaults, &map).expect("clamped, not refused");
+        assert_eq!(cfg.max_rounds, 50);
+        map.insert("max_rounds".into(), json!("lots"));
+        assert_eq!(
+            turn_config(&defaults, &map).err().map(|e| e.code),
+            Some("invalid_config")
+        );
+    }
+
+    #[test]
+    fn artifact_paths_cannot_leave_the_workspace() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("ok.txt"), "x").expect("write");
+        assert!(inside(dir.path(), "ok.txt").is_some());
+        assert!(inside(dir.path(), "/ok.txt").is_some());
+        assert!(inside(dir.path(), "../../etc/passwd").is_none());
+        assert!(inside(dir.path(), "missing.txt").is_none());
+    }
+}

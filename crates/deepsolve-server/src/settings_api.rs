@@ -1,0 +1,97 @@
+//! `GET|PUT /api/v1/capabilities/settings`: the solve knobs in force (DESIGN §9). Anyone
+//! signed in may read them; only an admin may change them (DESIGN R14). A change is checked
+//! strictly (unknown keys named, values clamped with warnings), written to the settings file
+//! in one atomic replace, and applies to the next turn without a restart.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use deepsolve_core::config::{FLAGS, KNOBS};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiJson;
+use crate::runner::apply_overrides;
+use crate::state::AppState;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PutSettings {
+    pub solve: Map<String, Value>,
+}
+
+fn describe(state: &AppState, caller: &Caller) -> Value {
+    let knobs: Vec<Value> = KNOBS
+        .iter()
+        .map(|k| {
+            json!({"key": k.key, "default": k.default, "min": k.min, "max": k.max,
+                   "integer": k.integer, "help": k.help})
+        })
+        .collect();
+    let flags: Vec<Value> = FLAGS
+        .iter()
+        .map(|(key, default, help)| json!({"key": key, "default": default, "help": help}))
+        .collect();
+    json!({
+        "solve": state.solve_defaults().to_map(),
+        "knobs": knobs,
+        "flags": flags,
+        "writable": caller.is_admin() && state.config.settings_path.is_some(),
+    })
+}
+
+pub async fn get_settings(State(state): State<Arc<AppState>>, caller: Caller) -> Json<Value> {
+    Json(describe(&state, &caller))
+}
+
+pub async fn put_settings(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    ApiJson(req): ApiJson<PutSettings>,
+) -> ApiResult<Json<Value>> {
+    if !caller.is_admin() {
+        return Err(ApiError::forbidden("changing the settings needs an admin"));
+    }
+    let Some(path) = state.config.settings_path.clone() else {
+        return Err(ApiError::conflict(
+            "this server has no settings file to write",
+        ));
+    };
+    let _one_writer = state.settings_write.lock().await;
+    let (config, warnings) = apply_overrides(&state.solve_defaults(), &req.solve)?;
+    // Write the clamped values, so the file never says something it does not mean.
+    let effective = config.to_map();
+    let changes: Vec<(String, String)> = req
+        .solve
+        .keys()
+        .filter_map(|k| effective.get(k).map(|v| (format!("solve.{k}"), raw(v))))
+        .collect();
+    let written = tokio::task::spawn_blocking(move || {
+        let pairs: Vec<(&str, &str)> = changes
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        deepsolve_settings::set_many_in_file(&path, &pairs)
+    })
+    .await
+    .map_err(|_| ApiError::internal())?;
+    if let Err(e) = written {
+        tracing::error!(error = %e, "settings write failed");
+        return Err(ApiError::invalid("settings_not_written", e.to_string()));
+    }
+    state.set_solve_defaults(config);
+    let mut body = describe(&state, &caller);
+    body["warnings"] = json!(warnings);
+    Ok(Json(body))
+}
+
+/// A JSON scalar as the settings writer's raw text.
+fn raw(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,152 @@
+//! What every handler shares.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use deepsolve_core::{ChatModel, Engine, SolveConfig};
+use deepsolve_store::Store;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::AuthMode;
+use crate::metrics::Metrics;
+use crate::writer::EventWriter;
+
+/// Server options (DESIGN §9 `server` section).
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// This replica's name; crash recovery marks only its own turns `interrupted`, so it must
+    /// be stable across restarts (the CLI defaults it to the listen address).
+    pub instance_id: String,
+    /// The solve knobs every turn starts from; a turn's `config` overrides them strictly.
+    pub defaults: SolveConfig,
+    pub context_window: u64,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// Longest accepted problem, in characters.
+    pub max_problem_chars: usize,
+    /// Turns this replica runs at once; more are refused with 503.
+    pub max_running_turns: usize,
+    /// How often an SSE reader re-checks the log without a notification (a safety net for
+    /// missed notifications; live events arrive without polling).
+    pub sse_poll: Duration,
+    /// Per-turn workspaces (`<root>/<turn_id>`) where tools write files; `None`: no workspace.
+    pub workspace_root: Option<PathBuf>,
+    /// Largest artifact copied into the store.
+    pub max_artifact_bytes: u64,
+    /// The settings file `PUT /api/v1/capabilities/settings` writes (`None`: read-only).
+    pub settings_path: Option<PathBuf>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            instance_id: "default".into(),
+            defaults: SolveConfig::default(),
+            context_window: deepsolve_core::engine::DEFAULT_CONTEXT_WINDOW,
+            max_body_bytes: 1024 * 1024,
+            max_problem_chars: 100_000,
+            max_running_turns: 4096,
+            sse_poll: Duration::from_secs(5),
+            workspace_root: None,
+            max_artifact_bytes: 20 * 1024 * 1024,
+            settings_path: None,
+        }
+    }
+}
+
+pub struct AppState {
+    pub store: Store,
+    pub engine: Arc<Engine>,
+    pub model: Arc<dyn ChatModel>,
+    pub config: ServerConfig,
+    pub auth: AuthMode,
+    pub writer: EventWriter,
+    pub metrics: Arc<Metrics>,
+    /// The solve defaults in force (the settings endpoint changes them without a restart).
+    solve_defaults: RwLock<deepsolve_core::SolveConfig>,
+    /// Serialises settings writes (read-modify-write of one file).
+    pub settings_write: tokio::sync::Mutex<()>,
+    running: Mutex<HashMap<String, CancellationToken>>,
+}
+
+impl AppState {
+    pub fn new(
+        store: Store,
+        engine: Arc<Engine>,
+        model: Arc<dyn ChatModel>,
+        config: ServerConfig,
+        auth: AuthMode,
+        writer: EventWriter,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        AppState {
+            solve_defaults: RwLock::new(config.defaults.clone()),
+            settings_write: tokio::sync::Mutex::new(()),
+            store,
+            engine,
+            model,
+            config,
+            auth,
+            writer,
+            metrics,
+            running: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn solve_defaults(&self) -> deepsolve_core::SolveConfig {
+        self.solve_defaults
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn set_solve_defaults(&self, config: deepsolve_core::SolveConfig) {
+        *self
+            .solve_defaults
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = config;
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reserve a slot for a turn on this replica; `None` when all slots are taken.
+    pub fn register_turn(&self, turn_id: &str) -> Option<CancellationToken> {
+        let mut running = self.running();
+        if running.len() >= self.config.max_running_turns {
+            return None;
+        }
+        let token = CancellationToken::new();
+        running.insert(turn_id.to_string(), token.clone());
+        Some(token)
+    }
+
+    pub fn unregister_turn(&self, turn_id: &str) {
+        self.running().remove(turn_id);
+    }
+
+    /// Cancel a turn running on this replica; `false` if it is not running here.
+    pub fn cancel_turn(&self, turn_id: &str) -> bool {
+        match self.running().get(turn_id) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn running_turns(&self) -> usize {
+        self.running().len()
+    }
+
+    /// Cancel every running turn (shutdown).
+    pub fn cancel_all(&self) {
+        for token in self.running().values() {
+            token.cancel();
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! A real server on 127.0.0.1 against the testkit's mock model, and a tiny SSE client.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deepsolve_core::{
+    Artifact, ChatModel, Engine, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec,
+};
+use deepsolve_llm::{ClientConfig, OpenAiClient};
+use deepsolve_server::{AppState, ServerConfig};
+use deepsolve_store::{Role, Store, StoreOptions};
+use deepsolve_testkit::{MockServer, Policy};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+pub struct TestServer {
+    pub base: String,
+    pub state: Arc<AppState>,
+    pub mock: MockServer,
+    pub dir: tempfile::TempDir,
+    pub http: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+pub struct Options {
+    /// Users to create before start (enables token auth): (name, role).
+    pub users: Vec<(&'static str, Role)>,
+    pub config: Option<ServerConfig>,
+    pub tools: Vec<ToolRef>,
+}
+
+pub struct Started {
+    pub server: TestServer,
+    /// Clear-text tokens of `Options::users`, in order.
+    pub tokens: Vec<String>,
+}
+
+pub async fn start(policy: impl Policy + 'static, options: Options) -> Started {
+    let mock = MockServer::policy(policy);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open_sqlite(&dir.path().join("ds.db"), StoreOptions::default())
+        .await
+        .expect("store");
+    let mut tokens = Vec::new();
+    for (name, role) in &options.users {
+        let user = store.create_user(name, *role).await.expect("user");
+        tokens.push(
+            store
+                .issue_token(&user.id, "test")
+                .await
+                .expect("token")
+                .token,
+        );
+    }
+    let mut config = options.config.unwrap_or_default();
+    if config.workspace_root.is_none() {
+        config.workspace_root = Some(dir.path().join("work"));
+    }
+    if config.settings_path.is_none() {
+        config.settings_path = Some(dir.path().join("settings.yaml"));
+    }
+    config.sse_poll = Duration::from_millis(500);
+    let server = launch(store, mock, dir, config, options.tools).await;
+    Started { server, tokens }
+}
+
+pub fn model_for(mock: &MockServer) -> Arc<dyn ChatModel> {
+    let mut cfg = ClientConfig::new(mock.url(), "mock-model");
+    cfg.backoff_base = Duration::from_millis(10);
+    Arc::new(OpenAiClient::new(cfg).expect("client"))
+}
+
+pub async fn launch(
+    store: Store,
+    mock: MockServer,
+    dir: tempfile::TempDir,
+    config: ServerConfig,
+    tools: Vec<ToolRef>,
+) -> TestServer {
+    let engine = Arc::new(Engine::new(tools).expect("engine"));
+    let state = deepsolve_server::prepare(store, engine, model_for(&mock), config)
+        .await
+        .expect("prepare");
+    let listener = deepsolve_server::bind("127.0.0.1:0".parse().expect("addr"), state.auth)
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let serve_state = state.clone();
+    let task = tokio::spawn(async move {
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        deepsolve_server::serve(listener, serve_state, shutdown)
+            .await
+            .expect("serve");
+    });
+    TestServer {
+        base,
+        state,
+        mock,
+        dir,
+        http: reqwest::Client::new(),
+        stop: Some(stop),
+        task: Some(task),
+    }
+}
+
+impl TestServer {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        }
+    }
+
+    fn auth(&self, req: reqwest::RequestBuilder, token: Option<&str>) -> reqwest::RequestBuilder {
+        match token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        }
+    }
+
+    pub async fn post(&self, path: &str, body: Value, token: Option<&str>) -> (u16, Value) {
+        let req = self.auth(self.http.post(self.url(path)).json(&body), token);
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn get(&self, path: &str, token: Option<&str>) -> (u16, Value) {
+        let resp = self
+            .auth(self.http.get(self.url(path)), token)
+            .send()
+            .await
+            .expect("request");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn put(&self, path: &str, body: Value, token: Option<&str>) -> (u16, Value) {
+        let req = self.auth(self.http.put(self.url(path)).json(&body), token);
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn delete(&self, path: &str, token: Option<&str>) -> u16 {
+        self.auth(self.http.delete(self.url(path)), token)
+            .send()
+            .await
+            .expect("request")
+            .status()
+            .as_u16()
+    }
+
+    /// Start a turn; returns (turn_id, session_id).
+    pub async fn start_turn(&self, body: Value, token: Option<&str>) -> (String, String) {
+        let (status, created) = self.post("/api/v1/turns", body, token).await;
+        assert_eq!(status, 201, "{created}");
+        (
+            created["turn_id"].as_str().expect("turn_id").to_string(),
+            created["session_id"]
+                .as_str()
+                .expect("session_id")
+                .to_string(),
+        )
+    }
+
+    /// Read a turn's SSE stream to its end.
+    pub async fn events(
+        &self,
+        turn_id: &str,
+        last_event_id: Option<u64>,
+        token: Option<&str>,
+    ) -> Vec<SseEvent> {
+        let mut req = self
+            .http
+            .get(self.url(&format!("/api/v1/turns/{turn_id}/events")));
+        if let Some(id) = last_event_id {
+            req = req.header("Last-Event-ID", id.to_string());
+        }
+        let resp = self.auth(req, token).send().await.expect("sse");
+        assert_eq!(resp.status().as_u16(), 200);
+        let body = tokio::time::timeout(Duration::from_secs(60), resp.text())
+            .await
+            .expect("the stream ends when the turn does")
+            .expect("body");
+        parse_sse(&body)
+    }
+
+    /// Wait until the turn is no longer running; returns its view.
+    pub async fn wait_done(&self, turn_id: &str, token: Option<&str>) -> Value {
+        for _ in 0..600 {
+            let (status, turn) = self.get(&format!("/api/v1/turns/{turn_id}"), token).await;
+            assert_eq!(status, 200, "{turn}");
+            if turn["status"] != "running" {
+                return turn;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("turn {turn_id} did not end");
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SseEvent {
+    pub id: Option<u64>,
+    pub data: Value,
+}
+
+impl SseEvent {
+    pub fn kind(&self) -> &str {
+        self.data["type"].as_str().unwrap_or("")
+    }
+}
+
+pub fn parse_sse(body: &str) -> Vec<SseEvent> {
+    let mut out = Vec::new();
+    for block in body.split("\n\n") {
+        let mut id = None;
+        let mut data = String::new();
+        for line in block.lines() {
+            if let Some(v) = line.strip_prefix("id:") {
+                id = v.trim().parse().ok();
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push_str(v.strip_prefix(' ').unwrap_or(v));
+            }
+        }
+        if !data.is_empty() {
+            out.push(SseEvent {
+                id,
+                data: serde_json::from_str(&data).expect("event JSON"),
+            });
+        }
+    }
+    out
+}
+
+/// The seqs of a stream must be gapless from `from`, and equal to their `id:`.
+pub fn assert_gapless(events: &[SseEvent], from: u64) {
+    for (i, e) in events.iter().enumerate() {
+        let want = from + i as u64;
+        assert_eq!(e.id, Some(want), "id of event {i}");
+        assert_eq!(e.data["seq"], json!(want), "seq of event {i}");
+    }
+}
+
+/// A work tool that writes an HTML file into the turn's workspace and reports it as an
+/// artifact (the content is hostile on purpose: it must only ever be downloaded).
+pub struct MakeFile {
+    spec: ToolSpec,
+}
+
+pub const HOSTILE_HTML: &str = "<html><script>alert(document.cookie)</script></html>";
+
+impl MakeFile {
+    pub fn tool() -> ToolRef {
+        Arc::new(MakeFile {
+            spec: ToolSpec {
+                name: "make_file".into(),
+                description: "Writes a file.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"query": {"type": "string"}},
+                    "required": ["query"],
+                    "additionalProperties": false
+                }),
+            },
+        })
+    }
+}
+
+#[async_trait]
+impl Tool for MakeFile {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn run(&self, _args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let dir = ctx
+            .workspace
+            .as_ref()
+            .ok_or_else(|| ToolError("no workspace".into()))?;
+        std::fs::write(dir.join("page.html"), HOSTILE_HTML)
+            .map_err(|e| ToolError(e.to_string()))?;
+        let mut out = ToolOutput::ok("wrote page.html");
+        out.artifacts.push(Artifact {
+            path: "page.html".into(),
+            size: HOSTILE_HTML.len() as u64,
+            mime: "text/html".into(),
+        });
+        Ok(out)
+    }
+}

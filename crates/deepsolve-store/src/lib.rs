@@ -1,0 +1,280 @@
+//! deepsolve-store: persistence for the deepsolve server (DESIGN §11).
+//!
+//! Users, bearer tokens (SHA-256 at rest), sessions, turns (spec, status, answer, stop reason,
+//! usage, solve record), the append-only turn event log, and artifacts.
+//!
+//! **One code path, two backends.** Every query goes through [`sqlx::Any`]: SQLite (WAL) is
+//! the embedded default and PostgreSQL is a URL switch. `Any` was chosen over a trait with two
+//! implementations because the schema only needs the types `Any` carries portably (TEXT,
+//! BIGINT, BLOB/BYTEA): times are milliseconds since the epoch and JSON documents are TEXT, so
+//! each query is written once and both backends run the very same statement (`$n`
+//! placeholders work on both). What genuinely differs is kept small and explicit: the DDL type
+//! name of blobs (two migration folders, otherwise identical), the SQLite pragmas, and
+//! PostgreSQL's LISTEN/NOTIFY for readers on other replicas ([`Store::start_listener`]).
+//!
+//! Live tailing: [`Store::append_events`] publishes every committed event to in-process
+//! readers through the [`Hub`]; see [`Store::subscribe`].
+
+mod artifacts;
+mod error;
+mod events;
+mod hub;
+mod listen;
+mod model;
+mod sessions;
+pub mod testing;
+mod turns;
+mod users;
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::AnyPool;
+use sqlx::any::AnyPoolOptions;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::{Executor, SqlSafeStr};
+
+pub use error::StoreError;
+pub use hub::{Hub, HubMsg, Received, Subscription};
+pub use model::{
+    ArtifactMeta, IssuedToken, NewArtifact, NewTurn, Role, Session, StoredEvent, TurnFinish,
+    TurnRecord, TurnStatus, User,
+};
+pub use users::hash_token;
+
+/// The database behind a URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn from_url(url: &str) -> Result<Backend, StoreError> {
+        if url.starts_with("sqlite:") {
+            Ok(Backend::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Backend::Postgres)
+        } else {
+            Err(StoreError::UnsupportedUrl(redact_url(url)))
+        }
+    }
+}
+
+/// Pool and behaviour options.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    pub max_connections: u32,
+    pub acquire_timeout: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            max_connections: 8,
+            acquire_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A handle to the database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: AnyPool,
+    backend: Backend,
+    url: String,
+    hub: Arc<Hub>,
+    /// SQLite allows one writer at a time; writers that collide wait in SQLite's busy
+    /// handler, which sleeps in steps of up to 100 ms. Queueing writers here instead keeps
+    /// event latency flat. (`None` on PostgreSQL, which has row locks.)
+    write_gate: Option<tokio::sync::Mutex<()>>,
+    /// Cancellation requests for turns, from other replicas (see [`Store::request_cancel`]).
+    cancels: tokio::sync::broadcast::Sender<String>,
+    /// Distinguishes this process's NOTIFYs from other replicas' (it already delivered its own
+    /// events in-process).
+    process_tag: String,
+}
+
+impl Store {
+    /// Open (creating an SQLite file if needed) and migrate.
+    pub async fn open(url: &str, options: StoreOptions) -> Result<Store, StoreError> {
+        sqlx::any::install_default_drivers();
+        let backend = Backend::from_url(url)?;
+        let url = match backend {
+            Backend::Sqlite => sqlite_url_with_create(url),
+            Backend::Postgres => url.to_string(),
+        };
+        let pool = pool_options(backend, &options).connect(&url).await?;
+        if backend == Backend::Sqlite {
+            // WAL is a property of the file: set it once, before concurrent use. Readers then
+            // never block the writer, which is what live SSE tails need.
+            pool.execute("PRAGMA journal_mode = WAL").await?;
+        }
+        migrator(backend).run(&pool).await?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                pool,
+                backend,
+                url,
+                hub: Arc::new(Hub::default()),
+                write_gate: (backend == Backend::Sqlite).then(|| tokio::sync::Mutex::new(())),
+                cancels: tokio::sync::broadcast::channel(256).0,
+                process_tag: uuid::Uuid::now_v7().simple().to_string(),
+            }),
+        })
+    }
+
+    /// Open an SQLite file by path.
+    pub async fn open_sqlite(path: &Path, options: StoreOptions) -> Result<Store, StoreError> {
+        Store::open(&format!("sqlite://{}", path.display()), options).await
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.inner.backend
+    }
+
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.inner.hub
+    }
+
+    /// Attach a live reader to a turn. Subscribe *before* reading the log, then de-duplicate
+    /// by `seq`: events committed in between arrive through the subscription.
+    pub fn subscribe(&self, turn_id: &str) -> Subscription {
+        self.inner.hub.subscribe(turn_id)
+    }
+
+    /// Is the database reachable? (health checks)
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.inner.pool).await?;
+        Ok(())
+    }
+
+    pub async fn close(&self) {
+        self.inner.pool.close().await;
+    }
+
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.inner.pool
+    }
+
+    /// Held for the length of a write (see `Inner::write_gate`).
+    pub(crate) async fn write_gate(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match &self.inner.write_gate {
+            Some(gate) => Some(gate.lock().await),
+            None => None,
+        }
+    }
+}
+
+fn pool_options(backend: Backend, options: &StoreOptions) -> AnyPoolOptions {
+    let pool = AnyPoolOptions::new()
+        .max_connections(options.max_connections.max(1))
+        .acquire_timeout(options.acquire_timeout);
+    match backend {
+        Backend::Postgres => pool,
+        // Per-connection pragmas: NORMAL sync is durable across process crashes in WAL mode
+        // (only an OS crash can lose the last transactions); foreign keys and the busy timeout
+        // are sqlx's defaults already.
+        Backend::Sqlite => pool.after_connect(|conn, _meta| {
+            Box::pin(async move {
+                conn.execute("PRAGMA synchronous = NORMAL").await?;
+                Ok(())
+            })
+        }),
+    }
+}
+
+/// `sqlite://path` → `sqlite://path?mode=rwc` so a fresh machine gets its database file.
+fn sqlite_url_with_create(url: &str) -> String {
+    if url.contains("mode=") || url.contains(":memory:") {
+        url.to_string()
+    } else if url.contains('?') {
+        format!("{url}&mode=rwc")
+    } else {
+        format!("{url}?mode=rwc")
+    }
+}
+
+/// A URL without its password, for messages.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let userinfo = &url[scheme_end + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}://{user}:***@{}", &url[..scheme_end], &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// The embedded migrations of a backend (no macros, no files at run time).
+fn migrator(backend: Backend) -> Migrator {
+    let init: &'static str = match backend {
+        Backend::Sqlite => include_str!("../migrations/sqlite/0001_init.sql"),
+        Backend::Postgres => include_str!("../migrations/postgres/0001_init.sql"),
+    };
+    Migrator::with_migrations(vec![Migration::new(
+        1,
+        Cow::Borrowed("init"),
+        MigrationType::Simple,
+        init.into_sql_str(),
+        false,
+    )])
+}
+
+/// Milliseconds since the Unix epoch, as stored.
+pub(crate) fn now_ms() -> i64 {
+    deepsolve_core::event::now_ms() as i64
+}
+
+/// A fresh time-ordered id with a readable prefix.
+pub(crate) fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// u64 → BIGINT: values past i64::MAX cannot come from this program (seqs, sizes, millis).
+pub(crate) fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_pick_a_backend_and_passwords_are_redacted() {
+        assert_eq!(
+            Backend::from_url("sqlite://a.db").ok(),
+            Some(Backend::Sqlite)
+        );
+        assert_eq!(
+            Backend::from_url("postgres://u:p@h/db").ok(),
+            Some(Backend::Postgres)
+        );
+        let err = Backend::from_url("mysql://u:secret@h/db")
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(|e| !e.contains("secret")),
+            "{err:?}"
+        );
+        assert_eq!(
+            redact_url("postgres://u:pw@h:5432/d"),
+            "postgres://u:***@h:5432/d"
+        );
+        assert_eq!(
+            sqlite_url_with_create("sqlite:///x.db"),
+            "sqlite:///x.db?mode=rwc"
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! The records the store reads and writes.
+
+use deepsolve_core::{SolveRecord, TurnEvent, Usage};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::StoreError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Admin,
+    User,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::User => "user",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "admin" => Some(Role::Admin),
+            "user" => Some(Role::User),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    pub id: String,
+    pub name: String,
+    pub role: Role,
+    pub created_at: i64,
+}
+
+/// A freshly issued bearer token: the only time its clear text exists outside the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssuedToken {
+    pub id: String,
+    pub user_id: String,
+    pub token: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    pub id: String,
+    pub user_id: String,
+    pub title: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Where a turn stands. `Running` is the only non-terminal state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    Running,
+    /// Ended with a stop reason other than `cancelled`.
+    Finished,
+    Cancelled,
+    /// Could not start, or the engine task failed.
+    Failed,
+    /// Left `running` by a process that died; its events are intact and it can be resumed.
+    Interrupted,
+}
+
+impl TurnStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnStatus::Running => "running",
+            TurnStatus::Finished => "finished",
+            TurnStatus::Cancelled => "cancelled",
+            TurnStatus::Failed => "failed",
+            TurnStatus::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TurnStatus> {
+        [
+            TurnStatus::Running,
+            TurnStatus::Finished,
+            TurnStatus::Cancelled,
+            TurnStatus::Failed,
+            TurnStatus::Interrupted,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == s)
+    }
+
+    pub fn is_terminal(self) -> bool {
+        self != TurnStatus::Running
+    }
+}
+
+/// A new turn, recorded before its engine task starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTurn {
+    pub id: String,
+    pub session_id: String,
+    pub user_id: String,
+    pub problem: String,
+    /// The resolved request (language, tools, effective config): enough to resume the turn.
+    pub spec: Value,
+    /// The server instance that runs it (crash recovery marks only its own turns).
+    pub owner: String,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TurnFinish {
+    pub status: Option<TurnStatus>,
+    pub answer: Option<String>,
+    pub stop_reason: Option<String>,
+    pub usage: Option<Usage>,
+    pub solve: Option<SolveRecord>,
+    pub rounds: u32,
+    pub elapsed_ms: u64,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    pub id: String,
+    pub session_id: String,
+    pub user_id: String,
+    pub problem: String,
+    pub spec: Value,
+    pub status: TurnStatus,
+    pub answer: Option<String>,
+    pub stop_reason: Option<String>,
+    pub usage: Option<Usage>,
+    pub solve: Option<SolveRecord>,
+    pub rounds: u32,
+    pub elapsed_ms: u64,
+    pub error: Option<String>,
+    pub owner: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub finished_at: Option<i64>,
+}
+
+/// One event of a turn's log, as stored: `data` is the event's full JSON, so it can be sent
+/// to clients verbatim without a decode/encode round trip.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub turn_id: String,
+    pub seq: u64,
+    pub kind: String,
+    pub ts: u64,
+    pub data: String,
+}
+
+impl StoredEvent {
+    pub fn from_event(event: &TurnEvent) -> Result<Self, StoreError> {
+        let data =
+            serde_json::to_string(event).map_err(|e| StoreError::corrupt("turn event", e))?;
+        Ok(StoredEvent {
+            turn_id: event.turn_id.clone(),
+            seq: event.seq,
+            kind: event.kind.type_name().to_string(),
+            ts: event.ts,
+            data,
+        })
+    }
+
+    pub fn decode(&self) -> Result<TurnEvent, StoreError> {
+        serde_json::from_str(&self.data).map_err(|e| StoreError::corrupt("turn event", e))
+    }
+
+    pub fn is_turn_finished(&self) -> bool {
+        self.kind == "turn_finished"
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactMeta {
+    pub id: String,
+    pub turn_id: String,
+    pub user_id: String,
+    pub name: String,
+    pub mime: String,
+    pub size: u64,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewArtifact {
+    pub turn_id: String,
+    pub user_id: String,
+    pub name: String,
+    pub mime: String,
+    pub content: Vec<u8>,
+}

@@ -1,0 +1,288 @@
+//! `code_execution` and `exec` through the `Tool` interface, against the real sandbox: the
+//! per-turn interpreter, artifacts, timeouts that keep partial output, restarts that say the
+//! state is gone, and turns that cannot see each other.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use deepsolve_core::{SolveConfig, Tool, ToolContext, ToolOutput};
+use deepsolve_tools::*;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+async fn sandbox() -> Sandbox {
+    Sandbox::detect(SandboxConfig::with_mode(SandboxMode::Bwrap))
+        .await
+        .unwrap_or_else(|e| panic!("these tests need bubblewrap (scripts/install-deps): {e}"))
+}
+
+fn bare() -> PythonOptions {
+    PythonOptions {
+        preload: vec![],
+        ..PythonOptions::default()
+    }
+}
+
+fn ctx(turn: &str, workspace: Option<&Path>) -> ToolContext {
+    ToolContext {
+        turn_id: turn.into(),
+        session_id: None,
+        user_id: None,
+        workspace: workspace.map(Path::to_path_buf),
+        call_id: "c".into(),
+        cancel: CancellationToken::new(),
+        deadline: None,
+    }
+}
+
+async fn call(tool: &dyn Tool, args: Value, ctx: &ToolContext) -> ToolOutput {
+    tool.run(args, ctx).await.expect("the tool runs")
+}
+
+fn scratch() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("turn-a");
+    let b = dir.path().join("turn-b");
+    (dir, a, b)
+}
+
+fn no_process_with(needle: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().all(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| !String::from_utf8_lossy(&c).contains(needle))
+            .unwrap_or(true)
+    })
+}
+
+#[tokio::test]
+async fn a_turn_keeps_its_names_and_gets_its_figures_as_artifacts() {
+    let tool = CodeExecutionTool::new(sandbox().await, bare(), Duration::from_secs(30));
+    let (_d, ws, _) = scratch();
+    let c = ctx("t1", Some(&ws));
+    tool.turn_started(&c).await;
+    let one = call(
+        &tool,
+        json!({"code": "import sympy as sp\nx = sp.symbols('x')\nf = x**2 - 5*x + 6\nf"}),
+        &c,
+    )
+    .await;
+    assert!(one.ok, "{}", one.content);
+    assert_eq!(one.content, "[value]\nx**2 - 5*x + 6");
+    let two = call(&tool, json!({"code": "print(sp.solve(f, x))"}), &c).await;
+    assert_eq!(two.content, "[stdout]\n[2, 3]");
+    let three = call(
+        &tool,
+        json!({"code": "import matplotlib.pyplot as plt\nimport numpy as np\nxs = np.linspace(0, 5, 50)\nplt.plot(xs, [float(f.subs(x, v)) for v in xs])"}),
+        &c,
+    )
+    .await;
+    assert!(three.ok, "{}", three.content);
+    assert_eq!(three.artifacts.len(), 1, "{:?}", three.artifacts);
+    let png = &three.artifacts[0];
+    assert_eq!(
+        (png.path.as_str(), png.mime.as_str()),
+        ("figure_1.png", "image/png")
+    );
+    assert!(png.size > 1000);
+    assert!(
+        three
+            .content
+            .contains("[files written]\nfigure_1.png (image/png,"),
+        "{}",
+        three.content
+    );
+    assert!(ws.join("figure_1.png").is_file());
+    let err = call(&tool, json!({"code": "undefined_name"}), &c).await;
+    assert!(!err.ok);
+    assert!(
+        err.content
+            .contains("NameError: name 'undefined_name' is not defined")
+    );
+    tool.turn_finished(&c).await;
+}
+
+#[tokio::test]
+async fn turns_do_not_share_names_or_files() {
+    let tool = CodeExecutionTool::new(sandbox().await, bare(), Duration::from_secs(30));
+    let (_d, a, b) = scratch();
+    let (ca, cb) = (ctx("ta", Some(&a)), ctx("tb", Some(&b)));
+    tool.turn_started(&ca).await;
+    tool.turn_started(&cb).await;
+    call(
+        &tool,
+        json!({"code": "secret = 'a'\nopen('a.txt', 'w').write('a')"}),
+        &ca,
+    )
+    .await;
+    let seen = call(
+        &tool,
+        json!({"code": "import os\nprint('secret' in globals(), os.listdir('.'))"}),
+        &cb,
+    )
+    .await;
+    assert_eq!(seen.content, "[stdout]\nFalse []");
+    tool.turn_finished(&ca).await;
+    tool.turn_finished(&cb).await;
+}
+
+#[tokio::test]
+async fn a_timeout_keeps_partial_output_and_a_kill_is_reported_next_call() {
+    let tool = CodeExecutionTool::new(sandbox().await, bare(), Duration::from_secs(30));
+    let (_d, ws, _) = scratch();
+    let c = ctx("t2", Some(&ws));
+    tool.turn_started(&c).await;
+    call(&tool, json!({"code": "kept = 1"}), &c).await;
+    let soft = call(
+        &tool,
+        json!({"code": "import time\nprint('tick')\ntime.sleep(100)", "timeout_s": 1}),
+        &c,
+    )
+    .await;
+    assert!(!soft.ok);
+    assert!(
+        soft.content.contains("timed out after 1s"),
+        "{}",
+        soft.content
+    );
+    assert!(soft.content.contains("names are kept") && soft.content.contains("[stdout]\ntick"));
+    let still = call(&tool, json!({"code": "kept"}), &c).await;
+    assert_eq!(still.content, "[value]\n1");
+
+    let hard = call(
+        &tool,
+        json!({"code": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('spinning')\nwhile True: pass", "timeout_s": 1}),
+        &c,
+    )
+    .await;
+    assert!(
+        hard.content.contains("timed out after 1s") && hard.content.contains("was killed"),
+        "{}",
+        hard.content
+    );
+    assert!(hard.content.contains("[stdout]\nspinning"));
+    let next = call(
+        &tool,
+        json!({"code": "print('fresh')\n'kept' in globals()"}),
+        &c,
+    )
+    .await;
+    assert!(next.content.starts_with("[note] The Python interpreter was restarted (the previous call ran past 1s and was killed)"), "{}", next.content);
+    assert!(
+        next.content.ends_with("[stdout]\nfresh\n[value]\nFalse"),
+        "{}",
+        next.content
+    );
+
+    let crash = call(&tool, json!({"code": "import os\nos._exit(1)"}), &c).await;
+    assert!(
+        crash.content.contains("the interpreter crashed"),
+        "{}",
+        crash.content
+    );
+    let after = call(&tool, json!({"code": "1"}), &c).await;
+    assert!(after.content.contains("was restarted"), "{}", after.content);
+    tool.turn_finished(&c).await;
+}
+
+#[tokio::test]
+async fn the_engine_limit_leaves_room_for_the_tools_own_timeout() {
+    let tool = CodeExecutionTool::new(sandbox().await, bare(), Duration::from_secs(30));
+    let config = SolveConfig::default();
+    assert!(tool.timeout(&config) > Duration::from_secs(config.code_timeout_s));
+    let err = tool
+        .run(json!({"code": "1"}), &ctx("t", None))
+        .await
+        .unwrap_err();
+    assert!(err.0.contains("no workspace"), "fail closed: {err}");
+}
+
+#[tokio::test]
+async fn the_end_of_a_turn_stops_everything_it_started() {
+    let tool = CodeExecutionTool::new(sandbox().await, bare(), Duration::from_secs(30));
+    let (_d, ws, _) = scratch();
+    let marker = format!("2718.{}", std::process::id());
+    let c = ctx("t3", Some(&ws));
+    tool.turn_started(&c).await;
+    let out = call(&tool, json!({"code": format!("import subprocess\np = subprocess.Popen(['sleep', '{marker}'])\n'started'")}), &c).await;
+    assert!(out.ok, "{}", out.content);
+    assert!(!no_process_with(&marker));
+    tool.turn_finished(&c).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !no_process_with(&marker) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the turn's processes outlived it"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn exec_produces_files_in_the_same_workspace() {
+    let sb = sandbox().await;
+    let code = CodeExecutionTool::new(sb.clone(), bare(), Duration::from_secs(30));
+    let exec = ExecTool::new(sb, Duration::from_secs(30));
+    let (_d, ws, _) = scratch();
+    let c = ctx("t4", Some(&ws));
+    code.turn_started(&c).await;
+    call(
+        &code,
+        json!({"code": "open('data.csv', 'w').write('x,y\\n1,2\\n')"}),
+        &c,
+    )
+    .await;
+    let out = call(
+        &exec,
+        json!({"command": "wc -l < data.csv; sort data.csv > sorted.csv; echo oops >&2"}),
+        &c,
+    )
+    .await;
+    assert!(out.ok, "{}", out.content);
+    assert_eq!(
+        out.content,
+        "[exit status] 0\n[stdout]\n2\n[stderr]\noops\n[files written]\nsorted.csv (text/csv, 8 B)"
+    );
+    assert_eq!(out.artifacts[0].path, "sorted.csv");
+    let seen = call(&code, json!({"code": "open('sorted.csv').read()"}), &c).await;
+    assert_eq!(seen.content, "[value]\n'1,2\\nx,y\\n'");
+    let failed = call(&exec, json!({"command": "exit 3"}), &c).await;
+    assert!(!failed.ok);
+    assert_eq!(failed.content, "[exit status] 3");
+    let slow = call(
+        &exec,
+        json!({"command": "echo begun; sleep 30", "timeout_s": 1}),
+        &c,
+    )
+    .await;
+    assert!(!slow.ok);
+    assert!(
+        slow.content.starts_with("[status] timed out after 1s"),
+        "{}",
+        slow.content
+    );
+    assert!(slow.content.contains("[stdout]\nbegun"));
+    code.turn_finished(&c).await;
+}
+
+#[tokio::test]
+async fn interpreters_are_capped_across_turns() {
+    let tool = CodeExecutionTool::new(sandbox().await, bare(), Duration::from_secs(30))
+        .with_max_interpreters(1);
+    let (_d, a, b) = scratch();
+    let (ca, cb) = (ctx("cap-a", Some(&a)), ctx("cap-b", Some(&b)));
+    tool.turn_started(&ca).await;
+    tool.turn_started(&cb).await;
+    assert!(call(&tool, json!({"code": "1"}), &ca).await.ok);
+    let err = tool
+        .run(json!({"code": "1", "timeout_s": 1}), &cb)
+        .await
+        .unwrap_err();
+    assert!(err.0.contains("all 1 Python sandboxes are in use"), "{err}");
+    tool.turn_finished(&ca).await;
+    let out = call(&tool, json!({"code": "2"}), &cb).await;
+    assert_eq!(
+        out.content, "[value]\n2",
+        "a freed slot goes to the waiting turn"
+    );
+    tool.turn_finished(&cb).await;
+}
