@@ -14,6 +14,7 @@ use deepsolve_tools::ReasonTool;
 
 use crate::ConfigArgs;
 use crate::setup::{load_settings, main_client, reason_client};
+use crate::solve::sandbox_tools;
 
 /// Where the database lives; shared by `serve` and `users`.
 #[derive(Args, Clone, Default)]
@@ -77,12 +78,17 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let model = main_client(&loaded)?;
     let solve = &loaded.settings.solve;
     let reasoner = reason_client(&loaded, &model)?;
-    // Mounted so turns may ask for it; a turn gets only the tools it requests.
-    let tools: Vec<ToolRef> = vec![Arc::new(ReasonTool::new(
+    // `reason` is opt-in per turn; the code tools, when the sandbox works, are on every turn.
+    let mut tools: Vec<ToolRef> = vec![Arc::new(ReasonTool::new(
         reasoner,
         solve.max_tokens,
         solve.temperature as f32,
     ))];
+    let mut auto_tools = Vec::new();
+    if let Some((code_tools, names)) = sandbox_tools::mount(&loaded.settings).await? {
+        tools.extend(code_tools);
+        auto_tools = names;
+    }
     let engine = Engine::new(tools)?.with_session_capacity(args.max_turns.max(1));
     let store = open_store(&args.database).await?;
     let config = ServerConfig {
@@ -99,6 +105,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         max_running_turns: args.max_turns.max(1),
         workspace_root: Some(data_dir()?.join("turns")),
         settings_path: Some(loaded.path.clone()),
+        auto_tools,
         ..ServerConfig::default()
     };
     let model: Arc<dyn ChatModel> = model;

@@ -437,3 +437,78 @@ async fn sigterm_cancels_running_turns_cleanly_and_records_them() {
         "recorded before exit, not interrupted: {view}"
     );
 }
+
+/// The scripted solver, working each step with `code_execution` code that also writes a file.
+fn writes_a_file() -> impl Policy {
+    let inner = WellBehaved::new(1).with_work_tool(Some("code_execution"));
+    FnPolicy(move |req: &PolicyRequest| {
+        inner.reply(req).map_turn(|mut turn| {
+            for (name, args) in &mut turn.tool_calls {
+                if name == "code_execution" {
+                    let mut parsed: Value = serde_json::from_str(args).expect("args json");
+                    let code = parsed["code"].as_str().unwrap_or_default().to_string();
+                    parsed["code"] =
+                        json!(format!("{code}\nopen('answer.txt', 'w').write('x = 42')"));
+                    *args = parsed.to_string();
+                }
+            }
+            turn
+        })
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_mounts_the_sandboxed_code_tools_and_serves_their_files_as_downloads() {
+    let home = tempfile::tempdir().expect("home");
+    let mock = MockServer::policy(writes_a_file());
+    let db = format!("sqlite://{}", home.path().join("code.db").display());
+    let server = Server::start(home.path(), &db, &mock.url(), "node-1");
+    let http = reqwest::Client::new();
+    // No `tools` asked for: the code tools are mounted on every turn when the sandbox works.
+    let created: Value = http
+        .post(server.url("/api/v1/turns"))
+        .json(&json!({"problem": "compute x"}))
+        .send()
+        .await
+        .expect("post")
+        .json()
+        .await
+        .expect("json");
+    let turn = created["turn_id"].as_str().expect("turn id").to_string();
+    let events = read_events(
+        &http,
+        &server.url(&format!("/api/v1/turns/{turn}/events")),
+        None,
+        |_| false,
+    )
+    .await;
+    let ran = events.iter().any(|(_, e)| {
+        e["type"] == "tool_result" && e["name"] == "code_execution" && e["ok"] == true
+    });
+    assert!(ran, "code_execution ran in the sandbox: {events:?}");
+    let view: Value = http
+        .get(server.url(&format!("/api/v1/turns/{turn}")))
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    let artifact = view["artifacts"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["name"] == "answer.txt"))
+        .cloned()
+        .unwrap_or_else(|| panic!("answer.txt among the artifacts: {view}"));
+    let resp = http
+        .get(server.url(artifact["url"].as_str().expect("url")))
+        .send()
+        .await
+        .expect("download");
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(
+        resp.headers()["content-disposition"],
+        "attachment; filename=\"answer.txt\""
+    );
+    assert_eq!(resp.text().await.expect("body"), "x = 42");
+    mock.assert_clean();
+}

@@ -224,8 +224,8 @@ fn check_tools(state: &AppState, requested: &[String]) -> ApiResult<Vec<String>>
         ));
     }
     let mut tools: Vec<String> = Vec::new();
-    for t in requested {
-        if !tools.contains(t) {
+    for t in state.config.auto_tools.iter().chain(requested) {
+        if !tools.contains(t) && available.contains(t) {
             tools.push(t.clone());
         }
     }
@@ -272,7 +272,12 @@ pub fn apply_overrides(
 fn workspace_for(state: &AppState, turn_id: &str) -> Option<PathBuf> {
     let root = state.config.workspace_root.as_ref()?;
     let dir = root.join(turn_id);
-    match std::fs::create_dir_all(&dir) {
+    // Private to the server's user: a turn's files are its user's data.
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    match builder.create(&dir) {
         Ok(()) => Some(dir),
         Err(e) => {
             tracing::warn!(turn_id, error = %e, "no workspace for this turn");

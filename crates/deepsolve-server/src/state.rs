@@ -37,6 +37,9 @@ pub struct ServerConfig {
     pub max_artifact_bytes: u64,
     /// The settings file `PUT /api/v1/capabilities/settings` writes (`None`: read-only).
     pub settings_path: Option<PathBuf>,
+    /// Work tools every turn gets without asking (the sandboxed code tools, when the sandbox
+    /// works: DESIGN §6 auto-mounts); others are opt-in through a turn's `tools`.
+    pub auto_tools: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -52,6 +55,7 @@ impl Default for ServerConfig {
             workspace_root: None,
             max_artifact_bytes: 20 * 1024 * 1024,
             settings_path: None,
+            auto_tools: Vec::new(),
         }
     }
 }
