@@ -22,7 +22,7 @@ use crate::model::{
     ChatModel, ChatRequest, Completion, FinishReason, ModelError, Protocol, StreamDelta,
     ToolChoice, ToolSpec, Usage,
 };
-use crate::outcome::{AnswerSource, StopReason, TurnOutcome};
+use crate::outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 use crate::progress::{self, Position};
 use crate::solve::{
     Language, SessionHandle, SolveRecord, SolveSession, SolveSessionStore, SpineEffect, StoreError,
@@ -58,16 +58,6 @@ pub struct PriorTurn {
     pub solve: Option<SolveRecord>,
 }
 
-/// Where an interrupted turn picks up: its solve record (plan, finished steps and their
-/// summaries) and what it had spent. The step boundary is the checkpoint: the context is
-/// rebuilt as the folded state after the last finished step, so no finished step is re-run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ResumeFrom {
-    pub record: SolveRecord,
-    pub rounds: u32,
-    pub usage: Usage,
-}
-
 /// Everything a turn needs, resolved server-side.
 #[derive(Debug, Clone)]
 pub struct TurnSpec {
@@ -85,8 +75,8 @@ pub struct TurnSpec {
     /// The first event `seq` (non-zero when a turn is resumed).
     pub first_seq: u64,
     pub protocol: Protocol,
-    /// Continue an interrupted turn from its last step checkpoint.
-    pub resume: Option<ResumeFrom>,
+    /// Continue an interrupted turn from its last step checkpoint (`None`: a fresh turn).
+    pub resume: Option<Checkpoint>,
 }
 
 impl TurnSpec {
@@ -325,6 +315,8 @@ struct TurnRun<'a> {
     tool_ctx: ToolContext,
     started: Instant,
     deadline: Instant,
+    /// Wall-clock time spent before a resume.
+    spent_before: Duration,
     usage: Usage,
     rounds: u32,
     guard: RepetitionGuard,
@@ -359,11 +351,12 @@ impl<'a> TurnRun<'a> {
         prefix.extend(history_messages(&spec.history));
         prefix.push(Message::user(spec.problem.clone()));
         let started = Instant::now();
-        let (rounds, usage) = spec
+        let (rounds, usage, spent_ms) = spec
             .resume
             .as_ref()
-            .map(|r| (r.rounds, r.usage))
+            .map(|r| (r.rounds, r.usage, r.elapsed_ms))
             .unwrap_or_default();
+        let spent = Duration::from_millis(spent_ms);
         let tool_ctx = ToolContext {
             turn_id: spec.turn_id.clone(),
             session_id: spec.session_id.clone(),
@@ -378,7 +371,8 @@ impl<'a> TurnRun<'a> {
             emit: Emitter::new(spec.turn_id.clone(), spec.first_seq, sink),
             problem: spec.problem,
             language: spec.language,
-            deadline: started + spec.config.turn_timeout(),
+            deadline: started + spec.config.turn_timeout().saturating_sub(spent),
+            spent_before: spent,
             cfg: spec.config,
             context_window: spec.context_window.max(1024),
             toolbox,
@@ -415,23 +409,16 @@ impl<'a> TurnRun<'a> {
 
     /// The outcome, and whether the turn found the model to lack native tools.
     async fn run(mut self) -> (TurnOutcome, bool) {
+        let resumed = self.rounds > 0;
         self.emit.emit(EventKind::TurnStarted {
             model: self.model.name().to_string(),
             problem: self.problem.clone(),
             tools: self.toolbox.names(),
             language: self.language.code().to_string(),
+            resumed,
         });
-        if self.rounds > 0 {
-            let record = self.record();
-            let done = record.steps.iter().filter(|s| s.done).count();
-            self.emit.emit(EventKind::Warning {
-                kind: "resumed".into(),
-                message: format!(
-                    "resumed after round {} with {done} of {} steps done",
-                    self.rounds,
-                    record.steps.len()
-                ),
-            });
+        if resumed {
+            self.emit_plan(&self.record());
         }
         for tool in self.toolbox.work_tools() {
             tool.turn_started(&self.tool_ctx).await;
@@ -473,7 +460,7 @@ impl<'a> TurnRun<'a> {
                 forced: source != Some(AnswerSource::Model),
             });
         }
-        let elapsed_ms = self.started.elapsed().as_millis() as u64;
+        let elapsed_ms = self.elapsed_ms();
         self.emit.emit(EventKind::TurnFinished {
             stop_reason: stop,
             usage: self.usage,
@@ -492,6 +479,10 @@ impl<'a> TurnRun<'a> {
             artifacts: self.artifacts,
             error,
         }
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        (self.spent_before + self.started.elapsed()).as_millis() as u64
     }
 
     fn record(&self) -> SolveRecord {
@@ -937,8 +928,18 @@ impl<'a> TurnRun<'a> {
                 .extend(result.output.artifacts.iter().cloned());
             step_done |= self.announce(&result.effect);
         }
-        if step_done && self.cfg.fold {
-            self.fold();
+        if step_done {
+            if self.cfg.fold {
+                self.fold();
+            }
+            self.emit.emit(EventKind::Checkpoint {
+                checkpoint: Checkpoint {
+                    record: self.record(),
+                    rounds: self.rounds,
+                    usage: self.usage,
+                    elapsed_ms: self.elapsed_ms(),
+                },
+            });
         }
         batch
             .force_answer
@@ -966,14 +967,17 @@ impl<'a> TurnRun<'a> {
                 false
             }
         };
-        let record = self.record();
+        self.emit_plan(&self.record());
+        step_done
+    }
+
+    fn emit_plan(&self, record: &SolveRecord) {
         self.emit.emit(EventKind::Plan {
             analysis: record.analysis.clone(),
             steps: record.step_views(),
             replans_used: record.replans_used,
             replans_max: record.replans_max,
         });
-        step_done
     }
 
     /// Fold the finished step's messages out of the context (DESIGN §5.6); the progress

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::Usage;
-use crate::outcome::StopReason;
+use crate::outcome::{Checkpoint, StopReason};
 use crate::tool::Artifact;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,6 +53,9 @@ pub enum EventKind {
         problem: String,
         tools: Vec<String>,
         language: String,
+        /// The turn continues from a checkpoint after an interruption.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        resumed: bool,
     },
     RoundStarted {
         round: u32,
@@ -99,6 +102,10 @@ pub enum EventKind {
     StepFinished {
         step_id: String,
         summary: String,
+    },
+    /// After every finished step: what a resume needs (see [`Checkpoint`]).
+    Checkpoint {
+        checkpoint: Checkpoint,
     },
     Replanned {
         reason: String,
@@ -147,6 +154,7 @@ impl EventKind {
             EventKind::ToolResult { .. } => "tool_result",
             EventKind::Plan { .. } => "plan",
             EventKind::StepFinished { .. } => "step_finished",
+            EventKind::Checkpoint { .. } => "checkpoint",
             EventKind::Replanned { .. } => "replanned",
             EventKind::ContextFolded { .. } => "context_folded",
             EventKind::Retrying { .. } => "retrying",

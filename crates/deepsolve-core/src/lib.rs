@@ -22,13 +22,13 @@ pub mod tool;
 pub mod truncate;
 
 pub use config::{ClampWarning, ConfigError, SolveConfig};
-pub use engine::{Engine, EngineError, PriorTurn, ResumeFrom, TurnError, TurnSpec};
+pub use engine::{Engine, EngineError, PriorTurn, TurnError, TurnSpec};
 pub use event::{EventKind, EventSink, NullSink, TurnEvent, VecSink};
 pub use message::{Message, Role, ToolCall};
 pub use model::{
     ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, ModelError, Protocol, StreamDelta,
     ToolChoice, ToolSpec, Usage,
 };
-pub use outcome::{AnswerSource, StopReason, TurnOutcome};
+pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 pub use solve::{Language, SolveRecord};
 pub use tool::{Artifact, Tool, ToolContext, ToolError, ToolOutput, ToolRef};

@@ -75,6 +75,21 @@ impl std::fmt::Display for StopReason {
     }
 }
 
+/// A step boundary, enough to resume an interrupted turn without re-running a finished step:
+/// the context is rebuilt as right after the fold (prefix + progress block), and the budgets
+/// continue from what was spent. Emitted after every successful `solve_finish_step`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Plan, finished steps with their summaries, replans used, plan history.
+    pub record: SolveRecord,
+    /// Rounds spent: the budget and "round r of N" continue from here.
+    pub rounds: u32,
+    /// Tokens spent (tool sub-calls included): they count against `token_budget`.
+    pub usage: Usage,
+    /// Wall-clock time spent: it counts against `turn_timeout_s`.
+    pub elapsed_ms: u64,
+}
+
 /// Where the final text came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -918,8 +918,8 @@ async fn inline_think_is_reasoning_not_answer_and_not_a_summary() {
 }
 
 #[tokio::test]
-async fn a_resumed_turn_continues_from_its_last_finished_step() {
-    // The first run is "interrupted" after S1: take its record as the checkpoint.
+async fn a_resumed_turn_continues_from_its_last_checkpoint() {
+    // The first run is "interrupted" after S1: its last checkpoint event is what a server keeps.
     let first = Fake::seq(vec![
         plan(&["factor", "solve"]),
         finish("S1", "(x-2)(x-3)"),
@@ -929,11 +929,17 @@ async fn a_resumed_turn_continues_from_its_last_finished_step() {
         }),
     ]);
     let run1 = run_with(first, vec![], |_| {}).await;
-    let checkpoint = ResumeFrom {
-        record: run1.outcome.solve.clone(),
-        rounds: run1.outcome.rounds,
-        usage: run1.outcome.usage,
-    };
+    let checkpoint = run1
+        .events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::Checkpoint { checkpoint } => Some(checkpoint.clone()),
+            _ => None,
+        })
+        .expect("a checkpoint after S1");
+    assert_eq!(checkpoint.rounds, 2);
+    assert!(checkpoint.record.steps[0].done && !checkpoint.record.steps[1].done);
     let second = Fake::seq(vec![finish("S2", "x = 2 or 3"), text("x = 2 or x = 3")]);
     let run2 = run_with(second, vec![], |s| {
         s.resume = Some(checkpoint.clone());
@@ -942,9 +948,20 @@ async fn a_resumed_turn_continues_from_its_last_finished_step() {
     .await;
     assert_eq!(run2.outcome.stop_reason, StopReason::Answered);
     assert_eq!(run2.outcome.rounds, checkpoint.rounds + 2);
+    assert!(run2.outcome.elapsed_ms >= checkpoint.elapsed_ms);
     let first_prompt = prompt_text(&run2.requests[0]);
+    assert!(first_prompt.contains("[deepsolve:progress] round 3 of 12"));
     assert!(first_prompt.contains("[x] S1 factor — (x-2)(x-3)"));
     assert!(first_prompt.contains("[ ] S2 solve   <- current"));
     assert_eq!(run2.events[0].seq, 40);
+    assert!(matches!(
+        run2.events[0].kind,
+        EventKind::TurnStarted { resumed: true, .. }
+    ));
+    assert_eq!(
+        run2.events[1].kind.type_name(),
+        "plan",
+        "the restored checklist comes first"
+    );
     assert!(run2.outcome.solve.all_done());
 }
