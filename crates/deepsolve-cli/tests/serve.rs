@@ -1,5 +1,5 @@
 //! `deepsolve serve` and `deepsolve users` through the real binary: a whole solve over HTTP
-//! and SSE, SIGKILL in the middle of a turn, tokens, and the loopback-only rule.
+//! and SSE, SIGKILL in the middle of a turn and its resume, tokens, and the loopback-only rule.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -95,11 +95,25 @@ async fn read_events(
     http: &reqwest::Client,
     url: &str,
     token: Option<&str>,
+    stop: impl FnMut(&Value) -> bool,
+) -> Vec<(u64, Value)> {
+    read_events_after(http, url, token, None, stop).await
+}
+
+/// Like [`read_events`], reconnecting after `last_event_id` the way browsers do.
+async fn read_events_after(
+    http: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+    last_event_id: Option<u64>,
     mut stop: impl FnMut(&Value) -> bool,
 ) -> Vec<(u64, Value)> {
     let mut req = http.get(url);
     if let Some(t) = token {
         req = req.bearer_auth(t);
+    }
+    if let Some(id) = last_event_id {
+        req = req.header("Last-Event-ID", id.to_string());
     }
     let resp = req.send().await.expect("sse");
     assert_eq!(resp.status().as_u16(), 200);
@@ -123,6 +137,26 @@ async fn read_events(
             }
         }
     }
+}
+
+/// A turn's view once it is no longer running: `turn_finished` reaches readers before the
+/// server has stored the turn's files and recorded its end.
+async fn view_when_done(http: &reqwest::Client, url: &str) -> Value {
+    for _ in 0..600 {
+        let view: Value = http
+            .get(url)
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        if view["status"] != "running" {
+            return view;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{url} is still running");
 }
 
 fn slow(delay: Duration, inner: WellBehaved) -> impl Policy {
@@ -177,18 +211,18 @@ async fn serve_runs_a_whole_solve_over_http_and_sse() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigkill_mid_turn_leaves_an_interrupted_turn_with_every_event_it_had_sent() {
+async fn sigkill_mid_turn_leaves_an_interrupted_turn_that_resumes_from_its_last_finished_step() {
     let home = tempfile::tempdir().expect("home");
     let mock = MockServer::policy(slow(
         Duration::from_millis(250),
-        WellBehaved::new(4).with_work_tool(None),
+        WellBehaved::new(4).with_work_tool(Some("reason")),
     ));
     let db = format!("sqlite://{}", home.path().join("crash.db").display());
     let mut server = Server::start(home.path(), &db, &mock.url(), "node-1");
     let http = reqwest::Client::new();
     let created: Value = http
         .post(server.url("/api/v1/turns"))
-        .json(&json!({"problem": "a long one"}))
+        .json(&json!({"problem": "a long one", "tools": ["reason"]}))
         .send()
         .await
         .expect("post")
@@ -197,10 +231,11 @@ async fn sigkill_mid_turn_leaves_an_interrupted_turn_with_every_event_it_had_sen
         .expect("json");
     let turn = created["turn_id"].as_str().expect("turn id").to_string();
     let events_path = format!("/api/v1/turns/{turn}/events");
-    let mut finished_steps = 0;
+    // Kill after the second step's checkpoint: a client saw it, so it is in the log.
+    let mut checkpoints = 0;
     let seen = read_events(&http, &server.url(&events_path), None, |e| {
-        finished_steps += usize::from(e["type"] == "step_finished");
-        finished_steps == 2
+        checkpoints += usize::from(e["type"] == "checkpoint");
+        checkpoints == 2
     })
     .await;
     server.kill9();
@@ -226,13 +261,117 @@ async fn sigkill_mid_turn_leaves_an_interrupted_turn_with_every_event_it_had_sen
     );
     assert_eq!(&replay[..seen.len()], &seen[..]);
     assert!(replay.iter().all(|(_, e)| e["type"] != "turn_finished"));
+    let done_before: Vec<String> = seen
+        .iter()
+        .filter(|(_, e)| e["type"] == "step_finished")
+        .filter_map(|(_, e)| e["step_id"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(done_before.len(), 2, "{seen:?}");
+    let requests_before = mock.requests().len();
+
     let resp = http
         .post(server.url(&format!("/api/v1/turns/{turn}/resume")))
         .send()
         .await
         .expect("resume");
-    // Resume from the step checkpoint needs the engine's resume API (not in this build yet).
-    assert_eq!(resp.status().as_u16(), 501);
+    assert_eq!(resp.status().as_u16(), 202);
+    let resumed: Value = resp.json().await.expect("json");
+    assert_eq!(resumed["turn_id"], json!(turn));
+    assert_eq!(resumed["session_id"], created["session_id"]);
+    let again = http
+        .post(server.url(&format!("/api/v1/turns/{turn}/resume")))
+        .send()
+        .await
+        .expect("resume twice");
+    assert_eq!(
+        again.status().as_u16(),
+        409,
+        "a running turn is not resumed"
+    );
+
+    // A reader that reconnects where it stopped sees the continuation, gapless, to the end.
+    let last_seen = replay.last().map(|(id, _)| *id).expect("events");
+    let rest = read_events_after(
+        &http,
+        &server.url(&events_path),
+        None,
+        Some(last_seen),
+        |_| false,
+    )
+    .await;
+    let (first_id, first) = rest.first().expect("continuation");
+    assert_eq!(*first_id, last_seen + 1);
+    assert_eq!(
+        (&first["type"], &first["resumed"]),
+        (&json!("turn_started"), &json!(true))
+    );
+    let restored = &rest.get(1).expect("plan").1;
+    assert_eq!(
+        restored["type"], "plan",
+        "the restored checklist comes first"
+    );
+    for step in restored["steps"].as_array().expect("steps") {
+        let id = step["id"].as_str().unwrap_or_default().to_string();
+        let done = step["status"] == "done";
+        assert_eq!(done, done_before.contains(&id), "{restored}");
+    }
+    let last = &rest.last().expect("events").1;
+    assert_eq!(
+        (last["type"].as_str(), last["stop_reason"].as_str()),
+        (Some("turn_finished"), Some("answered"))
+    );
+
+    // The whole log: gapless from 0, and every step finished exactly once.
+    let all = read_events(&http, &server.url(&events_path), None, |_| false).await;
+    for (i, (id, data)) in all.iter().enumerate() {
+        assert_eq!((*id, data["seq"].as_u64()), (i as u64, Some(i as u64)));
+    }
+    assert_eq!(all.len(), replay.len() + rest.len());
+    let finished: Vec<&str> = all
+        .iter()
+        .filter(|(_, e)| e["type"] == "step_finished")
+        .filter_map(|(_, e)| e["step_id"].as_str())
+        .collect();
+    assert_eq!(finished.len(), 4, "{finished:?}");
+    let mut unique = finished.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), 4, "no step finished twice: {finished:?}");
+
+    // The model was not asked to work on a step that was finished before the kill.
+    let after_restart: Vec<PolicyRequest> = mock.requests()[requests_before..]
+        .iter()
+        .map(|r| r.policy_request().expect("a chat request"))
+        .collect();
+    assert!(!after_restart.is_empty());
+    for req in &after_restart {
+        if req.is_subcall() {
+            let text = req.last_user_text();
+            assert!(
+                done_before
+                    .iter()
+                    .all(|id| !text.contains(&format!("[{id}]"))),
+                "a work call for a finished step after the resume: {text}"
+            );
+        } else if let Some(plan) = req.plan() {
+            let done: Vec<&str> = plan.done_steps().map(|s| s.id.as_str()).collect();
+            assert!(
+                done_before.iter().all(|id| done.contains(&id.as_str())),
+                "{plan:?}"
+            );
+        }
+    }
+    let view = view_when_done(&http, &server.url(&format!("/api/v1/turns/{turn}"))).await;
+    assert_eq!(
+        (view["status"].as_str(), view["stop_reason"].as_str()),
+        (Some("finished"), Some("answered")),
+        "{view}"
+    );
+    assert!(view["answer"].as_str().is_some_and(|a| !a.is_empty()));
+    let steps = view["solve"]["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 4);
+    assert!(steps.iter().all(|s| s["done"] == true), "{view}");
+    mock.assert_clean();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -486,14 +625,7 @@ async fn serve_mounts_the_sandboxed_code_tools_and_serves_their_files_as_downloa
         e["type"] == "tool_result" && e["name"] == "code_execution" && e["ok"] == true
     });
     assert!(ran, "code_execution ran in the sandbox: {events:?}");
-    let view: Value = http
-        .get(server.url(&format!("/api/v1/turns/{turn}")))
-        .send()
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    let view = view_when_done(&http, &server.url(&format!("/api/v1/turns/{turn}"))).await;
     let artifact = view["artifacts"]
         .as_array()
         .and_then(|a| a.iter().find(|x| x["name"] == "answer.txt"))

@@ -15,6 +15,7 @@ pub mod extract;
 pub mod metrics;
 pub mod openai;
 pub mod openapi;
+pub mod resume;
 pub mod routes;
 pub mod runner;
 pub mod settings_api;

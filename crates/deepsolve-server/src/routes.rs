@@ -188,23 +188,16 @@ pub async fn cancel_turn(
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
+/// Continue an interrupted turn from its last finished step (see [`crate::resume`]).
 pub async fn resume_turn(
     State(state): AppStateRef,
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let turn = owned_turn(&state, &caller, &id).await?;
-    if turn.status != TurnStatus::Interrupted {
-        return Err(ApiError::conflict(format!(
-            "only an interrupted turn can be resumed; this one is {}",
-            turn.status.as_str()
-        )));
-    }
-    Err(ApiError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        "not_implemented",
-        "resuming from a step checkpoint needs engine support that this build does not have yet",
-    ))
+    let resumed = crate::resume::resume_turn(&state, turn).await?;
+    // 202 like a cancel: no new resource, the turn goes on in the background.
+    Ok((StatusCode::ACCEPTED, Json(resumed)).into_response())
 }
 
 #[derive(Debug, Serialize)]

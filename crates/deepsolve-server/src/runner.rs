@@ -7,9 +7,9 @@ use std::sync::Arc;
 use deepsolve_core::config::{FLAGS, KNOBS, known_keys};
 use deepsolve_core::event::EventKind;
 use deepsolve_core::{ConfigError, Language, PriorTurn, StopReason, TurnOutcome, TurnSpec};
-use deepsolve_store::{NewArtifact, NewTurn, TurnFinish, TurnStatus};
+use deepsolve_store::{NewArtifact, NewTurn, TurnFinish, TurnRecord, TurnStatus};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -73,13 +73,7 @@ pub async fn start_turn_with(
     let prepared = prepare(state, &req)?;
     let turn_id = new_turn_id();
     // Reserve the slot first: a refused turn must leave nothing behind.
-    let Some(cancel) = state.register_turn(&turn_id) else {
-        return Err(ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "busy",
-            "this server is running as many turns as it may; retry shortly",
-        ));
-    };
+    let cancel = state.register_turn(&turn_id)?;
     match record_turn(
         state,
         caller,
@@ -133,37 +127,129 @@ async fn record_turn(
             (session.id, Vec::new())
         }
     };
-    let spec_json = json!({
-        "language": prepared.language.code(),
-        "tools": prepared.tools,
-        "config": prepared.config,
-        "context_window": state.config.context_window,
-    });
+    let stored = StoredSpec {
+        language: prepared.language.code().to_string(),
+        tools: prepared.tools,
+        config: prepared.config,
+        context_window: state.config.context_window,
+        history,
+    };
     let new = NewTurn {
         id: turn_id.to_string(),
         session_id: session_id.clone(),
         user_id: caller.user_id.clone(),
         problem: req.problem.clone(),
-        spec: spec_json,
+        spec: stored.to_json()?,
         owner: state.config.instance_id.clone(),
     };
+    // Built before the insert: once the turn is recorded `running`, nothing may fail before
+    // its task starts (a failure would leave a running turn that nothing runs).
+    let spec = stored.into_turn_spec(prepared.language, TurnKeys::from(&new));
     state.store.create_turn(&new).await?;
-    let mut spec = TurnSpec::new(turn_id, req.problem.clone());
-    spec.session_id = Some(session_id.clone());
-    spec.user_id = Some(caller.user_id.clone());
-    spec.history = history;
-    spec.language = prepared.language;
-    spec.config = prepared.config;
-    spec.context_window = state.config.context_window;
-    spec.tools = prepared.tools;
-    spec.workspace = workspace_for(state, turn_id);
-    tokio::spawn(drive(state.clone(), spec, cancel));
-    Ok(TurnCreated {
-        events_url: format!("/api/v1/turns/{turn_id}/events"),
-        turn_id: turn_id.to_string(),
-        session_id,
+    Ok(launch(state, spec, cancel))
+}
+
+/// What a turn was started with, as kept in its row (`turns.spec`): with the turn's id,
+/// session, user and problem, enough to run it again after a crash (`resume`). The history
+/// is stored too, not re-read from the session on resume: the turn must continue with what
+/// it saw, and the facade's history lives nowhere else.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct StoredSpec {
+    pub language: String,
+    pub tools: Vec<String>,
+    pub config: deepsolve_core::SolveConfig,
+    pub context_window: u64,
+    /// Absent in turns recorded before it was kept: those resume without history.
+    #[serde(default)]
+    pub history: Vec<PriorTurn>,
+}
+
+impl StoredSpec {
+    fn to_json(&self) -> ApiResult<Value> {
+        serde_json::to_value(self).map_err(|e| {
+            tracing::error!(error = %e, "turn spec not encodable");
+            ApiError::internal()
+        })
+    }
+
+    /// Read a turn's stored spec; an unreadable one is the server's fault, not the client's.
+    pub(crate) fn of(turn: &TurnRecord) -> ApiResult<StoredSpec> {
+        serde_json::from_value(turn.spec.clone()).map_err(|e| {
+            tracing::error!(turn_id = %turn.id, error = %e, "stored turn spec unreadable");
+            ApiError::internal()
+        })
+    }
+
+    /// The stored language, typed.
+    pub(crate) fn language(&self, turn_id: &str) -> ApiResult<Language> {
+        Language::parse(&self.language).ok_or_else(|| {
+            tracing::error!(turn_id, language = %self.language, "stored language unknown");
+            ApiError::internal()
+        })
+    }
+
+    /// The engine's spec for a turn (a fresh run: `first_seq` 0, no checkpoint).
+    pub(crate) fn into_turn_spec(self, language: Language, turn: TurnKeys<'_>) -> TurnSpec {
+        let mut spec = TurnSpec::new(turn.id, turn.problem);
+        spec.session_id = Some(turn.session_id.to_string());
+        spec.user_id = Some(turn.user_id.to_string());
+        spec.history = self.history;
+        spec.language = language;
+        spec.config = self.config;
+        spec.context_window = self.context_window;
+        spec.tools = self.tools;
+        spec
+    }
+}
+
+/// Who a turn is and what it asks, whether just recorded or read back.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TurnKeys<'a> {
+    pub id: &'a str,
+    pub session_id: &'a str,
+    pub user_id: &'a str,
+    pub problem: &'a str,
+}
+
+impl<'a> From<&'a NewTurn> for TurnKeys<'a> {
+    fn from(t: &'a NewTurn) -> Self {
+        TurnKeys {
+            id: &t.id,
+            session_id: &t.session_id,
+            user_id: &t.user_id,
+            problem: &t.problem,
+        }
+    }
+}
+
+impl<'a> From<&'a TurnRecord> for TurnKeys<'a> {
+    fn from(t: &'a TurnRecord) -> Self {
+        TurnKeys {
+            id: &t.id,
+            session_id: &t.session_id,
+            user_id: &t.user_id,
+            problem: &t.problem,
+        }
+    }
+}
+
+/// Run a recorded turn (new or resumed) on its own task; its slot is `cancel`'s. The
+/// workspace is made here, once the turn exists: a refused turn leaves no directory, and a
+/// resumed one finds the files it wrote before.
+pub(crate) fn launch(
+    state: &Arc<AppState>,
+    mut spec: TurnSpec,
+    cancel: tokio_util::sync::CancellationToken,
+) -> TurnCreated {
+    spec.workspace = workspace_for(state, &spec.turn_id);
+    let created = TurnCreated {
+        events_url: format!("/api/v1/turns/{}/events", spec.turn_id),
+        turn_id: spec.turn_id.clone(),
+        session_id: spec.session_id.clone().unwrap_or_default(),
         status: TurnStatus::Running,
-    })
+    };
+    tokio::spawn(drive(state.clone(), spec, cancel));
+    created
 }
 
 fn prepare(state: &AppState, req: &CreateTurn) -> ApiResult<Prepared> {
@@ -424,6 +510,7 @@ fn inside(root: &Path, rel: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn every_unknown_config_key_is_named() {

@@ -60,6 +60,30 @@ impl Default for ServerConfig {
     }
 }
 
+/// Why [`AppState::register_turn`] gave no slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotRefused {
+    /// This replica runs as many turns as it may.
+    Busy,
+    /// The turn is already running on this replica.
+    AlreadyRunning,
+}
+
+impl From<SlotRefused> for crate::error::ApiError {
+    fn from(refused: SlotRefused) -> Self {
+        match refused {
+            SlotRefused::Busy => crate::error::ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "this server is running as many turns as it may; retry shortly",
+            ),
+            SlotRefused::AlreadyRunning => {
+                crate::error::ApiError::conflict("the turn is already running")
+            }
+        }
+    }
+}
+
 pub struct AppState {
     pub store: Store,
     pub engine: Arc<Engine>,
@@ -117,15 +141,19 @@ impl AppState {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Reserve a slot for a turn on this replica; `None` when all slots are taken.
-    pub fn register_turn(&self, turn_id: &str) -> Option<CancellationToken> {
+    /// Reserve a slot for a turn on this replica. Refused when all slots are taken, or when
+    /// the turn already runs here (two racing resumes must not share, or steal, one slot).
+    pub fn register_turn(&self, turn_id: &str) -> Result<CancellationToken, SlotRefused> {
         let mut running = self.running();
+        if running.contains_key(turn_id) {
+            return Err(SlotRefused::AlreadyRunning);
+        }
         if running.len() >= self.config.max_running_turns {
-            return None;
+            return Err(SlotRefused::Busy);
         }
         let token = CancellationToken::new();
         running.insert(turn_id.to_string(), token.clone());
-        Some(token)
+        Ok(token)
     }
 
     pub fn unregister_turn(&self, turn_id: &str) {

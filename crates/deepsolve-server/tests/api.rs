@@ -196,6 +196,13 @@ async fn a_follow_up_turn_sees_the_previous_answer_and_solve_record() {
         saw_history,
         "the follow-up's prompt carries turn 1's question, record and answer"
     );
+    // Kept with the turn, so a resume continues with the history the turn started with.
+    let stored = s.state.store.turn_unscoped(&second).await.expect("read");
+    let history = stored
+        .map(|t| t.spec["history"].clone())
+        .unwrap_or_default();
+    assert_eq!(history.as_array().map(Vec::len), Some(1), "{history}");
+    assert_eq!(history[0]["answer"], first_view["answer"]);
     let (status, view) = s.get(&format!("/api/v1/sessions/{session}"), None).await;
     assert_eq!(status, 200);
     assert_eq!(view["turns"].as_array().map(Vec::len), Some(2));
@@ -647,5 +654,177 @@ async fn every_operation_in_openapi_json_is_served() {
             );
         }
     }
+    s.shutdown().await;
+}
+
+fn message(err: &Value) -> &str {
+    err["error"]["message"].as_str().unwrap_or("")
+}
+
+/// A turn as a crash leaves it: recorded with its spec, a few events logged (no checkpoint:
+/// it died before finishing a step), then marked interrupted by the next start.
+async fn crashed_turn(s: &support::TestServer, user_id: &str) -> String {
+    use deepsolve_core::{EventKind, TurnEvent};
+    use deepsolve_store::{NewTurn, StoredEvent};
+    let store = &s.state.store;
+    let session = store
+        .create_session(user_id, "crashed")
+        .await
+        .expect("session");
+    let turn = format!("turn_crashed_{}", user_id.len());
+    // A spec as older builds stored it (no history): it must still resume.
+    let spec = json!({
+        "language": "en",
+        "tools": [],
+        "config": deepsolve_core::SolveConfig::default(),
+        "context_window": 32_000,
+    });
+    let new = NewTurn {
+        id: turn.clone(),
+        session_id: session.id,
+        user_id: user_id.to_string(),
+        problem: "Solve x^2 - 5x + 6 = 0".into(),
+        spec,
+        owner: "gone".into(),
+    };
+    store.create_turn(&new).await.expect("turn");
+    let kinds = [
+        EventKind::TurnStarted {
+            model: "mock-model".into(),
+            problem: new.problem.clone(),
+            tools: Vec::new(),
+            language: "en".into(),
+            resumed: false,
+        },
+        EventKind::TextDelta {
+            text: "Let me plan".into(),
+        },
+    ];
+    let events: Vec<StoredEvent> = kinds
+        .into_iter()
+        .enumerate()
+        .map(|(seq, kind)| {
+            let event = TurnEvent {
+                turn_id: turn.clone(),
+                seq: seq as u64,
+                ts: 1,
+                kind,
+            };
+            StoredEvent::from_event(&event).expect("encode")
+        })
+        .collect();
+    store.append_events(&events).await.expect("events");
+    assert_eq!(
+        store.mark_interrupted("gone").await.expect("mark"),
+        vec![turn.clone()]
+    );
+    turn
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_turn_without_a_checkpoint_starts_over_with_its_seqs_continuing() {
+    let s = start(solver(2), Options::default()).await.server;
+    let turn = crashed_turn(&s, deepsolve_server::LOCAL_USER).await;
+    let (status, body) = s
+        .post(&format!("/api/v1/turns/{turn}/resume"), json!({}), None)
+        .await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["turn_id"], json!(turn));
+    let events = s.events(&turn, None, None).await;
+    assert_gapless(&events, 0);
+    // The new run starts right after what the dead one logged: a fresh start, not a resume.
+    assert_eq!(events[2].kind(), "turn_started");
+    assert!(events[2].data.get("resumed").is_none(), "{:?}", events[2]);
+    assert_eq!(events.last().map(|e| e.kind()), Some("turn_finished"));
+    assert_eq!(
+        events.last().map(|e| e.data["stop_reason"].clone()),
+        Some(json!("answered"))
+    );
+    let view = s.wait_done(&turn, None).await;
+    assert_eq!(view["status"], "finished");
+    let steps = view["solve"]["steps"].as_array().expect("steps");
+    assert!(steps.len() == 2 && steps.iter().all(|s| s["done"] == true));
+    let (status, err) = s
+        .post(&format!("/api/v1/turns/{turn}/resume"), json!({}), None)
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("conflict"))
+    );
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("interrupted") && m.contains("finished")),
+        "{err}"
+    );
+    s.mock.assert_clean();
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_owner_resumes_and_only_an_interrupted_turn() {
+    let started = start(
+        slow_solver(2, Duration::from_millis(150)),
+        Options {
+            users: vec![("alice", Role::User), ("bob", Role::User)],
+            ..Options::default()
+        },
+    )
+    .await;
+    let s = started.server;
+    let (alice, bob) = (
+        Some(started.tokens[0].as_str()),
+        Some(started.tokens[1].as_str()),
+    );
+    let alice_id = s
+        .state
+        .store
+        .user_by_name("alice")
+        .await
+        .expect("lookup")
+        .expect("alice")
+        .id;
+    let crashed = crashed_turn(&s, &alice_id).await;
+    let resume = |turn: &str| format!("/api/v1/turns/{turn}/resume");
+    let (status, err) = s.post(&resume(&crashed), json!({}), bob).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+    let (status, _) = s.post(&resume("turn_missing"), json!({}), alice).await;
+    assert_eq!(status, 404);
+    let (_, view) = s.get(&format!("/api/v1/turns/{crashed}"), alice).await;
+    assert_eq!(
+        view["status"], "interrupted",
+        "bob's attempt changed nothing"
+    );
+
+    // A follow-up started in its session after the crash runs: neither turn is resumed.
+    let (running, _) = s
+        .start_turn(
+            json!({"problem": "slowly", "session_id": view["session_id"]}),
+            alice,
+        )
+        .await;
+    let (status, err) = s.post(&resume(&running), json!({}), alice).await;
+    assert_eq!(status, 409, "{err}");
+    assert!(message(&err).contains("this one is running"), "{err}");
+    let (status, err) = s.post(&resume(&crashed), json!({}), alice).await;
+    assert_eq!(status, 409, "{err}");
+    assert!(message(&err).contains("session is running"), "{err}");
+
+    // Once it has finished, it is not resumable either, and the crashed one is.
+    s.events(&running, None, alice).await;
+    s.wait_done(&running, alice).await;
+    let (status, err) = s.post(&resume(&running), json!({}), alice).await;
+    assert_eq!(status, 409);
+    assert!(message(&err).contains("this one is finished"), "{err}");
+    let (status, body) = s.post(&resume(&crashed), json!({}), alice).await;
+    assert_eq!(status, 202, "{body}");
+    let (status, _) = s.post(&resume(&crashed), json!({}), alice).await;
+    assert_eq!(status, 409, "a resumed turn runs: not resumed twice");
+    s.events(&crashed, None, alice).await;
+    let view = s.wait_done(&crashed, alice).await;
+    assert_eq!(view["stop_reason"], "answered", "{view}");
     s.shutdown().await;
 }

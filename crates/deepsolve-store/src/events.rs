@@ -104,6 +104,24 @@ impl Store {
         rows.iter().map(event_from_row).collect()
     }
 
+    /// The latest event of one kind in a turn's log (say, its last `checkpoint`), without
+    /// reading the events around it.
+    pub async fn last_event_of_kind(
+        &self,
+        turn_id: &str,
+        kind: &str,
+    ) -> Result<Option<StoredEvent>, StoreError> {
+        let row = sqlx::query(
+            "SELECT turn_id, seq, kind, ts, data FROM turn_events WHERE turn_id = $1 AND kind = $2 \
+             ORDER BY seq DESC LIMIT 1",
+        )
+        .bind(turn_id)
+        .bind(kind)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(event_from_row).transpose()
+    }
+
     /// The highest `seq` logged for a turn.
     pub async fn last_seq(&self, turn_id: &str) -> Result<Option<u64>, StoreError> {
         let seq: Option<i64> =

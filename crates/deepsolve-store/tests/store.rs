@@ -248,6 +248,10 @@ async fn the_event_log_appends_in_order_and_reads_after_a_seq() {
         let page = store.events_after(&turn, Some(0), 2).await.expect("page");
         assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
         assert_eq!(store.last_seq(&turn).await.expect("last"), Some(4));
+        let latest = store.last_event_of_kind(&turn, &batch[0].kind).await;
+        assert_eq!(latest.expect("latest"), Some(batch[4].clone()));
+        let none = store.last_event_of_kind(&turn, "checkpoint").await;
+        assert_eq!(none.expect("none"), None);
         assert!(
             store.append_events(&[text(&turn, 3)]).await.is_err(),
             "history is never rewritten"
