@@ -1,7 +1,8 @@
 //! The append-only turn event log (DESIGN R9: appended as they happen, never only at the end).
 
-use sqlx::Row;
+use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
+use sqlx::{Connection, Row};
 
 use crate::error::StoreError;
 use crate::model::StoredEvent;
@@ -28,8 +29,47 @@ impl Store {
         if events.is_empty() {
             return Ok(());
         }
-        let _gate = self.write_gate().await;
-        let mut tx = self.pool().begin().await?;
+        let mut conn = self.pool().acquire().await?;
+        let _gate = self.event_write_gate().await;
+        self.append_locked(&mut conn, events).await
+    }
+
+    /// A connection of its own, outside the pool's count, for a busy appender such as the
+    /// server's event writer: it never queues behind readers for a pool slot, and it can live
+    /// on the appender's own thread. Use it with [`Store::append_events_on`].
+    pub async fn writer_connection(&self) -> Result<AnyConnection, StoreError> {
+        match self.backend() {
+            // A PostgreSQL socket is driven by the runtime that opened it: a fresh connection
+            // opened here belongs to the caller's runtime (the writer's own thread), where one
+            // from the pool would wait for the busy shared runtime to poll its socket.
+            Backend::Postgres => Ok(AnyConnection::connect(self.url()).await?),
+            // SQLite connections run on worker threads of their own; the pool's come with
+            // the per-connection pragmas.
+            Backend::Sqlite => Ok(self.pool().acquire().await?.detach()),
+        }
+    }
+
+    /// [`Store::append_events`] on a connection from [`Store::writer_connection`]. After an
+    /// error the connection may be broken: open another one.
+    pub async fn append_events_on(
+        &self,
+        conn: &mut AnyConnection,
+        events: &[StoredEvent],
+    ) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let _gate = self.event_write_gate().await;
+        self.append_locked(conn, events).await
+    }
+
+    /// The append itself; the caller holds the write gate.
+    async fn append_locked(
+        &self,
+        conn: &mut AnyConnection,
+        events: &[StoredEvent],
+    ) -> Result<(), StoreError> {
+        let mut tx = conn.begin().await?;
         // Multi-row INSERTs: one statement per row costs a round trip to the database each,
         // which caps a busy server at a few thousand events per second.
         let mut rest = events;
@@ -49,13 +89,11 @@ impl Store {
             rest = tail;
         }
         if self.backend() == Backend::Postgres {
-            for (turn_id, seq) in last_seq_per_turn(events) {
-                sqlx::query("SELECT pg_notify($1, $2)")
-                    .bind(NOTIFY_CHANNEL)
-                    .bind(self.notify_payload(turn_id, &seq.to_string()))
-                    .execute(&mut *tx)
-                    .await?;
-            }
+            let payloads: Vec<String> = last_seq_per_turn(events)
+                .into_iter()
+                .map(|(turn_id, seq)| self.notify_payload(turn_id, &seq.to_string()))
+                .collect();
+            notify_all(&mut tx, &payloads).await?;
         }
         tx.commit().await?;
         self.hub().publish_events(events);
@@ -63,7 +101,7 @@ impl Store {
     }
 
     /// `<process tag> <turn id> <what>`: the listener skips its own process's notifications.
-    fn notify_payload(&self, turn_id: &str, what: &str) -> String {
+    pub(crate) fn notify_payload(&self, turn_id: &str, what: &str) -> String {
         format!("{} {turn_id} {what}", self.inner.process_tag)
     }
 
@@ -192,16 +230,65 @@ fn insert_statement(rows: usize, numbered: bool) -> String {
     )
 }
 
-/// `(turn_id, highest seq)` for each turn in a batch, in first-seen order.
+/// `(turn_id, highest seq)` for each turn in a batch, in first-seen order. (Indexed: a batch
+/// under load holds a thousand turns, and a linear search per event was quadratic.)
 fn last_seq_per_turn(events: &[StoredEvent]) -> Vec<(&str, u64)> {
     let mut out: Vec<(&str, u64)> = Vec::new();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for e in events {
-        match out.iter_mut().find(|(t, _)| *t == e.turn_id) {
-            Some(entry) => entry.1 = entry.1.max(e.seq),
-            None => out.push((&e.turn_id, e.seq)),
+        match index.get(e.turn_id.as_str()) {
+            Some(&i) => {
+                if let Some(entry) = out.get_mut(i) {
+                    entry.1 = entry.1.max(e.seq);
+                }
+            }
+            None => {
+                index.insert(&e.turn_id, out.len());
+                out.push((&e.turn_id, e.seq));
+            }
         }
     }
     out
+}
+
+/// NOTIFY `payloads` on the events channel (PostgreSQL), many per statement: a batch under
+/// load announces a thousand turns, and one statement each was a thousand round trips
+/// inside the writer's transaction.
+pub(crate) async fn notify_all(
+    conn: &mut AnyConnection,
+    payloads: &[String],
+) -> Result<(), StoreError> {
+    let mut rest = payloads;
+    while !rest.is_empty() {
+        let n = chunk_len(rest.len());
+        let (chunk, tail) = rest.split_at(n);
+        let mut query = sqlx::query(notify_sql(n)).bind(NOTIFY_CHANNEL);
+        for payload in chunk {
+            query = query.bind(payload.as_str());
+        }
+        query.execute(&mut *conn).await?;
+        rest = tail;
+    }
+    Ok(())
+}
+
+/// `SELECT pg_notify($1, $2), pg_notify($1, $3), …` for `n` payloads (a power of two ≤
+/// `MAX_ROWS`, so only a few statements exist, each prepared once per connection).
+fn notify_sql(n: usize) -> &'static str {
+    static ALL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let all = ALL.get_or_init(|| {
+        (0..=MAX_ROWS.trailing_zeros())
+            .map(|p| {
+                let calls: Vec<String> = (0..1usize << p)
+                    .map(|i| format!("pg_notify($1, ${})", i + 2))
+                    .collect();
+                format!("SELECT {}", calls.join(", "))
+            })
+            .collect()
+    });
+    all.get(n.trailing_zeros() as usize)
+        .map(String::as_str)
+        .unwrap_or("SELECT pg_notify($1, $2)")
 }
 
 #[cfg(test)]
@@ -223,5 +310,23 @@ mod tests {
             insert_sql(Backend::Sqlite, 2).ends_with("VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)")
         );
         assert_eq!(insert_sql(Backend::Sqlite, 1).matches('(').count(), 2);
+        assert_eq!(notify_sql(1), "SELECT pg_notify($1, $2)");
+        assert!(notify_sql(4).ends_with("pg_notify($1, $4), pg_notify($1, $5)"));
+    }
+
+    #[test]
+    fn the_last_seq_of_each_turn_in_first_seen_order() {
+        let e = |turn: &str, seq| StoredEvent {
+            turn_id: turn.into(),
+            seq,
+            kind: "text_delta".into(),
+            ts: 0,
+            data: String::new(),
+        };
+        let batch = [e("b", 3), e("a", 7), e("b", 4), e("a", 8), e("c", 0)];
+        assert_eq!(
+            last_seq_per_turn(&batch),
+            vec![("b", 4), ("a", 8), ("c", 0)]
+        );
     }
 }

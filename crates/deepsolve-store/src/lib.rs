@@ -42,6 +42,7 @@ pub use model::{
     ArtifactMeta, IssuedToken, NewArtifact, NewTurn, Role, Session, StoredEvent, TurnFinish,
     TurnRecord, TurnStatus, User,
 };
+pub use sqlx::AnyConnection;
 pub use users::hash_token;
 
 /// The database behind a URL.
@@ -93,7 +94,7 @@ struct Inner {
     /// SQLite allows one writer at a time; writers that collide wait in SQLite's busy
     /// handler, which sleeps in steps of up to 100 ms. Queueing writers here instead keeps
     /// event latency flat. (`None` on PostgreSQL, which has row locks.)
-    write_gate: Option<tokio::sync::Mutex<()>>,
+    write_gate: Option<WriteGates>,
     /// Cancellation requests for turns, from other replicas (see [`Store::request_cancel`]).
     cancels: tokio::sync::broadcast::Sender<String>,
     /// Distinguishes this process's NOTIFYs from other replicas' (it already delivered its own
@@ -117,17 +118,21 @@ impl Store {
             pool.execute("PRAGMA journal_mode = WAL").await?;
         }
         migrator(backend).run(&pool).await?;
-        Ok(Store {
+        let store = Store {
             inner: Arc::new(Inner {
                 pool,
                 backend,
                 url,
                 hub: Arc::new(Hub::default()),
-                write_gate: (backend == Backend::Sqlite).then(|| tokio::sync::Mutex::new(())),
+                write_gate: (backend == Backend::Sqlite).then(WriteGates::default),
                 cancels: tokio::sync::broadcast::channel(256).0,
                 process_tag: uuid::Uuid::now_v7().simple().to_string(),
             }),
-        })
+        };
+        if backend == Backend::Sqlite {
+            spawn_checkpointer(Arc::downgrade(&store.inner));
+        }
+        Ok(store)
     }
 
     /// Open an SQLite file by path.
@@ -159,17 +164,86 @@ impl Store {
         self.inner.pool.close().await;
     }
 
+    pub(crate) fn url(&self) -> &str {
+        &self.inner.url
+    }
+
     pub(crate) fn pool(&self) -> &AnyPool {
         &self.inner.pool
     }
 
     /// Held for the length of a write (see `Inner::write_gate`).
-    pub(crate) async fn write_gate(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    pub(crate) async fn write_gate(&self) -> Option<WriteGuard<'_>> {
         match &self.inner.write_gate {
-            Some(gate) => Some(gate.lock().await),
+            Some(gates) => {
+                let queue = gates.queue.lock().await;
+                let db = gates.db.lock().await;
+                Some(WriteGuard {
+                    _db: db,
+                    _queue: queue,
+                })
+            }
             None => None,
         }
     }
+
+    /// The write gate for event appends, which skip the queue of other writers (see
+    /// [`WriteGates`]).
+    pub(crate) async fn event_write_gate(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match &self.inner.write_gate {
+            Some(gates) => Some(gates.db.lock().await),
+            None => None,
+        }
+    }
+}
+
+/// SQLite's single writer slot, with a priority lane for event appends. Other writers (new
+/// turns and sessions, turn ends) queue on `queue` and then take `db`; event appends take
+/// `db` directly, so they wait for at most one other write, never for the whole queue: when
+/// 2 000 turns start at once, 4 000 session and turn inserts queue up, and events streaming
+/// meanwhile waited up to a second behind them in one FIFO.
+#[derive(Default)]
+pub(crate) struct WriteGates {
+    queue: tokio::sync::Mutex<()>,
+    db: tokio::sync::Mutex<()>,
+}
+
+/// Both gates of an ordinary write (released in field order: `db` first).
+pub(crate) struct WriteGuard<'a> {
+    _db: tokio::sync::MutexGuard<'a, ()>,
+    _queue: tokio::sync::MutexGuard<'a, ()>,
+}
+
+/// How often the SQLite WAL is copied back into the database file in the background.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
+
+/// Checkpoint the WAL mostly off the writers' path. A checkpoint run by a committing
+/// connection (SQLite's automatic one) stalls that commit for the copy and an fsync, 30–60 ms
+/// under load, with every event waiting behind it; a PASSIVE checkpoint from here copies the
+/// pages beside the writer instead. It cannot restart the WAL while appends keep coming (the
+/// log is only rewound after a checkpoint that caught up with the last commit), so the
+/// automatic checkpoint stays on as well: when it fires, most pages are already copied, and
+/// it rewinds the WAL, which keeps the file bounded. The task ends with the store.
+fn spawn_checkpointer(inner: std::sync::Weak<Inner>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(inner) = inner.upgrade() else {
+                return;
+            };
+            if inner.pool.is_closed() {
+                return;
+            }
+            if let Err(e) = inner.pool.execute("PRAGMA wal_checkpoint(PASSIVE)").await {
+                tracing::debug!(error = %e, "background WAL checkpoint failed");
+            }
+        }
+    });
 }
 
 fn pool_options(backend: Backend, options: &StoreOptions) -> AnyPoolOptions {
@@ -184,6 +258,15 @@ fn pool_options(backend: Backend, options: &StoreOptions) -> AnyPoolOptions {
         Backend::Sqlite => pool.after_connect(|conn, _meta| {
             Box::pin(async move {
                 conn.execute("PRAGMA synchronous = NORMAL").await?;
+                // Under load every event batch dirties one index page per streaming turn
+                // (events are keyed by turn, and thousands of turns interleave), so a batch
+                // writes ~1 000 pages to the WAL and the default checkpoint threshold (1 000
+                // pages) made nearly every commit also run a checkpoint with an fsync. With
+                // this threshold a commit checkpoints about once per 40 MiB of WAL, and the
+                // background checkpointer (`spawn_checkpointer`) has copied most of it by then.
+                // A larger page cache keeps the index in memory instead of re-reading it.
+                conn.execute("PRAGMA wal_autocheckpoint = 10000").await?;
+                conn.execute("PRAGMA cache_size = -32768").await?;
                 Ok(())
             })
         }),

@@ -34,6 +34,9 @@ pub fn title_from(problem: &str) -> String {
 
 impl Store {
     pub async fn create_session(&self, user_id: &str, title: &str) -> Result<Session, StoreError> {
+        // The connection first: the gate is then held only for the write itself, not while
+        // waiting for a pool slot behind readers.
+        let mut conn = self.pool().acquire().await?;
         let _gate = self.write_gate().await;
         let now = now_ms();
         let session = Session {
@@ -51,7 +54,7 @@ impl Store {
         .bind(&session.title)
         .bind(now)
         .bind(now)
-        .execute(self.pool())
+        .execute(&mut *conn)
         .await?;
         Ok(session)
     }

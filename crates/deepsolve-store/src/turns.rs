@@ -3,12 +3,49 @@
 
 use deepsolve_core::PriorTurn;
 use serde::de::DeserializeOwned;
-use sqlx::Row;
 use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Connection, Row};
 
 use crate::error::StoreError;
+use crate::events::notify_all;
 use crate::model::{NewTurn, TurnFinish, TurnRecord, TurnStatus};
-use crate::{Store, now_ms, to_i64, to_u64};
+use crate::{Backend, Store, now_ms, to_i64, to_u64};
+
+/// The `UPDATE` that records a turn's end (only a running turn's).
+fn finish_query<'q>(
+    id: &'q str,
+    finish: &TurnFinish,
+    now: i64,
+) -> Result<sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>, StoreError> {
+    let status = finish.status.unwrap_or(TurnStatus::Finished);
+    Ok(sqlx::query(
+        "UPDATE turns SET status = $1, answer = $2, stop_reason = $3, usage = $4, solve = $5, \
+         rounds = $6, elapsed_ms = $7, error = $8, updated_at = $9, finished_at = $9 \
+         WHERE id = $10 AND status = 'running'",
+    )
+    .bind(status.as_str())
+    .bind(finish.answer.clone())
+    .bind(finish.stop_reason.clone())
+    .bind(
+        finish
+            .usage
+            .as_ref()
+            .map(|u| to_json("usage", u))
+            .transpose()?,
+    )
+    .bind(
+        finish
+            .solve
+            .as_ref()
+            .map(|s| to_json("solve", s))
+            .transpose()?,
+    )
+    .bind(i64::from(finish.rounds))
+    .bind(to_i64(finish.elapsed_ms))
+    .bind(finish.error.clone())
+    .bind(now)
+    .bind(id))
+}
 
 const TURN_COLUMNS: &str = "id, session_id, user_id, problem, spec, status, answer, stop_reason, \
      usage, solve, rounds, elapsed_ms, error, owner, created_at, updated_at, finished_at";
@@ -55,7 +92,9 @@ impl Store {
     /// is running: a follow-up needs the previous answer. The check and the insert are one
     /// statement, so two racing requests cannot both get in.
     pub async fn create_turn(&self, turn: &NewTurn) -> Result<TurnRecord, StoreError> {
-        let _gate = self.write_gate().await;
+        // The connection first, so the gate is held only while writing (see `create_session`).
+        let mut conn = self.pool().acquire().await?;
+        let gate = self.write_gate().await;
         let now = now_ms();
         let done = sqlx::query(
             "INSERT INTO turns (id, session_id, user_id, problem, spec, status, owner, created_at, updated_at) \
@@ -69,7 +108,7 @@ impl Store {
             .bind(to_json("spec", &turn.spec)?)
             .bind(&turn.owner)
             .bind(now)
-            .execute(self.pool())
+            .execute(&mut *conn)
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::Conflict(
@@ -79,8 +118,10 @@ impl Store {
         sqlx::query("UPDATE sessions SET updated_at = $1 WHERE id = $2")
             .bind(now)
             .bind(&turn.session_id)
-            .execute(self.pool())
+            .execute(&mut *conn)
             .await?;
+        drop(gate);
+        drop(conn);
         self.turn_unscoped(&turn.id)
             .await?
             .ok_or_else(|| StoreError::corrupt("turn", "vanished right after insert"))
@@ -140,41 +181,63 @@ impl Store {
     /// Record how a turn ended. Only a running turn is finished (a turn marked interrupted by
     /// a restart keeps that status).
     pub async fn finish_turn(&self, id: &str, finish: &TurnFinish) -> Result<(), StoreError> {
-        let _gate = self.write_gate().await;
+        // The connection first, so the gate is held only while writing (see `create_session`).
+        let mut conn = self.pool().acquire().await?;
+        let gate = self.write_gate().await;
+        finish_query(id, finish, now_ms())?
+            .execute(&mut *conn)
+            .await?;
+        drop(gate);
+        drop(conn);
+        self.announce_ends(&[id]).await
+    }
+
+    /// [`Store::finish_turn`] for many turns in one transaction, on a connection from
+    /// [`Store::writer_connection`] (the event writer records the ends that arrived with a
+    /// batch of events this way: under load hundreds of turns end at once, and one write
+    /// each kept the events of the turns still streaming waiting). The ends take the event
+    /// appends' lane through the write gate: they are part of the writer's stream.
+    pub async fn finish_turns_on(
+        &self,
+        conn: &mut AnyConnection,
+        ends: &[(&str, &TurnFinish)],
+    ) -> Result<(), StoreError> {
+        if ends.is_empty() {
+            return Ok(());
+        }
         let now = now_ms();
-        let status = finish.status.unwrap_or(TurnStatus::Finished);
-        sqlx::query(
-            "UPDATE turns SET status = $1, answer = $2, stop_reason = $3, usage = $4, solve = $5, \
-             rounds = $6, elapsed_ms = $7, error = $8, updated_at = $9, finished_at = $9 \
-             WHERE id = $10 AND status = 'running'",
-        )
-        .bind(status.as_str())
-        .bind(finish.answer.clone())
-        .bind(finish.stop_reason.clone())
-        .bind(
-            finish
-                .usage
-                .as_ref()
-                .map(|u| to_json("usage", u))
-                .transpose()?,
-        )
-        .bind(
-            finish
-                .solve
-                .as_ref()
-                .map(|s| to_json("solve", s))
-                .transpose()?,
-        )
-        .bind(i64::from(finish.rounds))
-        .bind(to_i64(finish.elapsed_ms))
-        .bind(finish.error.clone())
-        .bind(now)
-        .bind(id)
-        .execute(self.pool())
-        .await?;
-        // Readers end on `turn_finished`, but a failed turn has none: tell them to look.
-        self.hub().publish(id, crate::HubMsg::Poke);
-        self.notify_other_replicas(id, "end").await?;
+        {
+            let _gate = self.event_write_gate().await;
+            let mut tx = conn.begin().await?;
+            for (id, finish) in ends {
+                finish_query(id, finish, now)?.execute(&mut *tx).await?;
+            }
+            // Other replicas hear of the ends from this transaction, as they hear of appends:
+            // the appender's connection is its own, and may live on another runtime than the
+            // pool's.
+            if self.backend() == Backend::Postgres {
+                let payloads: Vec<String> = ends
+                    .iter()
+                    .map(|(id, _)| self.notify_payload(id, "end"))
+                    .collect();
+                notify_all(&mut tx, &payloads).await?;
+            }
+            tx.commit().await?;
+        }
+        for (id, _) in ends {
+            self.hub().publish(id, crate::HubMsg::Poke);
+        }
+        Ok(())
+    }
+
+    /// Readers end on `turn_finished`, but a failed turn has none: tell them to look.
+    async fn announce_ends(&self, ids: &[&str]) -> Result<(), StoreError> {
+        for id in ids {
+            self.hub().publish(id, crate::HubMsg::Poke);
+        }
+        for id in ids {
+            self.notify_other_replicas(id, "end").await?;
+        }
         Ok(())
     }
 

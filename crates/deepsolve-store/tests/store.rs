@@ -308,6 +308,57 @@ async fn subscribers_get_committed_events_and_a_poke_when_the_turn_ends() {
 }
 
 #[tokio::test]
+async fn a_writer_connection_appends_and_ends_many_turns_at_once() {
+    for (store, _dir) in stores().await {
+        let (a, _) = running_turn(&store, "u", None).await;
+        let (b, _) = running_turn(&store, "u", None).await;
+        let mut sub = store.subscribe(&a);
+        let mut conn = store.writer_connection().await.expect("writer connection");
+        store
+            .append_events_on(&mut conn, &[text(&a, 0), text(&b, 0), text(&a, 1)])
+            .await
+            .expect("append");
+        for want in 0..2 {
+            match tokio::time::timeout(Duration::from_secs(5), sub.recv()).await {
+                Ok(Received::Msg(HubMsg::Event(e))) => assert_eq!(e.seq, want),
+                other => panic!("expected event {want}, got {other:?}"),
+            }
+        }
+        // A duplicate seq is refused, and nothing of its batch lands.
+        assert!(
+            store
+                .append_events_on(&mut conn, &[text(&b, 1), text(&a, 1)])
+                .await
+                .is_err()
+        );
+        let mut conn = store.writer_connection().await.expect("a fresh one");
+        assert_eq!(store.last_seq(&b).await.expect("seq"), Some(0));
+        let finished = TurnFinish {
+            answer: Some("x = 1".into()),
+            ..TurnFinish::default()
+        };
+        store
+            .finish_turns_on(&mut conn, &[(&a, &finished), (&b, &TurnFinish::default())])
+            .await
+            .expect("finish both");
+        assert!(matches!(
+            tokio::time::timeout(Duration::from_secs(5), sub.recv()).await,
+            Ok(Received::Msg(HubMsg::Poke))
+        ));
+        for turn in [&a, &b] {
+            let record = store
+                .turn_unscoped(turn)
+                .await
+                .expect("read")
+                .expect("turn");
+            assert_eq!(record.status, TurnStatus::Finished);
+        }
+        let record = store.turn_unscoped(&a).await.expect("read").expect("turn");
+        assert_eq!(record.answer.as_deref(), Some("x = 1"));
+    }
+}
+
+#[tokio::test]
 async fn finished_turns_feed_follow_ups_with_answers_and_solve_records() {
     for (store, _dir) in stores().await {
         let (turn, session) = running_turn(&store, "u", None).await;
