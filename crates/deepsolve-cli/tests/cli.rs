@@ -3,40 +3,13 @@
 //! binary sent breaks an invariant.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 
-use assert_cmd::Command;
+mod support;
+
 use deepsolve_testkit::*;
 use serde_json::Value;
 
-/// An isolated environment: an empty settings file and no inherited model settings.
-struct Env {
-    _dir: tempfile::TempDir,
-    config: PathBuf,
-}
-
-impl Env {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let config = dir.path().join("settings.yaml");
-        std::fs::write(&config, "").expect("settings file");
-        Env { _dir: dir, config }
-    }
-
-    fn cmd(&self) -> Command {
-        let mut cmd = Command::cargo_bin("deepsolve").expect("binary");
-        for (key, _) in std::env::vars() {
-            if key.starts_with("DEEPSOLVE_") || key == "OPENAI_API_KEY" {
-                cmd.env_remove(key);
-            }
-        }
-        cmd.env("DEEPSOLVE_CONFIG", &self.config);
-        // Turn workspaces (code tools are auto-mounted) go to the scratch dir, not ~.
-        cmd.env("XDG_DATA_HOME", self._dir.path().join("data"));
-        cmd.timeout(std::time::Duration::from_secs(60));
-        cmd
-    }
-}
+use support::Isolated as Env;
 
 struct Solved {
     code: i32,
@@ -75,7 +48,7 @@ impl Solved {
 
 fn solve_json(server: &MockServer, extra: &[&str]) -> Solved {
     let env = Env::new();
-    let mut cmd = env.cmd();
+    let mut cmd = env.command();
     cmd.args([
         "solve",
         "--json",
@@ -410,7 +383,7 @@ fn live_view_shows_the_checklist_tool_lines_answer_and_footer() {
     let server = MockServer::policy(WellBehaved::new(2));
     let env = Env::new();
     let out = env
-        .cmd()
+        .command()
         .args([
             "solve",
             "--base-url",
@@ -442,7 +415,7 @@ fn live_view_shows_the_checklist_tool_lines_answer_and_footer() {
 #[test]
 fn no_model_configured_names_the_three_ways() {
     let env = Env::new();
-    let out = env.cmd().args(["solve", "x"]).output().unwrap();
+    let out = env.command().args(["solve", "x"]).output().unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
@@ -461,7 +434,7 @@ fn bad_settings_are_named() {
     let env = Env::new();
     std::fs::write(&env.config, "solve:\n  max_round: 3\n").unwrap();
     let out = env
-        .cmd()
+        .command()
         .args(["solve", "--model", "m", "x"])
         .output()
         .unwrap();
@@ -471,7 +444,7 @@ fn bad_settings_are_named() {
 
     std::fs::write(&env.config, "").unwrap();
     let out = env
-        .cmd()
+        .command()
         .args([
             "solve",
             "--model",
@@ -495,34 +468,34 @@ fn bad_settings_are_named() {
 #[test]
 fn settings_set_get_and_path() {
     let env = Env::new();
-    let out = env.cmd().args(["settings", "path"]).output().unwrap();
+    let out = env.command().args(["settings", "path"]).output().unwrap();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         env.config.display().to_string()
     );
 
     let out = env
-        .cmd()
+        .command()
         .args(["settings", "set", "solve.max_rounds=99"])
         .output()
         .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("using 50"));
     let out = env
-        .cmd()
+        .command()
         .args(["settings", "get", "solve.max_rounds"])
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "50");
 
     let out = env
-        .cmd()
+        .command()
         .args(["settings", "set", "llm.api_key=sk-secret"])
         .output()
         .unwrap();
     assert!(!out.status.success());
     let out = env
-        .cmd()
+        .command()
         .env("DEEPSOLVE_API_KEY", "sk-very-secret")
         .args(["settings", "get"])
         .output()
@@ -542,7 +515,7 @@ fn doctor_checks_the_endpoint_model_and_tool_calling() {
     }));
     let env = Env::new();
     let out = env
-        .cmd()
+        .command()
         .args([
             "doctor",
             "--base-url",
@@ -560,7 +533,7 @@ fn doctor_checks_the_endpoint_model_and_tool_calling() {
     assert!(stdout.contains("recommended protocol: native"));
 
     let dead = env
-        .cmd()
+        .command()
         .args([
             "doctor",
             "--base-url",
@@ -587,19 +560,18 @@ fn ctrl_c_cancels_the_turn_cleanly() {
         Reply::delayed(Duration::from_secs(30), Reply::text("too late")),
     ]);
     let env = Env::new();
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("deepsolve"));
-    cmd.env("DEEPSOLVE_CONFIG", &env.config)
-        .args([
-            "solve",
-            "--json",
-            "--base-url",
-            &server.url(),
-            "--model",
-            "mock-model",
-            "x",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
+    let mut cmd = env.std_command();
+    cmd.args([
+        "solve",
+        "--json",
+        "--base-url",
+        &server.url(),
+        "--model",
+        "mock-model",
+        "x",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
     let mut lines = BufReader::new(stdout).lines();

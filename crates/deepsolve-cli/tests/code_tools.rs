@@ -3,46 +3,40 @@
 //! artifact the CLI lists; no secret of ours reaches the code; and fail-closed when no
 //! sandbox backend works.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use deepsolve_testkit::*;
 use serde_json::{Value, json};
+use support::Isolated;
 
-struct Env {
-    dir: tempfile::TempDir,
-    config: PathBuf,
+/// An isolated environment (see `support`) whose runs solve against `server`.
+struct Env(Isolated);
+
+impl std::ops::Deref for Env {
+    type Target = Isolated;
+
+    fn deref(&self) -> &Isolated {
+        &self.0
+    }
 }
 
 impl Env {
     fn new() -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let config = dir.path().join("settings.yaml");
-        std::fs::write(&config, "").expect("settings file");
-        Env { dir, config }
-    }
-
-    fn data(&self) -> PathBuf {
-        self.dir.path().join("data")
+        Env(Isolated::new())
     }
 
     fn cmd(&self, server: &MockServer) -> Command {
-        let mut cmd = Command::cargo_bin("deepsolve").expect("binary");
-        for (key, _) in std::env::vars() {
-            if key.starts_with("DEEPSOLVE_") || key == "OPENAI_API_KEY" {
-                cmd.env_remove(key);
-            }
-        }
-        cmd.env("DEEPSOLVE_CONFIG", &self.config)
-            .env("XDG_DATA_HOME", self.data())
-            .timeout(std::time::Duration::from_secs(120))
-            .args([
-                "solve",
-                "--base-url",
-                &server.url(),
-                "--model",
-                "mock-model",
-            ]);
+        let mut cmd = self.command();
+        cmd.args([
+            "solve",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+        ]);
         cmd
     }
 
@@ -273,7 +267,7 @@ fn broken_bwrap(dir: &Path) -> PathBuf {
 fn without_a_working_sandbox_the_code_tools_are_not_mounted() {
     let server = MockServer::policy(WellBehaved::new(1));
     let env = Env::new();
-    let bwrap = broken_bwrap(env.dir.path());
+    let bwrap = broken_bwrap(env.path());
     let out = env
         .cmd(&server)
         .env("DEEPSOLVE_BWRAP", &bwrap)
@@ -323,9 +317,8 @@ fn without_a_working_sandbox_the_code_tools_are_not_mounted() {
     );
 
     // The doctor says exactly why.
-    let mut doctor = Command::cargo_bin("deepsolve").expect("binary");
-    let out = doctor
-        .env("DEEPSOLVE_CONFIG", &env.config)
+    let out = env
+        .command()
         .env("DEEPSOLVE_BWRAP", &bwrap)
         .env("PATH", "/nonexistent")
         .args(["doctor", "--base-url", &server.url(), "--model", "m"])

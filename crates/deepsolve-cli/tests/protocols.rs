@@ -1,25 +1,17 @@
 //! Issue 3 through the real binary: the text-tag protocol against a model that ignores stop
 //! sequences and invents results, `auto` fallback, reasoning in content, vendor markup.
 
-use assert_cmd::Command;
+mod support;
+
 use deepsolve_testkit::tags::MarkupStyle;
 use deepsolve_testkit::*;
 use serde_json::Value;
+use support::Isolated;
 
 fn run(server: &MockServer, extra: &[&str]) -> (i32, Vec<Value>) {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("settings.yaml");
-    std::fs::write(&config, "").unwrap();
-    let mut cmd = Command::cargo_bin("deepsolve").unwrap();
-    for (key, _) in std::env::vars() {
-        if key.starts_with("DEEPSOLVE_") || key == "OPENAI_API_KEY" {
-            cmd.env_remove(key);
-        }
-    }
-    let out = cmd
-        .env("DEEPSOLVE_CONFIG", &config)
-        // Turn workspaces (code tools are auto-mounted) go to the scratch dir, not ~.
-        .env("XDG_DATA_HOME", dir.path().join("data"))
+    let env = Isolated::new();
+    let out = env
+        .command()
         .args([
             "solve",
             "--json",
@@ -187,12 +179,8 @@ fn doctor_recommends_tags_for_a_model_without_tool_calling() {
             invent_responses: false,
         },
     });
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("settings.yaml");
-    std::fs::write(&config, "").unwrap();
-    let out = Command::cargo_bin("deepsolve")
-        .unwrap()
-        .env("DEEPSOLVE_CONFIG", &config)
+    let out = Isolated::new()
+        .command()
         .args([
             "doctor",
             "--base-url",

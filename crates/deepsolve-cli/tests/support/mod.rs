@@ -1,0 +1,50 @@
+//! What every CLI test needs: the real `deepsolve` binary, isolated from the developer's
+//! settings, environment and home (an empty settings file, a scratch data dir for turn
+//! workspaces, no inherited `DEEPSOLVE_*` or `OPENAI_API_KEY`).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub struct Isolated {
+    dir: tempfile::TempDir,
+    pub config: PathBuf,
+}
+
+impl Isolated {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = dir.path().join("settings.yaml");
+        std::fs::write(&config, "").expect("settings file");
+        Isolated { dir, config }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Where turn workspaces go (`XDG_DATA_HOME`).
+    pub fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The binary as a plain process (for tests that signal it while it runs).
+    pub fn std_command(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("deepsolve"));
+        for (key, _) in std::env::vars() {
+            if key.starts_with("DEEPSOLVE_") || key == "OPENAI_API_KEY" {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("DEEPSOLVE_CONFIG", &self.config)
+            .env("XDG_DATA_HOME", self.data());
+        cmd
+    }
+
+    /// The binary with a generous timeout, so a hung run fails instead of stalling CI.
+    pub fn command(&self) -> assert_cmd::Command {
+        let mut cmd = assert_cmd::Command::from_std(self.std_command());
+        cmd.timeout(Duration::from_secs(120));
+        cmd
+    }
+}
