@@ -514,17 +514,7 @@ fn doctor_checks_the_endpoint_model_and_tool_calling() {
         Reply::calls(vec![(tool, serde_json::json!({}))])
     }));
     let env = Env::new();
-    let out = env
-        .command()
-        .args([
-            "doctor",
-            "--base-url",
-            &server.url(),
-            "--model",
-            "mock-model",
-        ])
-        .output()
-        .unwrap();
+    let out = env.doctor(&server.url());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("✓ endpoint reachable"));

@@ -179,17 +179,7 @@ fn doctor_recommends_tags_for_a_model_without_tool_calling() {
             invent_responses: false,
         },
     });
-    let out = Isolated::new()
-        .command()
-        .args([
-            "doctor",
-            "--base-url",
-            &server.url(),
-            "--model",
-            "mock-model",
-        ])
-        .output()
-        .unwrap();
+    let out = Isolated::new().doctor(&server.url());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("! no native tool calling"), "{stdout}");
     assert!(stdout.contains("stop sequences"), "{stdout}");

@@ -47,4 +47,12 @@ impl Isolated {
         cmd.timeout(Duration::from_secs(120));
         cmd
     }
+
+    /// `deepsolve doctor` against a model endpoint.
+    pub fn doctor(&self, base_url: &str) -> std::process::Output {
+        self.command()
+            .args(["doctor", "--base-url", base_url, "--model", "mock-model"])
+            .output()
+            .expect("run doctor")
+    }
 }
