@@ -1,11 +1,10 @@
 //! 100 MB of output is capped while it streams: the host keeps the budget, not the flood.
 //! Its own binary, so the peak-memory reading is not disturbed by other tests.
 
-mod common;
 
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use deepsolve_sandbox::*;
 
 fn peak_rss_kib() -> u64 {

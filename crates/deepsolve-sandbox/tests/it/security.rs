@@ -3,13 +3,12 @@
 //! no process behind. Each test states the attack in Python or shell, exactly as a model
 //! could send it.
 
-mod common;
 
 use std::io::Read;
 use std::net::TcpListener;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use deepsolve_sandbox::*;
 use serde_json::Value;
 

@@ -367,12 +367,11 @@ fn the_binary_serves_a_named_policy() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("well-behaved"));
 }
 
-mod common;
 
 #[tokio::test]
 async fn policies_play_whole_turns_over_http() {
-    use common::{SimConfig, Stop, WireModel, run};
-    for fold in common::FOLD_STYLES {
+    use crate::common::{SimConfig, Stop, WireModel, run};
+    for fold in crate::common::FOLD_STYLES {
         let server = MockServer::policy(WellBehaved::new(3));
         let model = WireModel::new(server.url());
         let cfg = SimConfig {

@@ -1,12 +1,11 @@
 //! The loop end to end with a scripted in-process model: one test per stop reason, gate,
 //! fold path and dispatch rule (DESIGN §4, §5).
 
-mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use deepsolve_core::*;
 use serde_json::json;
 
@@ -714,7 +713,7 @@ fn inventing(text: String) -> Step {
     for i in 0..n {
         reply.push_str(&format!("\n<tool_response>INVENTED-{i}</tool_response>"));
     }
-    common::text(&reply)
+    crate::common::text(&reply)
 }
 
 #[tokio::test]

@@ -1,7 +1,6 @@
 //! End-to-end tests of `OpenAiClient` against an in-process scripted server: one test per
 //! branch of the streaming, accumulation, retry and error-classification logic.
 
-mod support;
 
 use std::time::Duration;
 
@@ -12,7 +11,7 @@ use deepsolve_core::{
 use deepsolve_llm::{ClientConfig, ClientError, OpenAiClient};
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use support::{Part, Reply, TestServer, delta_chunk, event, finish_chunk, text_chunk, usage_chunk};
+use crate::support::{Part, Reply, TestServer, delta_chunk, event, finish_chunk, text_chunk, usage_chunk};
 
 const KEY: &str = "sk-test-SECRET-0123456789";
 

@@ -3,11 +3,10 @@
 //! it: the same walls hold, and runaway processes are contained by the pid namespace and the
 //! group kill. (As a non-root user this binary has nothing to check.)
 
-mod common;
 
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use deepsolve_sandbox::*;
 
 fn is_root() -> bool {

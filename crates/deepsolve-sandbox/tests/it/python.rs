@@ -1,11 +1,10 @@
 //! The persistent interpreter, for real: state across cells, notebook-style values,
 //! trimmed tracebacks, figures, interrupts and kills.
 
-mod common;
 
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use deepsolve_sandbox::*;
 use tokio_util::sync::CancellationToken;
 

@@ -3,14 +3,13 @@
 //! artifact the CLI lists; no secret of ours reaches the code; and fail-closed when no
 //! sandbox backend works.
 
-mod support;
 
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use deepsolve_testkit::*;
 use serde_json::{Value, json};
-use support::Isolated;
+use crate::support::Isolated;
 
 /// An isolated environment (see `support`) whose runs solve against `server`.
 struct Env(Isolated);

@@ -1,7 +1,6 @@
 //! The OpenAI-compatible facade: over raw HTTP, and through the real `openai` Python client
 //! (from `DEEPSOLVE_TEST_PYTHON`, which scripts/test sets up).
 
-mod support;
 
 use std::time::Duration;
 
@@ -9,7 +8,7 @@ use deepsolve_store::Role;
 use deepsolve_testkit::{FnPolicy, Policy, PolicyRequest, Reply, WellBehaved};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use support::{Options, start};
+use crate::support::{Options, start};
 
 fn solver() -> WellBehaved {
     WellBehaved::new(2).with_work_tool(None)

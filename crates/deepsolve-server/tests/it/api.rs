@@ -1,7 +1,6 @@
 //! The HTTP API end to end: a real server on loopback, a real SQLite file, the mock model
 //! over HTTP through the real client.
 
-mod support;
 
 use std::time::Duration;
 
@@ -9,7 +8,7 @@ use deepsolve_server::ServerConfig;
 use deepsolve_store::Role;
 use deepsolve_testkit::{FnPolicy, Policy, Reply, WellBehaved};
 use serde_json::{Value, json};
-use support::{HOSTILE_HTML, MakeFile, Options, assert_gapless, start};
+use crate::support::{HOSTILE_HTML, MakeFile, Options, assert_gapless, start};
 
 fn solver(steps: usize) -> WellBehaved {
     WellBehaved::new(steps).with_work_tool(None)
@@ -95,7 +94,7 @@ async fn last_event_id_resumes_and_a_finished_turn_replays_in_full() {
     };
     assert_eq!(status, 200);
     assert_eq!(
-        support::parse_sse(&body).len(),
+        crate::support::parse_sse(&body).len(),
         tail.len(),
         "?after= works too"
     );
@@ -663,7 +662,7 @@ fn message(err: &Value) -> &str {
 
 /// A turn as a crash leaves it: recorded with its spec, a few events logged (no checkpoint:
 /// it died before finishing a step), then marked interrupted by the next start.
-async fn crashed_turn(s: &support::TestServer, user_id: &str) -> String {
+async fn crashed_turn(s: &crate::support::TestServer, user_id: &str) -> String {
     use deepsolve_core::{EventKind, TurnEvent};
     use deepsolve_store::{NewTurn, StoredEvent};
     let store = &s.state.store;

@@ -4,12 +4,11 @@
 
 use std::collections::HashSet;
 
-mod support;
 
 use deepsolve_testkit::*;
 use serde_json::Value;
 
-use support::Isolated as Env;
+use crate::support::Isolated as Env;
 
 struct Solved {
     code: i32,

@@ -6,7 +6,6 @@
 //! Every transcript is replayed twice: one network write per SSE event, and in 7-byte pieces
 //! (splitting events, UTF-8 sequences and JSON strings) — the result must be the same.
 
-mod support;
 
 use std::time::Duration;
 
@@ -16,7 +15,7 @@ use deepsolve_core::{
 };
 use deepsolve_llm::{ClientConfig, OpenAiClient};
 use serde_json::{Map, Value, json};
-use support::{Part, Recorded, Reply, TestServer, finish_chunk, text_chunk};
+use crate::support::{Part, Recorded, Reply, TestServer, finish_chunk, text_chunk};
 
 /// What a transcript must turn into.
 struct Expected {
@@ -229,7 +228,7 @@ async fn openai_parallel_tool_calls_and_usage_chunk() {
         finish_reason: FinishReason::ToolCalls,
         usage: (412, 58),
     };
-    let transcript = include_bytes!("fixtures/openai.sse");
+    let transcript = include_bytes!("../fixtures/openai.sse");
     replay(transcript, &expected, no_extra(), &first_round()).await;
 }
 
@@ -249,7 +248,7 @@ async fn deepseek_thinking_mode_reasoning_then_tool_call_and_reasoning_sent_back
         finish_reason: FinishReason::ToolCalls,
         usage: (1290, 87),
     };
-    let transcript = include_bytes!("fixtures/deepseek.sse");
+    let transcript = include_bytes!("../fixtures/deepseek.sse");
     let (completion, _) = replay(transcript, &expected, no_extra(), &first_round()).await;
 
     // The engine's next round: the reply goes back with its reasoning, then the result.
@@ -300,7 +299,7 @@ async fn qwen_dashscope_repeated_ids_and_names_are_not_concatenated() {
         finish_reason: FinishReason::ToolCalls,
         usage: (294, 61),
     };
-    let transcript = include_bytes!("fixtures/qwen.sse");
+    let transcript = include_bytes!("../fixtures/qwen.sse");
     let mut extra = Map::new();
     extra.insert("enable_thinking".into(), json!(true));
     let (_, requests) = replay(transcript, &expected, extra, &first_round()).await;
@@ -324,7 +323,7 @@ async fn vllm_reasoning_parser_tool_call_and_chat_template_kwargs() {
         finish_reason: FinishReason::ToolCalls,
         usage: (733, 69),
     };
-    let transcript = include_bytes!("fixtures/vllm.sse");
+    let transcript = include_bytes!("../fixtures/vllm.sse");
     let mut extra = Map::new();
     extra.insert(
         "chat_template_kwargs".into(),
@@ -356,7 +355,7 @@ async fn llamacpp_timings_and_tool_call() {
         finish_reason: FinishReason::ToolCalls,
         usage: (845, 31),
     };
-    let transcript = include_bytes!("fixtures/llamacpp.sse");
+    let transcript = include_bytes!("../fixtures/llamacpp.sse");
     replay(transcript, &expected, no_extra(), &first_round()).await;
 }
 
@@ -379,7 +378,7 @@ async fn ollama_missing_index_and_id_and_reasoning_field() {
         finish_reason: FinishReason::ToolCalls,
         usage: (512, 64),
     };
-    let transcript = include_bytes!("fixtures/ollama.sse");
+    let transcript = include_bytes!("../fixtures/ollama.sse");
     replay(transcript, &expected, no_extra(), &first_round()).await;
 }
 
@@ -399,7 +398,7 @@ async fn openrouter_processing_comments_reasoning_and_cost() {
         finish_reason: FinishReason::ToolCalls,
         usage: (1024, 96),
     };
-    let transcript = include_bytes!("fixtures/openrouter.sse");
+    let transcript = include_bytes!("../fixtures/openrouter.sse");
     replay(transcript, &expected, no_extra(), &first_round()).await;
 }
 
@@ -408,13 +407,13 @@ async fn openrouter_processing_comments_reasoning_and_cost() {
 #[test]
 fn every_fixture_is_well_formed_sse() {
     let fixtures: [(&str, &[u8]); 7] = [
-        ("openai", include_bytes!("fixtures/openai.sse")),
-        ("deepseek", include_bytes!("fixtures/deepseek.sse")),
-        ("qwen", include_bytes!("fixtures/qwen.sse")),
-        ("vllm", include_bytes!("fixtures/vllm.sse")),
-        ("llamacpp", include_bytes!("fixtures/llamacpp.sse")),
-        ("ollama", include_bytes!("fixtures/ollama.sse")),
-        ("openrouter", include_bytes!("fixtures/openrouter.sse")),
+        ("openai", include_bytes!("../fixtures/openai.sse")),
+        ("deepseek", include_bytes!("../fixtures/deepseek.sse")),
+        ("qwen", include_bytes!("../fixtures/qwen.sse")),
+        ("vllm", include_bytes!("../fixtures/vllm.sse")),
+        ("llamacpp", include_bytes!("../fixtures/llamacpp.sse")),
+        ("ollama", include_bytes!("../fixtures/ollama.sse")),
+        ("openrouter", include_bytes!("../fixtures/openrouter.sse")),
     ];
     for (name, bytes) in fixtures {
         let mut parser = deepsolve_llm::sse::SseParser::new();

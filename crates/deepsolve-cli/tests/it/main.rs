@@ -1,0 +1,7 @@
+//! The integration tests of deepsolve-cli, as one test binary (one link, one process start).
+
+mod cli;
+mod code_tools;
+mod protocols;
+mod serve;
+mod support;

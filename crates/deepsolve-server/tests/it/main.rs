@@ -1,0 +1,5 @@
+//! The integration tests of deepsolve-server, as one test binary (one link, one process start).
+
+mod api;
+mod openai_facade;
+mod support;

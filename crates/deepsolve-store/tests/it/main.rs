@@ -1,0 +1,3 @@
+//! The integration tests of deepsolve-store, as one test binary (one link, one process start).
+
+mod store;

@@ -1,0 +1,6 @@
+//! The integration tests of deepsolve-testkit, as one test binary (one link, one process start).
+
+mod common;
+mod policies;
+mod server;
+mod tags;
