@@ -1,13 +1,129 @@
-//! The solve knobs (DESIGN §5.2): defaults, clamps, strict keys. Every value is clamped on load
-//! and on write, with a warning naming the key, the value and the range.
+//! The solve knobs. Each knob is declared once, as one line of the `solve_knobs!` table below:
+//! its [`SolveConfig`] field and type, default, clamp, help text, parsing and the description
+//! clients read ([`SolveConfig::knob_docs`]) all follow from that line. Every value is clamped
+//! on load and on write, with a warning naming the key, the value and the range.
+//!
+//! Unknown keys — in the solve section and anywhere else in the settings — are reported by
+//! [`UnknownKeys`], the one builder of those messages, which also suggests the nearest known key.
 
+use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// Declares the solve knobs, one line each:
+///
+/// - a number: `name: type = default in min..=max, "help";` where `type` is `f64`, `u32` or
+///   `u64` (the whole-number types clamp to whole numbers);
+/// - a flag: `name = default, "help";`.
+///
+/// It generates the [`SolveConfig`] struct (the help is the field's doc), [`KNOBS`], [`FLAGS`],
+/// [`SolveConfig::knob_docs`] and the reading of every field; the defaults are read from an
+/// empty map. A default outside its clamp does not compile.
+macro_rules! solve_knobs {
+    (
+        numbers {
+            $( $key:ident : $ty:ty = $default:literal in $min:literal ..= $max:literal,
+               $help:literal; )*
+        }
+        flags {
+            $( $flag:ident = $flag_default:literal, $flag_help:literal; )*
+        }
+    ) => {
+        /// The solve knobs of one turn; see the `solve_knobs!` table in `config.rs`.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub struct SolveConfig {
+            $( #[doc = $help] pub $key: $ty, )*
+            $( #[doc = $flag_help] pub $flag: bool, )*
+        }
+
+        /// Each knob's contract, under the knob's own name.
+        #[allow(non_upper_case_globals)]
+        mod declared {
+            use super::{Flag, Knob, KnobNumber};
+            $(
+                pub(super) const $key: Knob = Knob {
+                    key: stringify!($key),
+                    default: $default as f64,
+                    min: $min as f64,
+                    max: $max as f64,
+                    integer: <$ty as KnobNumber>::INTEGER,
+                    help: $help,
+                };
+                const _: () = assert!(
+                    $key.is_consistent(),
+                    concat!("the default of ", stringify!($key), " is outside its clamp")
+                );
+            )*
+            $(
+                pub(super) const $flag: Flag = Flag {
+                    key: stringify!($flag),
+                    default: $flag_default,
+                    help: $flag_help,
+                };
+            )*
+        }
+
+        /// The numeric knobs, in the order they are documented.
+        pub const KNOBS: &[Knob] = &[$(declared::$key),*];
+
+        /// The boolean knobs, in the order they are documented.
+        pub const FLAGS: &[Flag] = &[$(declared::$flag),*];
+
+        /// Every knob, numbers first, in the order they are documented.
+        const DOCS: &[KnobDoc] = &[
+            $(KnobDoc::Number(declared::$key),)*
+            $(KnobDoc::Flag(declared::$flag),)*
+        ];
+
+        impl SolveConfig {
+            /// Every knob from `map` (absent or `null` = its default); clamp warnings are pushed
+            /// in table order.
+            fn read(
+                map: &Map<String, Value>,
+                warnings: &mut Vec<ClampWarning>,
+            ) -> Result<Self, ConfigError> {
+                Ok(SolveConfig {
+                    $( $key: <$ty as KnobNumber>::from_clamped(
+                        declared::$key.read(map, warnings)?,
+                    ), )*
+                    $( $flag: declared::$flag.read(map)?, )*
+                })
+            }
+        }
+    };
+}
+
+solve_knobs! {
+    numbers {
+        temperature: f64 = 0.3 in 0.0..=2.0, "sampling temperature";
+        max_tokens: u32 = 8192 in 1..=200_000, "output tokens per model call";
+        max_rounds: u32 = 12 in 1..=50, "model calls that may use tools";
+        max_replans: u32 = 2 in 0..=10, "solve_replan budget";
+        max_steps: u32 = 12 in 1..=12, "plan length; longer plans are truncated";
+        settlement_rounds: u32 = 2 in 0..=5,
+            "extra rounds after max_rounds with a finish-now notice";
+        turn_timeout_s: u64 = 1200 in 10..=21_600, "wall-clock limit of a turn";
+        tool_timeout_s: u64 = 60 in 1..=600, "per tool call";
+        code_timeout_s: u64 = 30 in 1..=600, "per code_execution/exec call";
+        stream_idle_timeout_s: u64 = 120 in 5..=600,
+            "no byte from the model for this long is an error";
+        max_parallel_tool_calls: u32 = 8 in 1..=32,
+            "tool calls run per round; the rest are skipped";
+        token_budget: u64 = 0 in 0..=1_000_000_000, "total tokens per turn; 0 = off";
+        ultimatum_at: f64 = 0.85 in 0.3..=0.95,
+            "fraction of the context window that forces an answer";
+    }
+    flags {
+        plan_first = true, "refuse work tools before solve_plan";
+        fold = true,
+            "fold a finished step's messages out of the context (off only to measure what folding saves)";
+    }
+}
+
 /// One numeric knob and its contract.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Knob {
     pub key: &'static str,
     pub default: f64,
@@ -17,127 +133,118 @@ pub struct Knob {
     pub help: &'static str,
 }
 
-const fn knob(key: &'static str, default: f64, min: f64, max: f64, help: &'static str) -> Knob {
-    Knob {
-        key,
-        default,
-        min,
-        max,
-        integer: true,
-        help,
+impl Knob {
+    /// The default lies inside the clamp (and is whole for an integer knob); checked at compile
+    /// time for every declared knob.
+    const fn is_consistent(&self) -> bool {
+        let whole = !self.integer || (self.default as u64) as f64 == self.default;
+        self.min <= self.default && self.default <= self.max && whole
+    }
+
+    /// This knob's value in `map`, clamped; absent or `null` means the default.
+    fn read(
+        &self,
+        map: &Map<String, Value>,
+        warnings: &mut Vec<ClampWarning>,
+    ) -> Result<f64, ConfigError> {
+        let Some(value) = map.get(self.key).filter(|v| !v.is_null()) else {
+            return Ok(self.default);
+        };
+        let (used, warning) = clamp_knob(self, number_of(self.key, value)?);
+        warnings.extend(warning);
+        Ok(used)
+    }
+
+    /// A clamped value as JSON: a whole number for an integer knob (`50`, not `50.0`).
+    pub fn to_json(&self, used: f64) -> Value {
+        if self.integer {
+            Value::from(used as u64)
+        } else {
+            Value::from(used)
+        }
     }
 }
 
-/// The numeric knobs, in the order they are documented.
-pub const KNOBS: &[Knob] = &[
-    Knob {
-        integer: false,
-        ..knob("temperature", 0.3, 0.0, 2.0, "sampling temperature")
-    },
-    knob(
-        "max_tokens",
-        8192.0,
-        1.0,
-        200_000.0,
-        "output tokens per model call",
-    ),
-    knob(
-        "max_rounds",
-        12.0,
-        1.0,
-        50.0,
-        "model calls that may use tools",
-    ),
-    knob("max_replans", 2.0, 0.0, 10.0, "solve_replan budget"),
-    knob(
-        "max_steps",
-        12.0,
-        1.0,
-        12.0,
-        "plan length; longer plans are truncated",
-    ),
-    knob(
-        "settlement_rounds",
-        2.0,
-        0.0,
-        5.0,
-        "extra rounds after max_rounds with a finish-now notice",
-    ),
-    knob(
-        "turn_timeout_s",
-        1200.0,
-        10.0,
-        21_600.0,
-        "wall-clock limit of a turn",
-    ),
-    knob("tool_timeout_s", 60.0, 1.0, 600.0, "per tool call"),
-    knob(
-        "code_timeout_s",
-        30.0,
-        1.0,
-        600.0,
-        "per code_execution/exec call",
-    ),
-    knob(
-        "stream_idle_timeout_s",
-        120.0,
-        5.0,
-        600.0,
-        "no byte from the model for this long is an error",
-    ),
-    knob(
-        "max_parallel_tool_calls",
-        8.0,
-        1.0,
-        32.0,
-        "tool calls run per round; the rest are skipped",
-    ),
-    knob(
-        "token_budget",
-        0.0,
-        0.0,
-        1.0e9,
-        "total tokens per turn; 0 = off",
-    ),
-    Knob {
-        integer: false,
-        ..knob(
-            "ultimatum_at",
-            0.85,
-            0.3,
-            0.95,
-            "fraction of the context window that forces an answer",
-        )
-    },
-];
+/// One boolean knob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Flag {
+    pub key: &'static str,
+    pub default: bool,
+    pub help: &'static str,
+}
 
-/// Boolean knobs.
-pub const FLAGS: &[(&str, bool, &str)] = &[
-    ("plan_first", true, "refuse work tools before solve_plan"),
-    (
-        "fold",
-        true,
-        "fold a finished step's messages out of the context (off only to measure what folding saves)",
-    ),
-];
+impl Flag {
+    /// This flag's value in `map`; absent or `null` means the default. YAML and environment
+    /// spellings (`on`, `no`, …) are accepted as strings.
+    fn read(&self, map: &Map<String, Value>) -> Result<bool, ConfigError> {
+        match map.get(self.key) {
+            None | Some(Value::Null) => Ok(self.default),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(Value::String(s)) if matches!(s.as_str(), "true" | "strict" | "on" | "yes") => {
+                Ok(true)
+            }
+            Some(Value::String(s)) if matches!(s.as_str(), "false" | "off" | "no") => Ok(false),
+            Some(other) => Err(ConfigError::WrongType {
+                key: self.key.to_string(),
+                expected: "true or false",
+                got: other.to_string(),
+            }),
+        }
+    }
+}
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SolveConfig {
-    pub temperature: f64,
-    pub max_tokens: u32,
-    pub max_rounds: u32,
-    pub max_replans: u32,
-    pub max_steps: u32,
-    pub settlement_rounds: u32,
-    pub turn_timeout_s: u64,
-    pub tool_timeout_s: u64,
-    pub code_timeout_s: u64,
-    pub stream_idle_timeout_s: u64,
-    pub max_parallel_tool_calls: u32,
-    pub token_budget: u64,
-    pub ultimatum_at: f64,
-    pub plan_first: bool,
-    pub fold: bool,
+/// Any knob, as clients see it: `{"kind": "number", "key", "default", "min", "max", "integer",
+/// "help"}` or `{"kind": "flag", "key", "default", "help"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum KnobDoc {
+    Number(Knob),
+    Flag(Flag),
+}
+
+impl KnobDoc {
+    pub fn key(&self) -> &'static str {
+        match self {
+            KnobDoc::Number(knob) => knob.key,
+            KnobDoc::Flag(flag) => flag.key,
+        }
+    }
+
+    pub fn help(&self) -> &'static str {
+        match self {
+            KnobDoc::Number(knob) => knob.help,
+            KnobDoc::Flag(flag) => flag.help,
+        }
+    }
+}
+
+/// The Rust types a numeric knob may have.
+trait KnobNumber {
+    /// Clamped to whole numbers.
+    const INTEGER: bool;
+    /// The value after [`clamp_knob`], which already made it whole and in range.
+    fn from_clamped(value: f64) -> Self;
+}
+
+impl KnobNumber for f64 {
+    const INTEGER: bool = false;
+    fn from_clamped(value: f64) -> Self {
+        value
+    }
+}
+
+impl KnobNumber for u32 {
+    const INTEGER: bool = true;
+    fn from_clamped(value: f64) -> Self {
+        value as u32
+    }
+}
+
+impl KnobNumber for u64 {
+    const INTEGER: bool = true;
+    fn from_clamped(value: f64) -> Self {
+        value as u64
+    }
 }
 
 impl Default for SolveConfig {
@@ -159,8 +266,8 @@ pub struct ClampWarning {
     pub max: f64,
 }
 
-impl std::fmt::Display for ClampWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for ClampWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "{} = {} is outside {}..={}; using {}",
@@ -171,8 +278,10 @@ impl std::fmt::Display for ClampWarning {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    #[error("unknown solve setting '{key}' (known: {known})")]
-    UnknownKey { key: String, known: String },
+    /// Keys that are not knobs, every one of them named (boxed: the message carries the known
+    /// keys and the suggestions).
+    #[error("{0}")]
+    UnknownKey(Box<UnknownKeys>),
     #[error("solve setting '{key}' must be {expected}, got {got}")]
     WrongType {
         key: String,
@@ -181,13 +290,9 @@ pub enum ConfigError {
     },
 }
 
+/// Every knob's key, comma-separated, in the order they are documented.
 pub fn known_keys() -> String {
-    KNOBS
-        .iter()
-        .map(|k| k.key)
-        .chain(FLAGS.iter().map(|f| f.0))
-        .collect::<Vec<_>>()
-        .join(", ")
+    DOCS.iter().map(KnobDoc::key).collect::<Vec<_>>().join(", ")
 }
 
 /// Clamp one knob's value. Non-finite numbers fall back to the default.
@@ -209,69 +314,57 @@ pub fn clamp_knob(knob: &Knob, value: f64) -> (f64, Option<ClampWarning>) {
     (used, warning)
 }
 
-fn number_of(key: &str, value: &Value) -> Result<f64, ConfigError> {
-    let wrong = || ConfigError::WrongType {
-        key: key.to_string(),
-        expected: "a number",
-        got: value.to_string(),
-    };
+/// A number as the settings spell it: a JSON number, or a string such as `"1e3"`, `".nan"` or
+/// `"-.inf"` (YAML and the environment produce those). `None` for anything else.
+pub fn number_value(value: &Value) -> Option<f64> {
     match value {
-        Value::Number(n) => n.as_f64().ok_or_else(wrong),
-        // YAML/env spell these as strings: ".nan", "inf", "1e3".
+        Value::Number(n) => n.as_f64(),
         Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-            ".nan" | "nan" => Ok(f64::NAN),
-            ".inf" | "inf" | "+.inf" => Ok(f64::INFINITY),
-            "-.inf" | "-inf" => Ok(f64::NEG_INFINITY),
-            t => t.parse::<f64>().map_err(|_| wrong()),
+            ".nan" | "nan" => Some(f64::NAN),
+            ".inf" | "+.inf" | "inf" | "+inf" => Some(f64::INFINITY),
+            "-.inf" | "-inf" => Some(f64::NEG_INFINITY),
+            t => t.parse::<f64>().ok(),
         },
-        _ => Err(wrong()),
+        _ => None,
     }
 }
 
+fn number_of(key: &str, value: &Value) -> Result<f64, ConfigError> {
+    number_value(value).ok_or_else(|| ConfigError::WrongType {
+        key: key.to_string(),
+        expected: "a number",
+        got: value.to_string(),
+    })
+}
+
 impl SolveConfig {
-    /// Build from a map of knob values (missing keys take defaults). Unknown keys and wrong
-    /// types are errors; out-of-range values are clamped and reported.
+    /// Build from a map of knob values (missing keys take defaults). Unknown keys (all of them,
+    /// with suggestions) and wrong types are errors; out-of-range values are clamped and
+    /// reported.
     pub fn from_map(map: &Map<String, Value>) -> Result<(Self, Vec<ClampWarning>), ConfigError> {
-        for key in map.keys() {
-            let known = KNOBS.iter().any(|k| k.key == key) || FLAGS.iter().any(|f| f.0 == key);
-            if !known {
-                return Err(ConfigError::UnknownKey {
-                    key: key.clone(),
-                    known: known_keys(),
-                });
-            }
+        let unknown: Vec<String> = map
+            .keys()
+            .filter(|key| Self::knob(key).is_none())
+            .cloned()
+            .collect();
+        if !unknown.is_empty() {
+            let unknown = UnknownKeys::new(unknown, KnownKeys::solve());
+            return Err(ConfigError::UnknownKey(Box::new(unknown)));
         }
         let mut warnings = Vec::new();
-        let mut num = |key: &str| -> Result<f64, ConfigError> {
-            let knob = KNOBS
-                .iter()
-                .find(|k| k.key == key)
-                .unwrap_or_else(|| unreachable!("knob {key} is in the table"));
-            let Some(value) = map.get(key).filter(|v| !v.is_null()) else {
-                return Ok(knob.default);
-            };
-            let (used, warning) = clamp_knob(knob, number_of(key, value)?);
-            warnings.extend(warning);
-            Ok(used)
-        };
-        let cfg = SolveConfig {
-            temperature: num("temperature")?,
-            max_tokens: num("max_tokens")? as u32,
-            max_rounds: num("max_rounds")? as u32,
-            max_replans: num("max_replans")? as u32,
-            max_steps: num("max_steps")? as u32,
-            settlement_rounds: num("settlement_rounds")? as u32,
-            turn_timeout_s: num("turn_timeout_s")? as u64,
-            tool_timeout_s: num("tool_timeout_s")? as u64,
-            code_timeout_s: num("code_timeout_s")? as u64,
-            stream_idle_timeout_s: num("stream_idle_timeout_s")? as u64,
-            max_parallel_tool_calls: num("max_parallel_tool_calls")? as u32,
-            token_budget: num("token_budget")? as u64,
-            ultimatum_at: num("ultimatum_at")?,
-            plan_first: flag(map, "plan_first")?,
-            fold: flag(map, "fold")?,
-        };
-        Ok((cfg, warnings))
+        let config = Self::read(map, &mut warnings)?;
+        Ok((config, warnings))
+    }
+
+    /// Every knob, with its kind, default, clamp and help: what a client needs to show and
+    /// check the settings.
+    pub fn knob_docs() -> &'static [KnobDoc] {
+        DOCS
+    }
+
+    /// The knob called `key`, if there is one.
+    pub fn knob(key: &str) -> Option<&'static KnobDoc> {
+        DOCS.iter().find(|doc| doc.key() == key)
     }
 
     /// The knobs as a map, for writing back and for `settings get`.
@@ -291,7 +384,7 @@ impl SolveConfig {
         for (k, v) in overrides {
             map.insert(k.clone(), v.clone());
         }
-        // Validate unknown keys against the overrides themselves for a precise message.
+        // Every key of `self.to_map()` is known, so an unknown key is one of the overrides.
         Self::from_map(&map)
     }
 
@@ -308,25 +401,207 @@ impl SolveConfig {
     }
 }
 
-fn flag(map: &Map<String, Value>, key: &str) -> Result<bool, ConfigError> {
-    let default = FLAGS
-        .iter()
-        .find(|f| f.0 == key)
-        .map(|f| f.1)
-        .unwrap_or_else(|| unreachable!("flag {key} is in the table"));
-    match map.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(Value::String(s)) if matches!(s.as_str(), "true" | "strict" | "on" | "yes") => {
-            Ok(true)
+/// What is known at the place where an unknown key was written: the hint of the message, and
+/// the candidates for "did you mean".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KnownKeys {
+    /// The top level of the settings: its sections.
+    Sections(Vec<String>),
+    /// The keys of one section (`llm`, `models.reason`, `solve`).
+    Section { name: String, keys: Vec<String> },
+    /// A single value, which has no keys below it.
+    Value { name: String },
+}
+
+impl KnownKeys {
+    /// The solve section: every knob.
+    pub fn solve() -> Self {
+        KnownKeys::Section {
+            name: "solve".into(),
+            keys: DOCS.iter().map(|doc| doc.key().to_string()).collect(),
         }
-        Some(Value::String(s)) if matches!(s.as_str(), "false" | "off" | "no") => Ok(false),
-        Some(other) => Err(ConfigError::WrongType {
-            key: key.to_string(),
-            expected: "true or false",
-            got: other.to_string(),
-        }),
     }
+
+    fn candidates(&self) -> &[String] {
+        match self {
+            KnownKeys::Sections(keys) | KnownKeys::Section { keys, .. } => keys,
+            KnownKeys::Value { .. } => &[],
+        }
+    }
+}
+
+impl fmt::Display for KnownKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KnownKeys::Sections(keys) => write!(f, "known sections: {}", keys.join(", ")),
+            KnownKeys::Section { name, keys } => write!(f, "known in {name}: {}", keys.join(", ")),
+            KnownKeys::Value { name } => {
+                write!(f, "'{name}' is a single value, it has no sub-keys")
+            }
+        }
+    }
+}
+
+/// Keys nobody declared, written at one place. Every unknown-key message — the settings file,
+/// `DEEPSOLVE_<SECTION>__<KEY>` variables, `--set`, `settings get|set`, a turn's `config`,
+/// the settings API — is this type's `Display`:
+///
+/// `unknown setting 'solve.max_round' in settings.yaml (known in solve: …) — did you mean
+/// 'solve.max_rounds'?`
+///
+/// The suggestion is the known key nearest to each unknown one, when it is close enough to be
+/// a typo; nothing is suggested otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKeys {
+    /// The path of the place as the writer sees it (`solve`), shown before every key; empty
+    /// when the keys are written bare (a turn's `config`).
+    prefix: String,
+    /// The keys below the place. A key may reach deeper (`modle.x`): its first segment is the
+    /// unknown one.
+    keys: Vec<String>,
+    /// Where the keys were written (`in settings.yaml`), when the writer knows.
+    origin: Option<String>,
+    known: KnownKeys,
+}
+
+impl UnknownKeys {
+    /// `keys`, written at a place where `known` is what exists.
+    pub fn new(keys: Vec<String>, known: KnownKeys) -> Self {
+        UnknownKeys {
+            prefix: String::new(),
+            keys,
+            origin: None,
+            known,
+        }
+    }
+
+    /// The place is below `prefix` (`solve`): keys and suggestions are shown as `solve.key`.
+    pub fn under(mut self, prefix: &str) -> Self {
+        self.prefix = join_key(prefix, &self.prefix);
+        self
+    }
+
+    /// Where the keys were written, as it follows the keys in the message (`in settings.yaml`,
+    /// `from environment variable DEEPSOLVE_SOLVE__MAX_ROUND`).
+    pub fn found(mut self, origin: impl fmt::Display) -> Self {
+        self.origin = Some(origin.to_string());
+        self
+    }
+
+    /// The unknown keys, as the writer wrote them.
+    pub fn keys(&self) -> Vec<String> {
+        self.keys
+            .iter()
+            .map(|k| join_key(&self.prefix, k))
+            .collect()
+    }
+
+    /// What is known where the keys were written.
+    pub fn known(&self) -> &KnownKeys {
+        &self.known
+    }
+
+    /// For each unknown key close to a known one: the unknown key and the key it likely meant,
+    /// both as written (`solve.max_round`, `solve.max_rounds`).
+    pub fn suggestions(&self) -> Vec<(String, String)> {
+        self.keys
+            .iter()
+            .filter_map(|key| {
+                let (first, rest) = match key.split_once('.') {
+                    Some((first, rest)) => (first, Some(rest)),
+                    None => (key.as_str(), None),
+                };
+                let near = nearest(first, self.known.candidates())?;
+                let meant = match rest {
+                    Some(rest) => format!("{near}.{rest}"),
+                    None => near.to_string(),
+                };
+                Some((join_key(&self.prefix, key), join_key(&self.prefix, &meant)))
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for UnknownKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let keys = self.keys();
+        let noun = if keys.len() == 1 {
+            "setting"
+        } else {
+            "settings"
+        };
+        let quoted: Vec<String> = keys.iter().map(|k| format!("'{k}'")).collect();
+        write!(f, "unknown {noun} {}", quoted.join(", "))?;
+        if let Some(origin) = &self.origin {
+            write!(f, " {origin}")?;
+        }
+        write!(f, " ({})", self.known)?;
+        match self.suggestions().as_slice() {
+            [] => Ok(()),
+            [(_, meant)] if keys.len() == 1 => write!(f, " — did you mean '{meant}'?"),
+            several => {
+                let each: Vec<String> = several
+                    .iter()
+                    .map(|(key, meant)| format!("'{meant}' for '{key}'"))
+                    .collect();
+                write!(f, " — did you mean {}?", each.join(", "))
+            }
+        }
+    }
+}
+
+fn join_key(prefix: &str, key: &str) -> String {
+    match (prefix.is_empty(), key.is_empty()) {
+        (true, _) => key.to_string(),
+        (_, true) => prefix.to_string(),
+        _ => format!("{prefix}.{key}"),
+    }
+}
+
+/// Keys longer than this are not typos of a known key; skipping them bounds the work an
+/// untrusted request can cause.
+const MAX_SUGGESTED_LEN: usize = 64;
+
+/// The known name nearest to `word` when it is close enough to be a typo: at most a third of
+/// the word's length in edits (at least 1, at most 3), case ignored. Ties go to the first name.
+fn nearest<'a>(word: &str, names: &'a [String]) -> Option<&'a str> {
+    let len = word.chars().count();
+    if len > MAX_SUGGESTED_LEN {
+        return None;
+    }
+    let limit = (len / 3).clamp(1, 3);
+    names
+        .iter()
+        .filter(|name| name.chars().count().abs_diff(len) <= limit)
+        .map(|name| (edit_distance(word, name), name))
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name.as_str())
+}
+
+/// The optimal-string-alignment distance between `a` and `b`, case ignored: insertions,
+/// deletions, substitutions and swaps of neighbours (`modle` → `model`) cost one edit each.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.to_lowercase().chars().collect();
+    let b: Vec<char> = b.to_lowercase().chars().collect();
+    // Rows i-2, i-1 and i of the distance table between the prefixes of `a` and `b`.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current: Vec<usize> = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        current[0] = i;
+        for j in 1..=b.len() {
+            let substitution = previous[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            let mut best = substitution.min(previous[j] + 1).min(current[j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(before[j - 2] + 1);
+            }
+            current[j] = best;
+        }
+        std::mem::swap(&mut before, &mut previous);
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous[b.len()]
 }
 
 #[cfg(test)]
@@ -377,6 +652,127 @@ mod tests {
         assert_eq!(c.temperature, 0.3);
         assert_eq!(w.len(), 2);
         assert!(w[1].to_string().contains("max_rounds = 1000"), "{}", w[1]);
+    }
+
+    #[test]
+    fn every_field_is_a_documented_knob_in_table_order() {
+        let docs: Vec<&str> = SolveConfig::knob_docs().iter().map(KnobDoc::key).collect();
+        let mut fields: Vec<String> = SolveConfig::default().to_map().keys().cloned().collect();
+        fields.sort();
+        let mut sorted = docs.clone();
+        sorted.sort();
+        assert_eq!(fields, sorted);
+        assert_eq!(docs.len(), KNOBS.len() + FLAGS.len());
+        assert_eq!(docs[0], "temperature");
+        assert_eq!(docs.last(), Some(&"fold"));
+        assert!(known_keys().starts_with("temperature, max_tokens, max_rounds"));
+    }
+
+    #[test]
+    fn knob_docs_describe_kind_default_and_clamp() {
+        let rounds = serde_json::to_value(SolveConfig::knob("max_rounds")).unwrap();
+        assert_eq!(
+            rounds,
+            json!({"kind": "number", "key": "max_rounds", "default": 12.0, "min": 1.0,
+                   "max": 50.0, "integer": true, "help": "model calls that may use tools"})
+        );
+        let temperature = SolveConfig::knob("temperature").unwrap();
+        assert!(matches!(temperature, KnobDoc::Number(k) if !k.integer && k.max == 2.0));
+        let fold = serde_json::to_value(SolveConfig::knob("fold")).unwrap();
+        assert_eq!(fold["kind"], "flag");
+        assert_eq!(fold["default"], true);
+        assert!(SolveConfig::knob("max_round").is_none());
+    }
+
+    #[test]
+    fn every_unknown_key_is_named_with_the_nearest_known_one() {
+        let map = json!({"max_round": 3, "warp_speed": 9, "fodl": false})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let err = SolveConfig::from_map(&map).unwrap_err();
+        let ConfigError::UnknownKey(unknown) = &err else {
+            panic!("{err}")
+        };
+        let mut keys = unknown.keys();
+        keys.sort();
+        assert_eq!(keys, ["fodl", "max_round", "warp_speed"]);
+        let text = err.to_string();
+        assert!(text.starts_with("unknown settings '"), "{text}");
+        assert!(text.contains("(known in solve: temperature, "), "{text}");
+        assert!(text.contains("'max_rounds' for 'max_round'"), "{text}");
+        assert!(text.contains("'fold' for 'fodl'"), "{text}");
+        assert!(!text.contains("for 'warp_speed'"), "{text}");
+    }
+
+    #[test]
+    fn one_unknown_key_reads_as_a_question() {
+        let map = json!({"max_round": 3}).as_object().cloned().unwrap();
+        let Err(ConfigError::UnknownKey(unknown)) = SolveConfig::from_map(&map) else {
+            panic!("refused")
+        };
+        let text = unknown.under("solve").found("in s.yaml").to_string();
+        assert_eq!(
+            text,
+            format!(
+                "unknown setting 'solve.max_round' in s.yaml (known in solve: {}) — did you \
+                 mean 'solve.max_rounds'?",
+                known_keys()
+            )
+        );
+    }
+
+    #[test]
+    fn nothing_is_suggested_when_nothing_is_close() {
+        for far in [
+            "warp_speed",
+            "bogus",
+            "x",
+            "timeout",
+            &"max_rounds".repeat(10),
+        ] {
+            let unknown = UnknownKeys::new(vec![far.to_string()], KnownKeys::solve());
+            assert!(unknown.suggestions().is_empty(), "{far}: {unknown}");
+            assert!(!unknown.to_string().contains("did you mean"), "{unknown}");
+        }
+    }
+
+    #[test]
+    fn suggestions_keep_the_path_and_the_rest_of_the_key() {
+        let sections = KnownKeys::Sections(vec!["llm".into(), "models".into(), "solve".into()]);
+        let unknown = UnknownKeys::new(vec!["lm.model".into()], sections);
+        assert_eq!(
+            unknown.to_string(),
+            "unknown setting 'lm.model' (known sections: llm, models, solve) — did you mean \
+             'llm.model'?"
+        );
+        let llm = KnownKeys::Section {
+            name: "llm".into(),
+            keys: vec!["base_url".into(), "model".into()],
+        };
+        let unknown = UnknownKeys::new(vec!["MODEL".into()], llm).under("llm");
+        assert_eq!(
+            unknown.suggestions(),
+            [("llm.MODEL".to_string(), "llm.model".to_string())]
+        );
+        let leaf = KnownKeys::Value {
+            name: "llm.model".into(),
+        };
+        let unknown = UnknownKeys::new(vec!["x".into()], leaf).under("llm.model");
+        assert_eq!(
+            unknown.to_string(),
+            "unknown setting 'llm.model.x' ('llm.model' is a single value, it has no sub-keys)"
+        );
+    }
+
+    #[test]
+    fn edit_distance_counts_a_swap_as_one_edit() {
+        assert_eq!(edit_distance("modle", "model"), 1);
+        assert_eq!(edit_distance("max_round", "max_rounds"), 1);
+        assert_eq!(edit_distance("Max_Rounds", "max_rounds"), 0);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("ca", "abc"), 3);
     }
 
     proptest! {

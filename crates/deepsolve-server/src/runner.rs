@@ -333,7 +333,7 @@ pub fn apply_overrides(
 ) -> ApiResult<(deepsolve_core::SolveConfig, Vec<String>)> {
     let unknown: Vec<&str> = overrides
         .keys()
-        .filter(|k| !KNOBS.iter().any(|n| n.key == *k) && !FLAGS.iter().any(|f| f.0 == *k))
+        .filter(|k| !KNOBS.iter().any(|n| n.key == *k) && !FLAGS.iter().any(|f| f.key == *k))
         .map(String::as_str)
         .collect();
     if !unknown.is_empty() {

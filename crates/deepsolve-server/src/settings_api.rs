@@ -24,21 +24,10 @@ pub struct PutSettings {
 }
 
 fn describe(state: &AppState, caller: &Caller) -> Value {
-    let knobs: Vec<Value> = KNOBS
-        .iter()
-        .map(|k| {
-            json!({"key": k.key, "default": k.default, "min": k.min, "max": k.max,
-                   "integer": k.integer, "help": k.help})
-        })
-        .collect();
-    let flags: Vec<Value> = FLAGS
-        .iter()
-        .map(|(key, default, help)| json!({"key": key, "default": default, "help": help}))
-        .collect();
     json!({
         "solve": state.solve_defaults().to_map(),
-        "knobs": knobs,
-        "flags": flags,
+        "knobs": KNOBS,
+        "flags": FLAGS,
         "writable": caller.is_admin() && state.config.settings_path.is_some(),
     })
 }

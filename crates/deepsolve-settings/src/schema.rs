@@ -155,7 +155,12 @@ pub(crate) fn child(parent: Kind, name: &str) -> Option<Kind> {
             .iter()
             .find(|k| k.key == name)
             .map(|_| Kind::SolveKnob)
-            .or_else(|| FLAGS.iter().any(|f| f.0 == name).then_some(Kind::SolveFlag)),
+            .or_else(|| {
+                FLAGS
+                    .iter()
+                    .any(|f| f.key == name)
+                    .then_some(Kind::SolveFlag)
+            }),
         _ => None,
     }
 }
@@ -173,7 +178,7 @@ fn collect_keys(kind: Kind, prefix: &mut String, out: &mut Vec<String>) {
         Kind::Solve => KNOBS
             .iter()
             .map(|k| (k.key, Kind::SolveKnob))
-            .chain(FLAGS.iter().map(|f| (f.0, Kind::SolveFlag)))
+            .chain(FLAGS.iter().map(|f| (f.key, Kind::SolveFlag)))
             .collect(),
         _ => {
             out.push(prefix.clone());

@@ -318,12 +318,13 @@ impl Checker<'_> {
             full
         };
         match err {
-            ConfigError::UnknownKey { key, known } => {
+            ConfigError::UnknownKey(unknown) => {
+                let key = unknown.keys().first().cloned().unwrap_or_default();
                 let full = key_path(&key);
                 SettingsError::UnknownKey {
                     key: full.join("."),
                     origin: self.origins.of(&full),
-                    hint: format!("known in {}: {known}", path.join(".")),
+                    hint: unknown.known().to_string(),
                 }
             }
             ConfigError::WrongType { key, expected, got } => {
