@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use deepsolve_core::config::{FLAGS, KNOBS, known_keys};
 use deepsolve_core::event::EventKind;
 use deepsolve_core::{ConfigError, Language, PriorTurn, StopReason, TurnOutcome, TurnSpec};
 use deepsolve_store::{NewArtifact, NewTurn, TurnFinish, TurnRecord, TurnStatus};
@@ -323,33 +322,33 @@ pub fn turn_config(
     defaults: &deepsolve_core::SolveConfig,
     overrides: &Map<String, Value>,
 ) -> ApiResult<deepsolve_core::SolveConfig> {
-    apply_overrides(defaults, overrides).map(|(config, _)| config)
+    apply_overrides(defaults, overrides, OverridesIn::TurnConfig).map(|(config, _)| config)
 }
 
-/// `defaults` with `overrides` applied and clamped; the clamp warnings come back as text.
+/// Where solve overrides were written, so that an unknown key is named as the client wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverridesIn {
+    /// A turn's `config` (keys are bare knob names).
+    TurnConfig,
+    /// The `solve` section of `PUT /api/v1/capabilities/settings`.
+    SettingsChange,
+}
+
+/// `defaults` with `overrides` applied and clamped by core; the clamp warnings come back as
+/// text. Unknown keys get core's message (all of them named, the nearest known key suggested).
 pub fn apply_overrides(
     defaults: &deepsolve_core::SolveConfig,
     overrides: &Map<String, Value>,
+    written_in: OverridesIn,
 ) -> ApiResult<(deepsolve_core::SolveConfig, Vec<String>)> {
-    let unknown: Vec<&str> = overrides
-        .keys()
-        .filter(|k| !KNOBS.iter().any(|n| n.key == *k) && !FLAGS.iter().any(|f| f.key == *k))
-        .map(String::as_str)
-        .collect();
-    if !unknown.is_empty() {
-        return Err(ApiError::invalid(
-            "unknown_config_key",
-            format!(
-                "unknown config keys: {} (known: {})",
-                unknown.join(", "),
-                known_keys()
-            ),
-        ));
-    }
     match defaults.with_overrides(overrides) {
         Ok((config, clamped)) => Ok((config, clamped.iter().map(ToString::to_string).collect())),
-        Err(e @ ConfigError::UnknownKey { .. }) => {
-            Err(ApiError::invalid("unknown_config_key", e.to_string()))
+        Err(ConfigError::UnknownKey(unknown)) => {
+            let unknown = match written_in {
+                OverridesIn::TurnConfig => unknown.found("in the turn's config"),
+                OverridesIn::SettingsChange => unknown.under("solve").found("in the request"),
+            };
+            Err(ApiError::invalid("unknown_config_key", unknown.to_string()))
         }
         Err(e) => Err(ApiError::invalid("invalid_config", e.to_string())),
     }

@@ -1,7 +1,7 @@
-//! `GET|PUT /api/v1/capabilities/settings`: the solve knobs in force (DESIGN §9). Anyone
-//! signed in may read them; only an admin may change them (DESIGN R14). A change is checked
-//! strictly (unknown keys named, values clamped with warnings), written to the settings file
-//! in one atomic replace, and applies to the next turn without a restart.
+//! `GET|PUT /api/v1/capabilities/settings`: the solve knobs in force and their contracts. Anyone
+//! signed in may read them; only an admin may change them. A change is checked strictly by core
+//! (unknown keys named with the nearest known key, values clamped with warnings), written to the
+//! settings file in one atomic replace, and applies to the next turn without a restart.
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
-use crate::runner::apply_overrides;
+use crate::runner::{OverridesIn, apply_overrides};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]
@@ -23,6 +23,8 @@ pub struct PutSettings {
     pub solve: Map<String, Value>,
 }
 
+/// The knobs in force and their contracts, serialised from core's one declaration of the knobs:
+/// numbers as `{key, default, min, max, integer, help}`, flags as `{key, default, help}`.
 fn describe(state: &AppState, caller: &Caller) -> Value {
     json!({
         "solve": state.solve_defaults().to_map(),
@@ -50,7 +52,11 @@ pub async fn put_settings(
         ));
     };
     let _one_writer = state.settings_write.lock().await;
-    let (config, warnings) = apply_overrides(&state.solve_defaults(), &req.solve)?;
+    let (config, warnings) = apply_overrides(
+        &state.solve_defaults(),
+        &req.solve,
+        OverridesIn::SettingsChange,
+    )?;
     // Write the clamped values, so the file never says something it does not mean.
     let effective = config.to_map();
     let changes: Vec<(String, String)> = req

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use deepsolve_core::config::UnknownKeys;
+
 /// Where a value of the merged settings tree came from.
 ///
 /// Kept next to every value written by a layer so that an error about a key can say *which*
@@ -76,13 +78,10 @@ pub enum SettingsError {
     )]
     NotAMapping { path: PathBuf, got: String },
 
-    /// A key that no section knows.
-    #[error("unknown setting '{key}' {origin} ({hint})")]
-    UnknownKey {
-        key: String,
-        origin: Origin,
-        hint: String,
-    },
+    /// Keys that no section knows: core's one unknown-key message, which names the keys, where
+    /// they came from, what is known there and the nearest known key (boxed: it is large).
+    #[error("{0}")]
+    UnknownKey(Box<UnknownKeys>),
 
     /// A known key whose value has the wrong type or an invalid value.
     #[error("setting '{key}' {origin} must be {expected}, got {got}")]
@@ -132,6 +131,13 @@ pub enum SettingsError {
     /// The updated settings could not be turned back into YAML faithfully.
     #[error("cannot write settings file {}: {reason}", path.display())]
     Serialize { path: PathBuf, reason: String },
+}
+
+impl SettingsError {
+    /// `unknown`, written at `origin`.
+    pub(crate) fn unknown_key(unknown: UnknownKeys, origin: &Origin) -> Self {
+        SettingsError::UnknownKey(Box::new(unknown.found(origin)))
+    }
 }
 
 /// A short, single-line rendering of a value for error messages, cut at 80 characters.

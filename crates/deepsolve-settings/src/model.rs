@@ -116,7 +116,7 @@ impl Settings {
         let mut out = Map::new();
         out.insert("llm".into(), self.llm.redacted_value());
         out.insert("models".into(), to_value(&self.models));
-        out.insert("solve".into(), solve_value(&self.solve));
+        out.insert("solve".into(), to_value(&self.solve));
         out.insert("tools".into(), to_value(&self.tools));
         Value::Object(out)
     }
@@ -141,17 +141,6 @@ impl LlmSettings {
 /// `null` is the harmless answer if it ever did.
 fn to_value<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
-/// The solve knobs, with `temperature` shown as written (`0.3`, not the f32 widening
-/// `0.30000001192092896`).
-fn solve_value(solve: &SolveConfig) -> Value {
-    let mut value = to_value(solve);
-    let shortest = solve.temperature.to_string().parse::<f64>().ok();
-    if let (Value::Object(map), Some(t)) = (&mut value, shortest) {
-        map.insert("temperature".into(), Value::from(t));
-    }
-    value
 }
 
 #[cfg(test)]

@@ -3,10 +3,13 @@
 //! The typed structs in [`crate::model`] could reject unknown keys on their own, but serde's
 //! messages name neither the full dotted key nor where the value came from. This table lets the
 //! loader check keys and types itself and say `unknown setting 'llm.modle' in <file> (known in
-//! llm: …)`. It also tells `--set`/env parsing whether a raw value is text (kept verbatim, so
-//! `--set llm.model=1.5` stays a string) or YAML. A test keeps it in step with the structs.
+//! llm: …) — did you mean 'llm.model'?` (the message is core's [`UnknownKeys`]). It also tells
+//! `--set`/env parsing whether a raw value is text (kept verbatim, so `--set llm.model=1.5`
+//! stays a string) or YAML. A test keeps it in step with the structs. The `solve` section's
+//! keys are core's knobs ([`SolveConfig::knob_docs`]).
 
-use deepsolve_core::config::{FLAGS, KNOBS, Knob, known_keys};
+use deepsolve_core::SolveConfig;
+use deepsolve_core::config::{Knob, KnobDoc, KnownKeys, UnknownKeys};
 
 /// What kind of value lives at a key.
 #[derive(Debug, Clone, Copy)]
@@ -120,28 +123,31 @@ pub(crate) const SECTIONS: &[Field] = &[
 /// The whole tree.
 pub(crate) const ROOT: Kind = Kind::Section(SECTIONS);
 
-/// Why a key is not known: the hint that follows the key in the error message.
-pub(crate) fn hint(prefix: &[String], kind: Kind) -> String {
-    let at = prefix.join(".");
-    match kind {
-        Kind::Section(fields) if prefix.is_empty() => {
-            format!("known sections: {}", names(fields))
+/// What is known at `prefix`, a value of kind `kind`: the hint of an unknown-key message there.
+pub(crate) fn known_at(prefix: &[String], kind: Kind) -> KnownKeys {
+    let name = prefix.join(".");
+    match children(kind) {
+        Some(children) if prefix.is_empty() => {
+            KnownKeys::Sections(children.map(|(key, _)| key.to_string()).collect())
         }
-        Kind::Section(fields) => format!("known in {at}: {}", names(fields)),
-        Kind::Solve => format!("known in {at}: {}", known_keys()),
-        _ => format!("'{at}' is a single value, it has no sub-keys"),
+        Some(children) => KnownKeys::Section {
+            name,
+            keys: children.map(|(key, _)| key.to_string()).collect(),
+        },
+        None => KnownKeys::Value { name },
     }
 }
 
-fn names(fields: &[Field]) -> String {
-    fields.iter().map(|f| f.name).collect::<Vec<_>>().join(", ")
+/// The key `rest` (its first segment unknown) written under `prefix`, a value of kind `kind`.
+pub(crate) fn unknown(prefix: &[String], kind: Kind, rest: &[String]) -> UnknownKeys {
+    UnknownKeys::new(vec![rest.join(".")], known_at(prefix, kind)).under(&prefix.join("."))
 }
 
-/// The kind of value at `path`, or the hint explaining why the key is unknown.
-pub(crate) fn lookup(path: &[String]) -> Result<Kind, String> {
+/// The kind of value at `path`, or the unknown key that `path` is.
+pub(crate) fn lookup(path: &[String]) -> Result<Kind, UnknownKeys> {
     let mut kind = ROOT;
     for (depth, segment) in path.iter().enumerate() {
-        kind = child(kind, segment).ok_or_else(|| hint(&path[..depth], kind))?;
+        kind = child(kind, segment).ok_or_else(|| unknown(&path[..depth], kind, &path[depth..]))?;
     }
     Ok(kind)
 }
@@ -149,19 +155,32 @@ pub(crate) fn lookup(path: &[String]) -> Result<Kind, String> {
 /// The kind of the key `name` under a value of kind `parent`, if there is such a key.
 pub(crate) fn child(parent: Kind, name: &str) -> Option<Kind> {
     match parent {
-        Kind::Section(fields) => fields.iter().find(|f| f.name == name).map(|f| f.kind),
         Kind::FreeMap | Kind::Free => Some(Kind::Free),
-        Kind::Solve => KNOBS
-            .iter()
-            .find(|k| k.key == name)
-            .map(|_| Kind::SolveKnob)
-            .or_else(|| {
-                FLAGS
-                    .iter()
-                    .any(|f| f.key == name)
-                    .then_some(Kind::SolveFlag)
-            }),
+        Kind::Solve => SolveConfig::knob(name).map(knob_kind),
+        _ => children(parent)?
+            .find(|(key, _)| *key == name)
+            .map(|(_, kind)| kind),
+    }
+}
+
+/// The fixed keys below a value of kind `kind`, in documentation order; `None` for values that
+/// have no fixed keys (leaves and free maps).
+fn children(kind: Kind) -> Option<Box<dyn Iterator<Item = (&'static str, Kind)>>> {
+    match kind {
+        Kind::Section(fields) => Some(Box::new(fields.iter().map(|f| (f.name, f.kind)))),
+        Kind::Solve => Some(Box::new(
+            SolveConfig::knob_docs()
+                .iter()
+                .map(|doc| (doc.key(), knob_kind(doc))),
+        )),
         _ => None,
+    }
+}
+
+fn knob_kind(doc: &KnobDoc) -> Kind {
+    match doc {
+        KnobDoc::Number(_) => Kind::SolveKnob,
+        KnobDoc::Flag(_) => Kind::SolveFlag,
     }
 }
 
@@ -173,17 +192,9 @@ pub fn all_keys() -> Vec<String> {
 }
 
 fn collect_keys(kind: Kind, prefix: &mut String, out: &mut Vec<String>) {
-    let children: Vec<(&str, Kind)> = match kind {
-        Kind::Section(fields) => fields.iter().map(|f| (f.name, f.kind)).collect(),
-        Kind::Solve => KNOBS
-            .iter()
-            .map(|k| (k.key, Kind::SolveKnob))
-            .chain(FLAGS.iter().map(|f| (f.key, Kind::SolveFlag)))
-            .collect(),
-        _ => {
-            out.push(prefix.clone());
-            return;
-        }
+    let Some(children) = children(kind) else {
+        out.push(prefix.clone());
+        return;
     };
     for (name, child_kind) in children {
         let len = prefix.len();
@@ -199,9 +210,15 @@ fn collect_keys(kind: Kind, prefix: &mut String, out: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use deepsolve_core::config::{FLAGS, KNOBS};
 
     fn path(s: &str) -> Vec<String> {
         s.split('.').map(str::to_string).collect()
+    }
+
+    /// What the unknown-key message says is known where `key` left the schema.
+    fn hint_of(key: &str) -> String {
+        lookup(&path(key)).unwrap_err().known().to_string()
     }
 
     #[test]
@@ -219,13 +236,13 @@ mod tests {
             lookup(&path("llm.extra_body.a.b")),
             Ok(Kind::Free)
         ));
-        let miss = lookup(&path("llm.modle")).unwrap_err();
+        let miss = hint_of("llm.modle");
         assert!(miss.starts_with("known in llm: base_url, model"), "{miss}");
-        let miss = lookup(&path("lm")).unwrap_err();
+        let miss = hint_of("lm");
         assert_eq!(miss, "known sections: llm, models, solve, tools");
-        let miss = lookup(&path("llm.model.x")).unwrap_err();
+        let miss = hint_of("llm.model.x");
         assert!(miss.contains("'llm.model' is a single value"), "{miss}");
-        let miss = lookup(&path("solve.max_round")).unwrap_err();
+        let miss = hint_of("solve.max_round");
         assert!(miss.contains("max_rounds"), "{miss}");
     }
 

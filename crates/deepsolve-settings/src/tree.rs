@@ -23,13 +23,10 @@ pub(crate) fn parse_key(key: &str) -> Result<Vec<String>, SettingsError> {
     Ok(segments)
 }
 
-/// The kind of value at `path`, or an error naming the key, its origin and what is known there.
+/// The kind of value at `path`, or an error naming the key, its origin, what is known there and
+/// the nearest known key.
 pub(crate) fn known_kind(path: &[String], origin: &Origin) -> Result<Kind, SettingsError> {
-    schema::lookup(path).map_err(|hint| SettingsError::UnknownKey {
-        key: path.join("."),
-        origin: origin.clone(),
-        hint,
-    })
+    schema::lookup(path).map_err(|unknown| SettingsError::unknown_key(unknown, origin))
 }
 
 /// Turn a raw string from `--set`, a variable or `settings set` into a value for `kind`.

@@ -2,7 +2,7 @@
 //! (so `settings set` can write the clamped value), then building the typed [`Settings`].
 
 use deepsolve_core::SolveConfig;
-use deepsolve_core::config::{ConfigError, KNOBS, Knob, clamp_knob};
+use deepsolve_core::config::{ConfigError, clamp_knob, number_value};
 use secrecy::SecretString;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -152,14 +152,11 @@ impl Checker<'_> {
         fields: &[Field],
         map: &mut Map<String, Value>,
     ) -> Result<(), SettingsError> {
-        if let Some(unknown) = map.keys().find(|k| !fields.iter().any(|f| f.name == *k)) {
+        if let Some(unknown) = map.keys().find(|k| schema::child(kind, k).is_none()) {
             let mut key = path.clone();
             key.push(unknown.clone());
-            return Err(SettingsError::UnknownKey {
-                key: key.join("."),
-                origin: self.origins.of(&key),
-                hint: schema::hint(path, kind),
-            });
+            let unknown = schema::unknown(path, kind, std::slice::from_ref(unknown));
+            return Err(SettingsError::unknown_key(unknown, &self.origins.of(&key)));
         }
         for field in fields {
             if let Some(value) = map.get_mut(field.name) {
@@ -237,7 +234,8 @@ impl Checker<'_> {
     }
 
     fn context_window(&mut self, path: &[String], value: &mut Value) -> Result<(), SettingsError> {
-        let n = number(value).ok_or_else(|| self.wrong(path, "a whole number", preview(value)))?;
+        let n = number_value(value)
+            .ok_or_else(|| self.wrong(path, "a whole number", preview(value)))?;
         if !n.is_finite() {
             self.warn(
                 path,
@@ -253,7 +251,7 @@ impl Checker<'_> {
         if let Some(warning) = warning {
             self.warn(path, warning);
         }
-        *value = knob_value(&CONTEXT_WINDOW, used);
+        *value = CONTEXT_WINDOW.to_json(used);
         Ok(())
     }
 
@@ -299,9 +297,10 @@ impl Checker<'_> {
         };
         let (config, warnings) =
             SolveConfig::from_map(map).map_err(|e| self.config_error(path, e))?;
+        let effective = config.to_map();
         for mut warning in warnings {
-            if let Some(knob) = KNOBS.iter().find(|k| k.key == warning.key) {
-                map.insert(warning.key.clone(), knob_value(knob, warning.used));
+            if let Some(used) = effective.get(&warning.key) {
+                map.insert(warning.key.clone(), used.clone());
             }
             let key = vec![path.join("."), warning.key.clone()];
             warning.key = key.join(".");
@@ -319,42 +318,17 @@ impl Checker<'_> {
         };
         match err {
             ConfigError::UnknownKey(unknown) => {
-                let key = unknown.keys().first().cloned().unwrap_or_default();
-                let full = key_path(&key);
-                SettingsError::UnknownKey {
-                    key: full.join("."),
-                    origin: self.origins.of(&full),
-                    hint: unknown.known().to_string(),
-                }
+                let first = unknown
+                    .keys()
+                    .first()
+                    .map_or(path.to_vec(), |k| key_path(k));
+                let origin = self.origins.of(&first);
+                SettingsError::unknown_key(unknown.under(&path.join(".")), &origin)
             }
             ConfigError::WrongType { key, expected, got } => {
                 self.wrong(&key_path(&key), expected, got)
             }
         }
-    }
-}
-
-/// A knob's clamped value as JSON: whole numbers for integer knobs (so `50`, not `50.0`).
-fn knob_value(knob: &Knob, used: f64) -> Value {
-    if knob.integer {
-        Value::from(used as u64)
-    } else {
-        Value::from(used)
-    }
-}
-
-/// A number, accepting the spellings core accepts (`.nan`, `inf`, `"1e3"`), since YAML and the
-/// environment produce them as strings.
-fn number(value: &Value) -> Option<f64> {
-    match value {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-            ".nan" | "nan" => Some(f64::NAN),
-            ".inf" | "+.inf" | "inf" | "+inf" => Some(f64::INFINITY),
-            "-.inf" | "-inf" => Some(f64::NEG_INFINITY),
-            t => t.parse::<f64>().ok(),
-        },
-        _ => None,
     }
 }
 
