@@ -2,6 +2,7 @@
 
 mod cli;
 mod code_tools;
+mod did_you_mean;
 mod protocols;
 mod serve;
 mod support;
