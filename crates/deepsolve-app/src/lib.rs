@@ -32,10 +32,9 @@ use std::sync::Arc;
 
 use deepsolve_core::{ChatModel, Engine, EngineError, ToolRef};
 use deepsolve_settings::{Loaded, Settings};
-use deepsolve_tools::{
-    CATALOG, Deps, Policy, Sandbox, SandboxError, ToolEntry, ToolRequestError, Toolset, Unavailable,
-};
+use deepsolve_tools::{CATALOG, Deps, Sandbox, SandboxError, ToolEntry, Toolset};
 
+pub use deepsolve_tools::{Policy, ToolRequestError, ToolStatus, Unavailable};
 pub use models::{DEFAULT_BASE_URL, main_client, reasoning_model};
 pub use turn::{WorkspaceError, create_workspace, default_workspace_root, new_turn_id};
 

@@ -57,7 +57,11 @@ async fn every_entry_builds_the_tool_it_names_with_its_playbook_line() {
             let named = format!("`{}`", entry.name);
             assert!(line.is_some_and(|l| l.starts_with(&named)), "{line:?}");
         }
-        assert!(!entry.settings.is_empty(), "{} reads no settings", entry.name);
+        assert!(
+            !entry.settings.is_empty(),
+            "{} reads no settings",
+            entry.name
+        );
     }
     let mut names: Vec<&str> = CATALOG.iter().map(|e| e.name).collect();
     names.sort_unstable();
@@ -118,14 +122,20 @@ async fn without_a_sandbox_the_code_tools_are_unavailable_and_say_why() {
         assert!(err.unknown.is_empty());
         let text = err.to_string();
         assert!(
-            text.starts_with(&format!("the tool '{}' is not available: no sandbox", entry.name)),
+            text.starts_with(&format!(
+                "the tool '{}' is not available: no sandbox",
+                entry.name
+            )),
             "{text}"
         );
         assert!(!err.available.contains(&entry.name.to_string()));
     }
     let none: &[&str] = &[];
     let offered = set.for_turn(none).unwrap();
-    assert!(offered.is_empty(), "only automatic tools here need the sandbox: {offered:?}");
+    assert!(
+        offered.is_empty(),
+        "only automatic tools here need the sandbox: {offered:?}"
+    );
 }
 
 #[tokio::test]
@@ -134,7 +144,10 @@ async fn unknown_tools_are_named_with_the_known_ones() {
     let err = set.for_turn(&["rm_rf", "web_search", "rm_rf"]).unwrap_err();
     assert_eq!(err.unknown, ["rm_rf", "web_search"]);
     let text = err.to_string();
-    assert!(text.starts_with("unknown tools 'rm_rf', 'web_search' (known: "), "{text}");
+    assert!(
+        text.starts_with("unknown tools 'rm_rf', 'web_search' (known: "),
+        "{text}"
+    );
     for entry in CATALOG {
         assert!(text.contains(entry.name), "{text}");
     }
@@ -152,6 +165,6 @@ async fn a_tool_from_outside_the_catalog_follows_the_same_rule() {
     let set = Toolset::default().with_tool(reason, Policy::OptIn);
     let none: &[&str] = &[];
     assert!(set.for_turn(none).unwrap().is_empty());
-    assert_eq!(set.for_turn(&[name.as_str()]).unwrap(), [name.clone()]);
+    assert_eq!(set.for_turn(&[name.as_str()]).unwrap(), std::slice::from_ref(&name));
     assert_eq!(set.available(), [name]);
 }
