@@ -4,14 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use deepsolve_app::{ToolRequestError, create_workspace, new_turn_id};
 use deepsolve_core::config::{FLAGS, KNOBS, known_keys};
 use deepsolve_core::event::EventKind;
 use deepsolve_core::{ConfigError, Language, PriorTurn, StopReason, TurnOutcome, TurnSpec};
 use deepsolve_store::{NewArtifact, NewTurn, TurnFinish, TurnRecord, TurnStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-
-use deepsolve_app::{ToolRequestError, create_workspace, new_turn_id};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};

@@ -3,3 +3,4 @@
 mod api;
 mod openai_facade;
 mod support;
+mod tools;

@@ -165,6 +165,25 @@ async fn a_tool_from_outside_the_catalog_follows_the_same_rule() {
     let set = Toolset::default().with_tool(reason, Policy::OptIn);
     let none: &[&str] = &[];
     assert!(set.for_turn(none).unwrap().is_empty());
-    assert_eq!(set.for_turn(&[name.as_str()]).unwrap(), std::slice::from_ref(&name));
+    assert_eq!(
+        set.for_turn(&[name.as_str()]).unwrap(),
+        std::slice::from_ref(&name)
+    );
     assert_eq!(set.available(), [name]);
+}
+
+#[test]
+fn the_settings_an_entry_declares_exist() {
+    let keys = deepsolve_settings::all_keys();
+    for entry in CATALOG {
+        for declared in entry.settings {
+            let section = format!("{declared}.");
+            assert!(
+                keys.iter()
+                    .any(|k| k == declared || k.starts_with(&section)),
+                "{}: '{declared}' is not a setting",
+                entry.name
+            );
+        }
+    }
 }
