@@ -3,9 +3,12 @@
 use std::process::ExitCode;
 
 use console::style;
+use deepsolve_app::{AppBuilder, DEFAULT_BASE_URL, main_client, reasoning_model};
+use deepsolve_settings::Loaded;
+use deepsolve_tools::{Sandbox, Unavailable};
 
 use crate::ConfigArgs;
-use crate::setup::{load_settings, main_client};
+use crate::setup::load_settings;
 
 pub async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
     let loaded = load_settings(args)?;
@@ -16,13 +19,11 @@ pub async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
         " (not created yet)"
     };
     println!("settings   {}{exists}", loaded.path.display());
-    let sandbox_ok = sandbox_section(&loaded.settings).await;
+    let (sandbox_ok, sandbox) = sandbox_section(&loaded.settings).await;
     let client = main_client(&loaded)?;
     println!(
         "endpoint   {}",
-        llm.base_url
-            .as_deref()
-            .unwrap_or(crate::setup::DEFAULT_BASE_URL)
+        llm.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL)
     );
     let model = llm.model.clone().unwrap_or_default();
     println!("model      {model}");
@@ -33,7 +34,7 @@ pub async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
             None => "not set".into(),
         }
     );
-    let mut healthy = sandbox_ok;
+    let mut healthy = sandbox_ok & tools_section(&loaded, &client, sandbox);
     match client.list_models().await {
         Ok(models) => {
             ok(&format!(
@@ -108,26 +109,28 @@ fn preview(models: &[String]) -> String {
 }
 
 /// The code tools' sandbox: which backend isolates model code, or exactly why there is none
-/// (then `solve` does not mount `code_execution`/`exec`), and whether the sandbox's Python has
-/// the maths stack. Unhealthy only when `tools.sandbox: bwrap` is required and missing.
-async fn sandbox_section(settings: &deepsolve_settings::Settings) -> bool {
+/// (then `code_execution`/`exec` are not mounted), and whether the sandbox's Python has the
+/// maths stack. Unhealthy only when `tools.sandbox: bwrap` is required and missing.
+async fn sandbox_section(
+    settings: &deepsolve_settings::Settings,
+) -> (bool, Result<Sandbox, Unavailable>) {
     let mode = settings.tools.sandbox.trim();
-    let sandbox = match crate::solve::sandbox_tools::detect(settings).await {
+    let sandbox = match deepsolve_app::sandbox::detect(settings).await {
         Ok(sandbox) => sandbox,
         Err(e) => {
             println!("sandbox    {mode}: none available");
-            if mode == "bwrap" {
+            let healthy = !deepsolve_app::sandbox::is_required(settings);
+            if healthy {
+                warn(&format!("code tools are off (not mounted): {e}"));
+            } else {
                 fail(&format!("code tools cannot run: {e}"));
-                return false;
             }
-            warn(&format!("code tools are off (not mounted): {e}"));
-            return true;
+            return (healthy, Err(Unavailable(e.to_string())));
         }
     };
     println!("sandbox    {mode}: {}", sandbox.describe());
-    match sandbox.warning() {
-        Some(warning) => warn(&warning),
-        None => ok("code tools mounted: code_execution, exec"),
+    if let Some(warning) = sandbox.warning() {
+        warn(&warning);
     }
     let modules = ["numpy", "sympy", "scipy", "matplotlib"];
     match sandbox.check_modules(&modules).await {
@@ -154,6 +157,50 @@ async fn sandbox_section(settings: &deepsolve_settings::Settings) -> bool {
         Err(e) => warn(&format!(
             "could not check the sandbox's Python modules: {e}"
         )),
+    }
+    (true, Ok(sandbox))
+}
+
+/// Every tool of the catalog: mounted (and how turns get it), or why not. Unhealthy only when
+/// the tools cannot be mounted at all (`tools.enabled` names one that does not work).
+fn tools_section(
+    loaded: &Loaded,
+    client: &std::sync::Arc<deepsolve_llm::OpenAiClient>,
+    sandbox: Result<Sandbox, Unavailable>,
+) -> bool {
+    let built = AppBuilder::new(loaded.settings.clone(), client.clone())
+        .reasoning_model(reasoning_model(loaded, client))
+        .sandbox(sandbox)
+        .build();
+    let app = match built {
+        Ok(app) => app,
+        Err(e) => {
+            println!("tools      none mounted");
+            fail(&e.to_string());
+            return false;
+        }
+    };
+    let status = app.tools().status();
+    let mounted: Vec<String> = status
+        .iter()
+        .filter(|s| s.unavailable.is_none())
+        .map(|s| format!("{} ({})", s.name, s.policy))
+        .collect();
+    println!(
+        "tools      {}",
+        if mounted.is_empty() {
+            "none mounted".to_string()
+        } else {
+            mounted.join(", ")
+        }
+    );
+    for tool in &status {
+        if let Some(why) = tool.unavailable {
+            warn(&format!(
+                "{} ({}) is not mounted: {why}",
+                tool.name, tool.policy
+            ));
+        }
     }
     true
 }

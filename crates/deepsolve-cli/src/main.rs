@@ -61,7 +61,7 @@ pub struct SolveArgs {
     /// Answer language and playbook language.
     #[arg(long, value_enum, default_value = "en")]
     pub lang: LangArg,
-    /// Opt-in tool for this turn (repeatable): reason, web_search, geogebra_analysis.
+    /// An opt-in tool for this turn (repeatable); `deepsolve doctor` lists the tools.
     #[arg(long = "tool", value_name = "TOOL")]
     pub tools: Vec<String>,
     /// Print one JSON event per line on stdout, and nothing else.

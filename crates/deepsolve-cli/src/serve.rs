@@ -7,14 +7,11 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use deepsolve_core::{ChatModel, Engine, ToolRef};
 use deepsolve_server::{AuthMode, ServerConfig};
 use deepsolve_store::{Store, StoreOptions, redact_url};
-use deepsolve_tools::ReasonTool;
 
 use crate::ConfigArgs;
-use crate::setup::{load_settings, main_client, reason_client};
-use crate::solve::sandbox_tools;
+use crate::setup::{build_app, load_settings, report_sandbox};
 
 /// Where the database lives; shared by `serve` and `users`.
 #[derive(Args, Clone, Default)]
@@ -75,21 +72,10 @@ pub async fn open_store(args: &DatabaseArgs) -> anyhow::Result<Store> {
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging();
     let loaded = load_settings(&args.config)?;
-    let model = main_client(&loaded)?;
+    let max_turns = args.max_turns.max(1);
+    let app = build_app(&loaded, Some(max_turns)).await?;
+    report_sandbox(&app);
     let solve = &loaded.settings.solve;
-    let reasoner = reason_client(&loaded, &model)?;
-    // `reason` is opt-in per turn; the code tools, when the sandbox works, are on every turn.
-    let mut tools: Vec<ToolRef> = vec![Arc::new(ReasonTool::new(
-        reasoner,
-        solve.max_tokens,
-        solve.temperature as f32,
-    ))];
-    let mut auto_tools = Vec::new();
-    if let Some((code_tools, names)) = sandbox_tools::mount(&loaded.settings).await? {
-        tools.extend(code_tools);
-        auto_tools = names;
-    }
-    let engine = Engine::new(tools)?.with_session_capacity(args.max_turns.max(1));
     let store = open_store(&args.database).await?;
     let config = ServerConfig {
         instance_id: args
@@ -102,14 +88,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .llm
             .context_window
             .unwrap_or(deepsolve_core::engine::DEFAULT_CONTEXT_WINDOW),
-        max_running_turns: args.max_turns.max(1),
-        workspace_root: Some(data_dir()?.join("turns")),
+        max_running_turns: max_turns,
+        workspace_root: Some(deepsolve_app::default_workspace_root()?),
         settings_path: Some(loaded.path.clone()),
-        auto_tools,
         ..ServerConfig::default()
     };
-    let model: Arc<dyn ChatModel> = model;
-    let state = deepsolve_server::prepare(store, Arc::new(engine), model, config).await?;
+    let state = deepsolve_server::prepare(store, Arc::new(app), config).await?;
     let listener = deepsolve_server::bind(args.addr, state.auth).await?;
     let local = listener.local_addr()?;
     let mode = match state.auth {

@@ -1,15 +1,10 @@
-//! From flags and settings to a ready model client: shared by `solve` and `doctor`.
+//! From flags to loaded settings and a ready app: shared by `solve`, `serve`, `doctor` and
+//! `settings`.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use anyhow::{Context, bail};
-use deepsolve_llm::{ClientConfig, OpenAiClient};
-use deepsolve_settings::{LoadOptions, Loaded, ModelRef};
+use deepsolve_app::{App, AppBuilder};
+use deepsolve_settings::{LoadOptions, Loaded};
 
 use crate::ConfigArgs;
-
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// Load the layered settings; `--base-url` and `--model` are `--set`s of their keys.
 /// Clamp warnings go to stderr (stdout may be an NDJSON stream).
@@ -33,50 +28,23 @@ pub fn load_settings(args: &ConfigArgs) -> anyhow::Result<Loaded> {
     Ok(loaded)
 }
 
-/// The main model's client, or the one-line error naming the three ways to configure one.
-pub fn main_client(loaded: &Loaded) -> anyhow::Result<Arc<OpenAiClient>> {
-    let llm = &loaded.settings.llm;
-    let Some(model) = llm.model.clone().filter(|m| !m.trim().is_empty()) else {
-        bail!(
-            "no model configured: pass --model (and --base-url), or set DEEPSOLVE_MODEL (and DEEPSOLVE_BASE_URL), or run `deepsolve settings set llm.model=NAME` to write it in {}",
-            loaded.path.display()
-        );
-    };
-    let base_url = llm
-        .base_url
-        .clone()
-        .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
-    let mut config = ClientConfig::new(base_url, model);
-    config.api_key = llm.api_key.clone();
-    config.extra_body = llm.extra_body.clone();
-    config.stream_idle_timeout = loaded.settings.solve.stream_idle_timeout();
-    let client = OpenAiClient::new(config).context("cannot use the configured model")?;
-    Ok(Arc::new(client))
+/// The app on the loaded settings (model clients, sandbox, mounted tools, engine).
+pub async fn build_app(loaded: &Loaded, session_capacity: Option<usize>) -> anyhow::Result<App> {
+    let mut builder = AppBuilder::from_settings(loaded).await?;
+    if let Some(capacity) = session_capacity {
+        builder = builder.session_capacity(capacity);
+    }
+    Ok(builder.build()?)
 }
 
-/// The `reason` tool's model: `models.reason`, falling back to the main model.
-pub fn reason_client(
-    loaded: &Loaded,
-    main: &Arc<OpenAiClient>,
-) -> anyhow::Result<Arc<OpenAiClient>> {
-    let Some(ModelRef {
-        model,
-        base_url,
-        api_key_env,
-    }) = loaded.settings.models.reason.clone()
-    else {
-        return Ok(main.clone());
-    };
-    let llm = &loaded.settings.llm;
-    let base_url = base_url
-        .or_else(|| llm.base_url.clone())
-        .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
-    let mut config = ClientConfig::new(base_url, model);
-    config.api_key = match api_key_env {
-        Some(var) => std::env::var(&var).ok().map(Into::into),
-        None => llm.api_key.clone(),
-    };
-    config.stream_idle_timeout = Duration::from_secs(loaded.settings.solve.stream_idle_timeout_s);
-    let client = OpenAiClient::new(config).context("cannot use models.reason")?;
-    Ok(Arc::new(client))
+/// Say on stderr, in one line, why the code tools are off, or that they run unisolated.
+pub fn report_sandbox(app: &App) {
+    match app.sandbox() {
+        Err(why) => eprintln!("warning: code tools are off: {why} (see `deepsolve doctor`)"),
+        Ok(sandbox) => {
+            if let Some(warning) = sandbox.warning() {
+                eprintln!("WARNING: {warning}");
+            }
+        }
+    }
 }

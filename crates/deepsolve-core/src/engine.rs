@@ -26,7 +26,7 @@ use crate::outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 use crate::progress::{self, Position};
 use crate::solve::{
     Language, SessionHandle, SolveRecord, SolveSession, SolveSessionStore, SpineEffect, StoreError,
-    playbook, solve_tool_specs,
+    ToolLine, playbook, solve_tool_specs,
 };
 use crate::stream_filter::{Piece, VisibleFilter};
 use crate::tags::{self, ParsedCall};
@@ -248,14 +248,22 @@ impl Drop for CloseOnDrop<'_> {
     }
 }
 
-fn system_prompt(language: Language, specs: &[ToolSpec], tags: bool) -> String {
-    let mounted: Vec<(&str, &str)> = specs
-        .iter()
-        .map(|s| (s.name.as_str(), s.description.as_str()))
+/// The playbook with each mounted work tool's own line, and in tags mode the tool manifest.
+fn system_prompt(language: Language, toolbox: &Toolbox, tags: bool) -> String {
+    let lines: Vec<ToolLine<'_>> = toolbox
+        .work_tools()
+        .map(|tool| {
+            let spec = tool.spec();
+            ToolLine {
+                name: &spec.name,
+                description: &spec.description,
+                line: tool.playbook_line(language),
+            }
+        })
         .collect();
-    let mut prompt = playbook(language, &mounted);
+    let mut prompt = playbook(language, &lines);
     if tags {
-        prompt.push_str(&tags::manifest(specs));
+        prompt.push_str(&tags::manifest(&toolbox.specs()));
     }
     prompt
 }
@@ -347,7 +355,8 @@ impl<'a> TurnRun<'a> {
     ) -> Self {
         let specs = toolbox.specs();
         let tags = spec.protocol == Protocol::Tags;
-        let mut prefix = vec![Message::system(system_prompt(spec.language, &specs, tags))];
+        let system = system_prompt(spec.language, &toolbox, tags);
+        let mut prefix = vec![Message::system(system)];
         prefix.extend(history_messages(&spec.history));
         prefix.push(Message::user(spec.problem.clone()));
         let started = Instant::now();
@@ -404,7 +413,7 @@ impl<'a> TurnRun<'a> {
     fn use_tags(&mut self) {
         self.tags = true;
         self.ctx
-            .set_system(system_prompt(self.language, &self.specs, true));
+            .set_system(system_prompt(self.language, &self.toolbox, true));
     }
 
     /// The outcome, and whether the turn found the model to lack native tools.

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::SolveConfig;
 use crate::model::{ToolSpec, Usage};
+use crate::solve::Language;
 
 /// Server-side context for a tool call. It never travels through the model's arguments, so a
 /// model cannot forge a turn id, a workspace or a user (DESIGN R4).
@@ -86,6 +87,12 @@ impl ToolOutput {
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
+
+    /// What the tool is for, as one line of the playbook in `language` (e.g. "`exec`: produce
+    /// files"). `None`: the playbook says "`name`: description".
+    fn playbook_line(&self, _language: Language) -> Option<&str> {
+        None
+    }
 
     /// The per-call timeout; tools with their own knob (code execution) override it.
     fn timeout(&self, config: &SolveConfig) -> Duration {

@@ -19,9 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use deepsolve_core::{
-    ChatModel, ChatRequest, Completion, DeltaSink, Engine, ModelError, StreamDelta,
-};
+use deepsolve_core::{ChatModel, ChatRequest, Completion, DeltaSink, ModelError, StreamDelta};
 use deepsolve_server::ServerConfig;
 use deepsolve_store::{Store, StoreOptions};
 use deepsolve_testkit::{ScriptedModel, WellBehaved};
@@ -162,15 +160,18 @@ async fn serve_child(opts: Opts) {
         per_token: Duration::from_micros(1_000_000 / opts.tokens_per_s),
         think_tokens: opts.think_tokens,
     };
-    let engine = Engine::new(Vec::new())
-        .expect("engine")
-        .with_session_capacity(100_000);
+    // No work tools: the benchmark measures the loop and the event path.
+    let app = deepsolve_app::AppBuilder::new(Default::default(), Arc::new(model))
+        .catalog(&[])
+        .session_capacity(100_000)
+        .build()
+        .expect("app");
     let config = ServerConfig {
         instance_id: "bench".into(),
         max_running_turns: 100_000,
         ..ServerConfig::default()
     };
-    let state = deepsolve_server::prepare(store, Arc::new(engine), Arc::new(model), config)
+    let state = deepsolve_server::prepare(store, Arc::new(app), config)
         .await
         .expect("prepare");
     let listener = deepsolve_server::bind("127.0.0.1:0".parse().expect("addr"), state.auth)

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
-use deepsolve_core::{ChatModel, Engine};
+use deepsolve_app::App;
 use deepsolve_store::{Store, StoreError};
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -53,12 +53,12 @@ pub enum ServerError {
     },
 }
 
-/// Prepare the shared state: pick the auth mode, mark turns this instance left running as
-/// interrupted, start the event writer and (on PostgreSQL) the notification listener.
+/// Prepare the shared state around `app` (engine, model, mounted tools: `deepsolve-app`):
+/// pick the auth mode, mark turns this instance left running as interrupted, start the event
+/// writer and (on PostgreSQL) the notification listener.
 pub async fn prepare(
     store: Store,
-    engine: Arc<Engine>,
-    model: Arc<dyn ChatModel>,
+    app: Arc<App>,
     config: ServerConfig,
 ) -> Result<Arc<AppState>, ServerError> {
     let auth = if store.count_users().await? == 0 {
@@ -76,9 +76,7 @@ pub async fn prepare(
     store.start_listener().await?;
     let metrics = Arc::new(metrics::Metrics::default());
     let writer = writer::EventWriter::spawn(store.clone(), metrics.clone());
-    let state = Arc::new(AppState::new(
-        store, engine, model, config, auth, writer, metrics,
-    ));
+    let state = Arc::new(AppState::new(store, app, config, auth, writer, metrics));
     tokio::spawn(relay_cancellations(Arc::downgrade(&state)));
     Ok(state)
 }

@@ -81,7 +81,7 @@ async fn ensure_session_idle(store: &Store, turn: &TurnRecord) -> ApiResult<()> 
 /// The turn's tools must still be mounted here (the sandbox may be gone since): refused
 /// before the claim, the turn stays resumable where they are.
 fn ensure_tools_offered(state: &AppState, tools: &[String]) -> ApiResult<()> {
-    let available = state.engine.work_tool_names();
+    let available = state.app.tools().available();
     let missing: Vec<&str> = tools
         .iter()
         .filter(|t| !available.contains(t))

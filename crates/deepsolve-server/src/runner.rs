@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use deepsolve_app::{ToolRequestError, create_workspace, new_turn_id};
 use deepsolve_core::event::EventKind;
 use deepsolve_core::{ConfigError, Language, PriorTurn, StopReason, TurnOutcome, TurnSpec};
 use deepsolve_store::{NewArtifact, NewTurn, TurnFinish, TurnRecord, TurnStatus};
@@ -46,10 +47,6 @@ struct Prepared {
     language: Language,
     tools: Vec<String>,
     config: deepsolve_core::SolveConfig,
-}
-
-pub fn new_turn_id() -> String {
-    format!("turn_{}", uuid::Uuid::now_v7().simple())
 }
 
 /// Validate, record and start a turn.
@@ -287,34 +284,40 @@ fn prepare(state: &AppState, req: &CreateTurn) -> ApiResult<Prepared> {
     })
 }
 
+/// The turn's work tools by the catalog's rule (`App::tools_for_turn`); refused names are a
+/// 422 `unknown_tool` naming the available ones.
 fn check_tools(state: &AppState, requested: &[String]) -> ApiResult<Vec<String>> {
-    let available = state.engine.work_tool_names();
-    let unknown: Vec<&str> = requested
-        .iter()
-        .filter(|t| !available.contains(t))
-        .map(String::as_str)
-        .collect();
-    if !unknown.is_empty() {
-        return Err(ApiError::invalid(
-            "unknown_tool",
-            format!(
-                "unknown tools: {} (available: {})",
-                unknown.join(", "),
-                if available.is_empty() {
-                    "none".to_string()
-                } else {
-                    available.join(", ")
-                }
-            ),
+    state
+        .app
+        .tools_for_turn(requested)
+        .map_err(|e| ApiError::invalid("unknown_tool", refused_tools(&e)))
+}
+
+fn refused_tools(e: &ToolRequestError) -> String {
+    let available = if e.available.is_empty() {
+        "none".to_string()
+    } else {
+        e.available.join(", ")
+    };
+    let mut parts = Vec::new();
+    if !e.unknown.is_empty() {
+        parts.push(format!(
+            "unknown tools: {} (available: {available})",
+            e.unknown.join(", ")
         ));
     }
-    let mut tools: Vec<String> = Vec::new();
-    for t in state.config.auto_tools.iter().chain(requested) {
-        if !tools.contains(t) && available.contains(t) {
-            tools.push(t.clone());
-        }
+    if !e.unavailable.is_empty() {
+        let named: Vec<String> = e
+            .unavailable
+            .iter()
+            .map(|(name, why)| format!("{name} ({why})"))
+            .collect();
+        parts.push(format!(
+            "tools not available on this server: {} (available: {available})",
+            named.join(", ")
+        ));
     }
-    Ok(tools)
+    parts.join("; ")
 }
 
 /// The server defaults with the turn's overrides, strictly: every unknown key is named.
@@ -356,14 +359,8 @@ pub fn apply_overrides(
 
 fn workspace_for(state: &AppState, turn_id: &str) -> Option<PathBuf> {
     let root = state.config.workspace_root.as_ref()?;
-    let dir = root.join(turn_id);
-    // Private to the server's user: a turn's files are its user's data.
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    match builder.create(&dir) {
-        Ok(()) => Some(dir),
+    match create_workspace(root, turn_id) {
+        Ok(dir) => Some(dir),
         Err(e) => {
             tracing::warn!(turn_id, error = %e, "no workspace for this turn");
             None
@@ -378,8 +375,8 @@ async fn drive(state: Arc<AppState>, spec: TurnSpec, cancel: tokio_util::sync::C
     let user_id = spec.user_id.clone().unwrap_or_default();
     let workspace = spec.workspace.clone();
     let sink = Arc::new(state.writer.sink(&turn_id, spec.first_seq));
-    let engine = state.engine.clone();
-    let model = state.model.clone();
+    let engine = state.app.engine().clone();
+    let model = state.app.model().clone();
     let task_sink = sink.clone();
     let task = tokio::spawn(async move {
         engine

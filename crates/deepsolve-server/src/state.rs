@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use deepsolve_core::{ChatModel, Engine, SolveConfig};
+use deepsolve_app::App;
+use deepsolve_core::SolveConfig;
 use deepsolve_store::Store;
 use tokio_util::sync::CancellationToken;
 
@@ -37,9 +38,6 @@ pub struct ServerConfig {
     pub max_artifact_bytes: u64,
     /// The settings file `PUT /api/v1/capabilities/settings` writes (`None`: read-only).
     pub settings_path: Option<PathBuf>,
-    /// Work tools every turn gets without asking (the sandboxed code tools, when the sandbox
-    /// works: DESIGN §6 auto-mounts); others are opt-in through a turn's `tools`.
-    pub auto_tools: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -55,7 +53,6 @@ impl Default for ServerConfig {
             workspace_root: None,
             max_artifact_bytes: 20 * 1024 * 1024,
             settings_path: None,
-            auto_tools: Vec::new(),
         }
     }
 }
@@ -86,8 +83,9 @@ impl From<SlotRefused> for crate::error::ApiError {
 
 pub struct AppState {
     pub store: Store,
-    pub engine: Arc<Engine>,
-    pub model: Arc<dyn ChatModel>,
+    /// The engine, the main model and the mounted tools (which a turn gets by the catalog's
+    /// rule: `App::tools_for_turn`).
+    pub app: Arc<App>,
     pub config: ServerConfig,
     pub auth: AuthMode,
     pub writer: EventWriter,
@@ -102,8 +100,7 @@ pub struct AppState {
 impl AppState {
     pub fn new(
         store: Store,
-        engine: Arc<Engine>,
-        model: Arc<dyn ChatModel>,
+        app: Arc<App>,
         config: ServerConfig,
         auth: AuthMode,
         writer: EventWriter,
@@ -113,8 +110,7 @@ impl AppState {
             solve_defaults: RwLock::new(config.defaults.clone()),
             settings_write: tokio::sync::Mutex::new(()),
             store,
-            engine,
-            model,
+            app,
             config,
             auth,
             writer,

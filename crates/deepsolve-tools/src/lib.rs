@@ -1,18 +1,22 @@
-//! Work tools for the solve surface (DESIGN §6). Each implements `deepsolve_core::Tool`.
+//! The work tools of the solve surface and their catalog. Each tool implements
+//! `deepsolve_core::Tool`; [`catalog`] lists them with their policy, playbook line, settings
+//! and factory, and holds the one rule by which every front end mounts them.
 //!
-//! - `reason`: a tool-less sub-call to the reasoning model.
-//! - `code_execution` and `exec`: Python and shell in the sandbox (`deepsolve-sandbox`), in
-//!   the turn's workspace; mount them only with a `Sandbox` that `detect` returned.
+//! - [`code`]: `code_execution` and `exec`, Python and shell in the sandbox
+//!   (`deepsolve-sandbox`), in the turn's workspace.
+//! - [`reason`]: a tool-less sub-call to the reasoning model.
 
-mod code;
-mod exec;
-mod reason;
-mod sandboxed;
+pub mod catalog;
+pub mod code;
+pub mod reason;
 
-pub use code::{CODE_EXECUTION, CodeExecutionTool, DEFAULT_MAX_INTERPRETERS};
-pub use exec::{EXEC, ExecTool};
+pub use catalog::{
+    CATALOG, Deps, Factory, PlaybookLine, Policy, ToolEntry, ToolRequestError, ToolStatus, Toolset,
+    Unavailable,
+};
+pub use code::sandboxed::human_size;
+pub use code::{CODE_EXECUTION, CodeExecutionTool, DEFAULT_MAX_INTERPRETERS, EXEC, ExecTool};
 pub use reason::{REASON, ReasonTool};
-pub use sandboxed::human_size;
 
 /// Re-exported so a front end can detect a sandbox without naming the crate.
 pub use deepsolve_sandbox::{PythonOptions, Sandbox, SandboxConfig, SandboxError, SandboxMode};

@@ -5,12 +5,19 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use deepsolve_core::{
-    ChatModel, ChatRequest, Message, StreamDelta, Tool, ToolChoice, ToolContext, ToolError,
-    ToolOutput, ToolSpec,
+    ChatModel, ChatRequest, Language, Message, StreamDelta, Tool, ToolChoice, ToolContext,
+    ToolError, ToolOutput, ToolRef, ToolSpec,
 };
 use serde_json::{Value, json};
 
+use crate::catalog::{Deps, PlaybookLine, Unavailable};
+
 pub const REASON: &str = "reason";
+/// Its line in the playbook.
+pub(crate) const PLAYBOOK: PlaybookLine = PlaybookLine {
+    en: "`reason`: a hard sub-derivation, worked carefully",
+    zh: "`reason`：完成一段困难的子推导",
+};
 
 const INSTRUCTIONS: &str = "You are a careful mathematician. Derive the result step by step, checking each step. End with a line that starts with 'Answer:' and states the result exactly.";
 
@@ -44,10 +51,26 @@ impl ReasonTool {
     }
 }
 
+/// The catalog's factory: the reasoning model, with the turn defaults' output budget and
+/// temperature (`solve.max_tokens`, `solve.temperature`).
+pub(crate) fn build(deps: &Deps) -> Result<ToolRef, Unavailable> {
+    let model = deps.reasoning_model.clone()?;
+    let solve = &deps.settings.solve;
+    Ok(Arc::new(ReasonTool::new(
+        model,
+        solve.max_tokens,
+        solve.temperature as f32,
+    )))
+}
+
 #[async_trait]
 impl Tool for ReasonTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn playbook_line(&self, language: Language) -> Option<&str> {
+        Some(PLAYBOOK.get(language))
     }
 
     async fn run(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

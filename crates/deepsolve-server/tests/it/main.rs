@@ -4,3 +4,4 @@ mod api;
 mod config_keys;
 mod openai_facade;
 mod support;
+mod tools;

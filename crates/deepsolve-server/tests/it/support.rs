@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use deepsolve_app::AppBuilder;
 use deepsolve_core::{
-    Artifact, ChatModel, Engine, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec,
+    Artifact, ChatModel, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec,
 };
 use deepsolve_llm::{ClientConfig, OpenAiClient};
 use deepsolve_server::{AppState, ServerConfig};
+use deepsolve_settings::Settings;
 use deepsolve_store::{Role, Store, StoreOptions};
 use deepsolve_testkit::{MockServer, Policy};
 use serde_json::{Value, json};
@@ -82,8 +84,13 @@ pub async fn launch(
     config: ServerConfig,
     tools: Vec<ToolRef>,
 ) -> TestServer {
-    let engine = Arc::new(Engine::new(tools).expect("engine"));
-    let state = deepsolve_server::prepare(store, engine, model_for(&mock), config)
+    // The catalog's tools on the scripted model (no sandbox: no code tools), plus the test's.
+    let mut app = AppBuilder::new(Settings::default(), model_for(&mock));
+    for tool in tools {
+        app = app.extra_tool(tool);
+    }
+    let app = Arc::new(app.build().expect("app"));
+    let state = deepsolve_server::prepare(store, app, config)
         .await
         .expect("prepare");
     let listener = deepsolve_server::bind("127.0.0.1:0".parse().expect("addr"), state.auth)

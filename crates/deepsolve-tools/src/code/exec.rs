@@ -5,13 +5,20 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deepsolve_core::{SolveConfig, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use deepsolve_core::{Language, SolveConfig, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use deepsolve_sandbox::{ExecOutcome, ExitKind, Sandbox, Snapshot};
 use serde_json::{Value, json};
 
-use crate::sandboxed::{self, ENGINE_GRACE, Report};
+use super::sandboxed::{self, ENGINE_GRACE, Report};
+
+use crate::catalog::PlaybookLine;
 
 pub const EXEC: &str = "exec";
+/// Its line in the playbook.
+pub(crate) const PLAYBOOK: PlaybookLine = PlaybookLine {
+    en: "`exec`: produce files (a worked-solution PDF, a chart, a spreadsheet)",
+    zh: "`exec`：生成文件（解题 PDF、图表、表格）",
+};
 const MAX_COMMAND_CHARS: u64 = 100_000;
 
 pub struct ExecTool {
@@ -50,6 +57,10 @@ impl ExecTool {
 impl Tool for ExecTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn playbook_line(&self, language: Language) -> Option<&str> {
+        Some(PLAYBOOK.get(language))
     }
 
     fn timeout(&self, config: &SolveConfig) -> Duration {

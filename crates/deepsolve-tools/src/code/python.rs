@@ -1,5 +1,5 @@
 //! `code_execution {code, timeout_s?}`: Python in the sandbox, one persistent interpreter per
-//! turn (DESIGN §6). The interpreter is started in the background when the turn starts, so the
+//! turn. The interpreter is started in the background when the turn starts, so the
 //! first call does not pay for it; one that crashed or was killed is restarted for the next
 //! call, and that call's result says the earlier names are gone.
 
@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use deepsolve_core::{SolveConfig, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use deepsolve_core::{Language, SolveConfig, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use deepsolve_sandbox::{
     CellOutcome, CellStatus, Interpreter, PythonOptions, Sandbox, SandboxError, Snapshot,
 };
@@ -17,9 +17,16 @@ use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
-use crate::sandboxed::{self, ENGINE_GRACE, Report};
+use super::sandboxed::{self, ENGINE_GRACE, Report};
+
+use crate::catalog::PlaybookLine;
 
 pub const CODE_EXECUTION: &str = "code_execution";
+/// Its line in the playbook.
+pub(crate) const PLAYBOOK: PlaybookLine = PlaybookLine {
+    en: "`code_execution`: computation, symbolic algebra, plots, numerical checks",
+    zh: "`code_execution`：计算、符号运算、作图、数值验算",
+};
 const MAX_CODE_CHARS: u64 = 200_000;
 /// However long the interpreter takes to come up, the cell itself gets at least this much.
 const MIN_CELL: Duration = Duration::from_secs(1);
@@ -159,6 +166,10 @@ impl CodeExecutionTool {
 impl Tool for CodeExecutionTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn playbook_line(&self, language: Language) -> Option<&str> {
+        Some(PLAYBOOK.get(language))
     }
 
     fn timeout(&self, config: &SolveConfig) -> Duration {

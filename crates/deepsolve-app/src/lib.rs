@@ -1,0 +1,199 @@
+//! deepsolve-app: the composition root shared by the CLI (`solve`, `doctor`) and the server
+//! (`serve`, and its OpenAI facade).
+//!
+//! Settings → model clients (main, reasoning) → the sandbox → the tool catalog → [`Engine`],
+//! in one place, so every front end mounts the same tools by the same rule (see
+//! `deepsolve_tools::catalog`). Turn ids and turn workspaces are made here too ([`turn`]).
+//!
+//! ```no_run
+//! # async fn demo(loaded: &deepsolve_settings::Loaded, requested: &[String])
+//! #     -> Result<(), Box<dyn std::error::Error>> {
+//! let app = deepsolve_app::AppBuilder::from_settings(loaded).await?.build()?;
+//! // The automatic tools, then `tools.enabled`, then what the turn asked for.
+//! let offered = app.tools_for_turn(requested)?;
+//! let turn_id = deepsolve_app::new_turn_id();
+//! let workspace = if app.needs_workspace(&offered) {
+//!     Some(deepsolve_app::create_workspace(&deepsolve_app::default_workspace_root()?, &turn_id)?)
+//! } else {
+//!     None
+//! };
+//! # Ok(()) }
+//! ```
+//!
+//! Tests and embedders start from [`AppBuilder::new`] with model clients they built (e.g. a
+//! scripted model), so no HTTP model is needed.
+
+pub mod models;
+pub mod sandbox;
+pub mod turn;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use deepsolve_core::{ChatModel, Engine, EngineError, ToolRef};
+use deepsolve_settings::{Loaded, Settings};
+use deepsolve_tools::{CATALOG, Deps, Sandbox, SandboxError, ToolEntry, Toolset};
+
+pub use deepsolve_tools::{Policy, ToolRequestError, ToolStatus, Unavailable};
+pub use models::{DEFAULT_BASE_URL, main_client, reasoning_model};
+pub use turn::{WorkspaceError, create_workspace, default_workspace_root, new_turn_id};
+
+/// Why the app could not be put together.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(
+        "no model configured: pass --model (and --base-url), or set DEEPSOLVE_MODEL (and DEEPSOLVE_BASE_URL), or run `deepsolve settings set llm.model=NAME` to write it in {}",
+        settings_path.display()
+    )]
+    NoModel { settings_path: PathBuf },
+    #[error("cannot use the configured model")]
+    Client(#[source] deepsolve_llm::ClientError),
+    #[error("tools.sandbox is `bwrap`, but {0}")]
+    SandboxRequired(#[source] SandboxError),
+    #[error("tools.enabled: {0}")]
+    Enabled(#[source] ToolRequestError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// What a front end runs turns on: the engine with the mounted tools, the main model, and the
+/// record of which tools are mounted and why the others are not.
+pub struct App {
+    engine: Arc<Engine>,
+    model: Arc<dyn ChatModel>,
+    tools: Toolset,
+    sandbox: Result<Sandbox, Unavailable>,
+}
+
+impl App {
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The main model, the one turns run on.
+    pub fn model(&self) -> &Arc<dyn ChatModel> {
+        &self.model
+    }
+
+    /// The mounted tools, the unavailable ones and why (`doctor`, the web UI).
+    pub fn tools(&self) -> &Toolset {
+        &self.tools
+    }
+
+    /// The sandbox the code tools run in, or why there is none.
+    pub fn sandbox(&self) -> Result<&Sandbox, &Unavailable> {
+        self.sandbox.as_ref()
+    }
+
+    /// The work tools a turn that asks for `requested` is offered: the automatic ones, then
+    /// `tools.enabled`, then `requested`; an unknown or unavailable name is an error.
+    pub fn tools_for_turn<S: AsRef<str>>(
+        &self,
+        requested: &[S],
+    ) -> Result<Vec<String>, ToolRequestError> {
+        self.tools.for_turn(requested)
+    }
+
+    /// Whether a turn offered `offered` needs a workspace ([`turn::create_workspace`]).
+    pub fn needs_workspace<S: AsRef<str>>(&self, offered: &[S]) -> bool {
+        self.tools.needs_workspace(offered)
+    }
+}
+
+/// Puts an [`App`] together.
+pub struct AppBuilder {
+    settings: Settings,
+    main_model: Arc<dyn ChatModel>,
+    reasoning_model: Option<Result<Arc<dyn ChatModel>, Unavailable>>,
+    sandbox: Result<Sandbox, Unavailable>,
+    catalog: &'static [ToolEntry],
+    extra_tools: Vec<ToolRef>,
+    session_capacity: Option<usize>,
+}
+
+impl AppBuilder {
+    /// From already-built model clients; the reasoning model is the main one and there is no
+    /// sandbox until [`Self::reasoning_model`] and [`Self::sandbox`] say otherwise.
+    pub fn new(settings: Settings, main_model: Arc<dyn ChatModel>) -> Self {
+        AppBuilder {
+            settings,
+            main_model,
+            reasoning_model: None,
+            sandbox: Err(Unavailable("no sandbox was set up".into())),
+            catalog: CATALOG,
+            extra_tools: Vec::new(),
+            session_capacity: None,
+        }
+    }
+
+    /// Everything from the loaded settings: the main client (an error without a model), the
+    /// reasoning client, and the sandbox (detected now; an error only when `tools.sandbox:
+    /// bwrap` requires one that does not work).
+    pub async fn from_settings(loaded: &Loaded) -> Result<Self, AppError> {
+        let main = main_client(loaded)?;
+        let reasoning = reasoning_model(loaded, &main);
+        let sandbox = sandbox::for_settings(&loaded.settings).await?;
+        Ok(AppBuilder::new(loaded.settings.clone(), main)
+            .reasoning_model(reasoning)
+            .sandbox(sandbox))
+    }
+
+    /// The model behind `reason`, or why there is none.
+    pub fn reasoning_model(mut self, model: Result<Arc<dyn ChatModel>, Unavailable>) -> Self {
+        self.reasoning_model = Some(model);
+        self
+    }
+
+    /// The sandbox for the code tools, or why there is none.
+    pub fn sandbox(mut self, sandbox: Result<Sandbox, Unavailable>) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// Mount these entries instead of [`CATALOG`].
+    pub fn catalog(mut self, entries: &'static [ToolEntry]) -> Self {
+        self.catalog = entries;
+        self
+    }
+
+    /// A tool built outside the catalog (tests, embedders): opt-in, with a workspace, by the
+    /// same rule as the catalog's tools.
+    pub fn extra_tool(mut self, tool: ToolRef) -> Self {
+        self.extra_tools.push(tool);
+        self
+    }
+
+    /// Bound the engine's live solve sessions (one per running turn).
+    pub fn session_capacity(mut self, capacity: usize) -> Self {
+        self.session_capacity = Some(capacity.max(1));
+        self
+    }
+
+    /// Mount the catalog, check `tools.enabled` against it, and build the engine.
+    pub fn build(self) -> Result<App, AppError> {
+        let deps = Deps {
+            reasoning_model: self
+                .reasoning_model
+                .unwrap_or_else(|| Ok(self.main_model.clone())),
+            main_model: self.main_model.clone(),
+            sandbox: self.sandbox,
+            settings: self.settings,
+        };
+        let mut tools = Toolset::mount(self.catalog, &deps);
+        for tool in self.extra_tools {
+            tools = tools.with_tool(tool, Policy::OptIn);
+        }
+        let none: &[&str] = &[];
+        tools.for_turn(none).map_err(AppError::Enabled)?;
+        let mut engine = Engine::new(tools.tools())?;
+        if let Some(capacity) = self.session_capacity {
+            engine = engine.with_session_capacity(capacity);
+        }
+        Ok(App {
+            engine: Arc::new(engine),
+            model: self.main_model,
+            tools,
+            sandbox: deps.sandbox,
+        })
+    }
+}

@@ -1,0 +1,65 @@
+//! The model clients: the main model (`llm`) and the reasoning model behind `reason`
+//! (`models.reason`, falling back to the main one).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deepsolve_core::ChatModel;
+use deepsolve_llm::{ClientConfig, OpenAiClient};
+use deepsolve_settings::{Loaded, ModelRef};
+use deepsolve_tools::Unavailable;
+
+use crate::AppError;
+
+/// The endpoint used when `llm.base_url` is not set.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The main model's client, or the error naming the ways to configure one.
+pub fn main_client(loaded: &Loaded) -> Result<Arc<OpenAiClient>, AppError> {
+    let llm = &loaded.settings.llm;
+    let Some(model) = llm.model.clone().filter(|m| !m.trim().is_empty()) else {
+        return Err(AppError::NoModel {
+            settings_path: loaded.path.clone(),
+        });
+    };
+    let base_url = llm
+        .base_url
+        .clone()
+        .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+    let mut config = ClientConfig::new(base_url, model);
+    config.api_key = llm.api_key.clone();
+    config.extra_body = llm.extra_body.clone();
+    config.stream_idle_timeout = loaded.settings.solve.stream_idle_timeout();
+    let client = OpenAiClient::new(config).map_err(AppError::Client)?;
+    Ok(Arc::new(client))
+}
+
+/// The reasoning model: `models.reason`, else `main`; or why it cannot be used (then only
+/// the tools that need it are unavailable).
+pub fn reasoning_model(
+    loaded: &Loaded,
+    main: &Arc<OpenAiClient>,
+) -> Result<Arc<dyn ChatModel>, Unavailable> {
+    let Some(ModelRef {
+        model,
+        base_url,
+        api_key_env,
+    }) = loaded.settings.models.reason.clone()
+    else {
+        return Ok(main.clone());
+    };
+    let llm = &loaded.settings.llm;
+    let base_url = base_url
+        .or_else(|| llm.base_url.clone())
+        .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+    let mut config = ClientConfig::new(base_url, model);
+    config.api_key = match api_key_env {
+        Some(var) => std::env::var(&var).ok().map(Into::into),
+        None => llm.api_key.clone(),
+    };
+    config.stream_idle_timeout = Duration::from_secs(loaded.settings.solve.stream_idle_timeout_s);
+    match OpenAiClient::new(config) {
+        Ok(client) => Ok(Arc::new(client)),
+        Err(e) => Err(Unavailable(format!("cannot use models.reason: {e}"))),
+    }
+}

@@ -1,0 +1,351 @@
+//! The tool catalog: every work tool deepsolve can mount, one [`ToolEntry`] each, and the one
+//! rule by which `solve` (the CLI), `serve` (the HTTP API) and its OpenAI facade mount them.
+//!
+//! # Adding a tool
+//!
+//! Write its module (the `deepsolve_core::Tool` impl with its `playbook_line`, and a factory
+//! that builds it from [`Deps`]) and add its entry to [`CATALOG`]. Nothing else names it: the
+//! playbook lists it through `Tool::playbook_line`, the front ends mount it through
+//! [`Toolset::mount`], and `deepsolve doctor` reports it through [`Toolset::status`].
+//!
+//! # The mounting rule
+//!
+//! 1. At start, every entry's factory runs on what the app provides (settings, model clients,
+//!    the sandbox). A tool it builds is *mounted*: registered with the engine. One it cannot
+//!    build is *unavailable*, with the reason (e.g. "no sandbox: bubblewrap is missing").
+//! 2. A turn is offered every mounted [`Policy::Automatic`] tool (in catalog order), then the
+//!    tools it requests — `tools.enabled` in the settings, then `--tool` (CLI) or the request's
+//!    `tools` (API; none through the OpenAI facade) — each once, in that order. An
+//!    [`Policy::OptIn`] tool is offered only when requested.
+//! 3. Requesting a name that is not in the catalog, or a tool that is unavailable, is an error
+//!    naming the known or the available tools ([`ToolRequestError`]); the turn does not start.
+
+use std::fmt;
+use std::sync::Arc;
+
+use deepsolve_core::{ChatModel, Language, ToolRef};
+use deepsolve_sandbox::Sandbox;
+use deepsolve_settings::Settings;
+
+use crate::{code, reason};
+
+/// Every tool deepsolve knows, in the order turns are offered them.
+pub const CATALOG: &[ToolEntry] = &[
+    ToolEntry {
+        name: code::CODE_EXECUTION,
+        policy: Policy::Automatic,
+        playbook: code::python::PLAYBOOK,
+        settings: &["solve.code_timeout_s", "tools.sandbox"],
+        needs_workspace: true,
+        build: code::build_code_execution,
+    },
+    ToolEntry {
+        name: code::EXEC,
+        policy: Policy::Automatic,
+        playbook: code::exec::PLAYBOOK,
+        settings: &["solve.code_timeout_s", "tools.sandbox"],
+        needs_workspace: true,
+        build: code::build_exec,
+    },
+    ToolEntry {
+        name: reason::REASON,
+        policy: Policy::OptIn,
+        playbook: reason::PLAYBOOK,
+        settings: &["models.reason", "solve.max_tokens", "solve.temperature"],
+        needs_workspace: false,
+        build: reason::build,
+    },
+];
+
+/// When a turn is offered a mounted tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// On every turn, whenever its dependency works (the sandbox for the code tools).
+    Automatic,
+    /// Only on turns that ask for it.
+    OptIn,
+}
+
+impl Policy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Policy::Automatic => "automatic",
+            Policy::OptIn => "opt-in",
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A tool's line in the playbook, per language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlaybookLine {
+    pub en: &'static str,
+    pub zh: &'static str,
+}
+
+impl PlaybookLine {
+    pub const fn get(&self, language: Language) -> &'static str {
+        match language {
+            Language::En => self.en,
+            Language::Zh => self.zh,
+        }
+    }
+}
+
+/// Why a tool cannot be mounted, in words for a person (`doctor`, the web UI, the error of a
+/// turn that asks for it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
+
+/// What the app provides to the factories.
+#[derive(Clone)]
+pub struct Deps {
+    pub settings: Settings,
+    pub main_model: Arc<dyn ChatModel>,
+    /// The model behind `reason` (`models.reason`, else the main model), or why there is none.
+    pub reasoning_model: Result<Arc<dyn ChatModel>, Unavailable>,
+    /// A sandbox whose probe ran real code, or why there is none.
+    pub sandbox: Result<Sandbox, Unavailable>,
+}
+
+/// Builds a tool from what the app provides, or says why it cannot.
+pub type Factory = fn(&Deps) -> Result<ToolRef, Unavailable>;
+
+/// One tool, as the catalog knows it.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolEntry {
+    /// The name the model calls it by (and `--tool`, `tools.enabled`, the API's `tools` use).
+    pub name: &'static str,
+    pub policy: Policy,
+    pub playbook: PlaybookLine,
+    /// The settings that shape it, as dotted keys or sections, the ones it owns first.
+    pub settings: &'static [&'static str],
+    /// Its turns need a workspace directory.
+    pub needs_workspace: bool,
+    pub build: Factory,
+}
+
+/// A tool the engine has, and how turns get it.
+#[derive(Clone)]
+struct Mounted {
+    name: String,
+    policy: Policy,
+    needs_workspace: bool,
+    tool: ToolRef,
+}
+
+/// One tool's state, for `doctor` and the web UI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolStatus<'a> {
+    pub name: &'a str,
+    pub policy: Policy,
+    /// `None`: mounted.
+    pub unavailable: Option<&'a Unavailable>,
+}
+
+/// The catalog mounted on what the app provides: the tools the engine gets, the ones it
+/// cannot have and why, and the per-turn selection (the mounting rule, see the module docs).
+#[derive(Clone, Default)]
+pub struct Toolset {
+    mounted: Vec<Mounted>,
+    unavailable: Vec<(String, Policy, Unavailable)>,
+    /// `tools.enabled`: requested by every turn.
+    enabled: Vec<String>,
+}
+
+impl Toolset {
+    /// Run every entry's factory on `deps`.
+    pub fn mount(entries: &[ToolEntry], deps: &Deps) -> Toolset {
+        let mut set = Toolset {
+            enabled: deps.settings.tools.enabled.clone(),
+            ..Toolset::default()
+        };
+        for entry in entries {
+            match (entry.build)(deps) {
+                Ok(tool) => set.mounted.push(Mounted {
+                    name: entry.name.to_string(),
+                    policy: entry.policy,
+                    needs_workspace: entry.needs_workspace,
+                    tool,
+                }),
+                Err(why) => set
+                    .unavailable
+                    .push((entry.name.to_string(), entry.policy, why)),
+            }
+        }
+        set
+    }
+
+    /// Add a tool built outside the catalog (tests, embedders); it follows the same rule.
+    /// It is given a workspace like the code tools.
+    pub fn with_tool(mut self, tool: ToolRef, policy: Policy) -> Self {
+        self.mounted.push(Mounted {
+            name: tool.spec().name.clone(),
+            policy,
+            needs_workspace: true,
+            tool,
+        });
+        self
+    }
+
+    /// The mounted tools, for `Engine::new`.
+    pub fn tools(&self) -> Vec<ToolRef> {
+        self.mounted.iter().map(|m| m.tool.clone()).collect()
+    }
+
+    /// The names of the mounted tools.
+    pub fn available(&self) -> Vec<String> {
+        self.mounted.iter().map(|m| m.name.clone()).collect()
+    }
+
+    /// Every tool known here, mounted first, with its policy and why it is not mounted.
+    pub fn status(&self) -> Vec<ToolStatus<'_>> {
+        let mounted = self.mounted.iter().map(|m| ToolStatus {
+            name: &m.name,
+            policy: m.policy,
+            unavailable: None,
+        });
+        let missing = self
+            .unavailable
+            .iter()
+            .map(|(name, policy, why)| ToolStatus {
+                name,
+                policy: *policy,
+                unavailable: Some(why),
+            });
+        mounted.chain(missing).collect()
+    }
+
+    /// Why `name` is not mounted (`None`: it is, or it is not known).
+    pub fn why_unavailable(&self, name: &str) -> Option<&Unavailable> {
+        self.unavailable
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, _, why)| why)
+    }
+
+    /// The work tools a turn is offered: the automatic ones, then `tools.enabled`, then
+    /// `requested`, each once; an unknown or unavailable name is an error.
+    pub fn for_turn<S: AsRef<str>>(
+        &self,
+        requested: &[S],
+    ) -> Result<Vec<String>, ToolRequestError> {
+        let mut offered: Vec<String> = self
+            .mounted
+            .iter()
+            .filter(|m| m.policy == Policy::Automatic)
+            .map(|m| m.name.clone())
+            .collect();
+        let mut error = ToolRequestError::default();
+        let asked = self
+            .enabled
+            .iter()
+            .map(String::as_str)
+            .chain(requested.iter().map(AsRef::as_ref))
+            .map(str::trim);
+        for name in asked {
+            if self.mounted.iter().any(|m| m.name == name) {
+                if !offered.iter().any(|o| o == name) {
+                    offered.push(name.to_string());
+                }
+            } else if let Some(why) = self.why_unavailable(name) {
+                if !error.unavailable.iter().any(|(n, _)| n == name) {
+                    error.unavailable.push((name.to_string(), why.clone()));
+                }
+            } else if !error.unknown.iter().any(|n| n == name) {
+                error.unknown.push(name.to_string());
+            }
+        }
+        if error.unknown.is_empty() && error.unavailable.is_empty() {
+            return Ok(offered);
+        }
+        error.available = self.available();
+        error.known = self.status().iter().map(|s| s.name.to_string()).collect();
+        Err(error)
+    }
+
+    /// Whether a turn offered `offered` needs a workspace.
+    pub fn needs_workspace<S: AsRef<str>>(&self, offered: &[S]) -> bool {
+        self.mounted
+            .iter()
+            .any(|m| m.needs_workspace && offered.iter().any(|o| o.as_ref() == m.name))
+    }
+}
+
+/// A turn asked for tools it cannot have.
+#[derive(Debug, Clone, Default, PartialEq, Eq, thiserror::Error)]
+pub struct ToolRequestError {
+    /// Names no catalog entry has.
+    pub unknown: Vec<String>,
+    /// Known tools that are not mounted, and why.
+    pub unavailable: Vec<(String, Unavailable)>,
+    /// Every name the catalog knows.
+    pub known: Vec<String>,
+    /// The names of the mounted tools.
+    pub available: Vec<String>,
+}
+
+impl fmt::Display for ToolRequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if !self.unknown.is_empty() {
+            parts.push(format!(
+                "unknown {} {} (known: {})",
+                plural("tool", self.unknown.len()),
+                quoted(&self.unknown),
+                or_none(&self.known)
+            ));
+        }
+        for (name, why) in &self.unavailable {
+            parts.push(format!(
+                "the tool '{name}' is not available: {why} (available: {})",
+                or_none(&self.available)
+            ));
+        }
+        f.write_str(&parts.join("; "))
+    }
+}
+
+fn plural(word: &str, n: usize) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
+}
+
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Names joined by commas, or "none".
+pub fn or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+impl fmt::Debug for Deps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Deps")
+            .field("main_model", &self.main_model.name())
+            .field(
+                "reasoning_model",
+                &self.reasoning_model.as_ref().map(|m| m.name()),
+            )
+            .field("sandbox", &self.sandbox.as_ref().map(Sandbox::describe))
+            .finish_non_exhaustive()
+    }
+}
