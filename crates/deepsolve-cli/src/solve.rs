@@ -4,9 +4,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::bail;
-use deepsolve_core::{
-    ChatModel, Engine, Language, Protocol, StopReason, ToolRef, TurnOutcome, TurnSpec,
-};
+use deepsolve_core::{ChatModel, Engine, ToolRef, TurnSpec};
+use deepsolve_protocol::{Language, Protocol, StopReason, TurnOutcome};
 use deepsolve_tools::{REASON, ReasonTool};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;

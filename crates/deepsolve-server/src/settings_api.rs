@@ -8,8 +8,8 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use deepsolve_core::config::{FLAGS, KNOBS};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use deepsolve_protocol::api::{ApiErrorCode, FlagView, KnobView, PutSettings, SettingsView};
+use serde_json::Value;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -17,33 +17,39 @@ use crate::extract::ApiJson;
 use crate::runner::apply_overrides;
 use crate::state::AppState;
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PutSettings {
-    pub solve: Map<String, Value>,
-}
-
-fn describe(state: &AppState, caller: &Caller) -> Value {
-    let knobs: Vec<Value> = KNOBS
+fn describe(state: &AppState, caller: &Caller) -> SettingsView {
+    let knobs = KNOBS
         .iter()
-        .map(|k| {
-            json!({"key": k.key, "default": k.default, "min": k.min, "max": k.max,
-                   "integer": k.integer, "help": k.help})
+        .map(|k| KnobView {
+            key: k.key.to_string(),
+            default: k.default,
+            min: k.min,
+            max: k.max,
+            integer: k.integer,
+            help: k.help.to_string(),
         })
         .collect();
-    let flags: Vec<Value> = FLAGS
+    let flags = FLAGS
         .iter()
-        .map(|(key, default, help)| json!({"key": key, "default": default, "help": help}))
+        .map(|(key, default, help)| FlagView {
+            key: key.to_string(),
+            default: *default,
+            help: help.to_string(),
+        })
         .collect();
-    json!({
-        "solve": state.solve_defaults().to_map(),
-        "knobs": knobs,
-        "flags": flags,
-        "writable": caller.is_admin() && state.config.settings_path.is_some(),
-    })
+    SettingsView {
+        solve: state.solve_defaults().to_map(),
+        knobs,
+        flags,
+        writable: caller.is_admin() && state.config.settings_path.is_some(),
+        warnings: None,
+    }
 }
 
-pub async fn get_settings(State(state): State<Arc<AppState>>, caller: Caller) -> Json<Value> {
+pub async fn get_settings(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+) -> Json<SettingsView> {
     Json(describe(&state, &caller))
 }
 
@@ -51,7 +57,7 @@ pub async fn put_settings(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     ApiJson(req): ApiJson<PutSettings>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SettingsView>> {
     if !caller.is_admin() {
         return Err(ApiError::forbidden("changing the settings needs an admin"));
     }
@@ -80,11 +86,14 @@ pub async fn put_settings(
     .map_err(|_| ApiError::internal())?;
     if let Err(e) = written {
         tracing::error!(error = %e, "settings write failed");
-        return Err(ApiError::invalid("settings_not_written", e.to_string()));
+        return Err(ApiError::invalid(
+            ApiErrorCode::SettingsNotWritten,
+            e.to_string(),
+        ));
     }
     state.set_solve_defaults(config);
     let mut body = describe(&state, &caller);
-    body["warnings"] = json!(warnings);
+    body.warnings = Some(warnings);
     Ok(Json(body))
 }
 

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deepsolve_core::{
-    Artifact, ChatModel, Engine, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec,
+    ChatModel, Engine, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec,
 };
 use deepsolve_llm::{ClientConfig, OpenAiClient};
+use deepsolve_protocol::Artifact;
 use deepsolve_server::{AppState, ServerConfig};
 use deepsolve_store::{Role, Store, StoreOptions};
 use deepsolve_testkit::{MockServer, Policy};
