@@ -2,4 +2,5 @@
 
 mod api;
 mod openai_facade;
+mod openapi;
 mod support;
