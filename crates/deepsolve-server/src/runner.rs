@@ -505,6 +505,31 @@ mod tests {
         );
     }
 
+    fn stored(config: Value) -> StoredTurnSpec {
+        serde_json::from_value(json!({
+            "language": "en", "tools": [], "config": config, "context_window": 32000
+        }))
+        .expect("a stored spec")
+    }
+
+    #[test]
+    fn a_stored_config_survives_renamed_knobs_but_not_damage() {
+        let config = stored_config(&stored(json!({"max_rounds": 5, "retired_knob": 1})), "t")
+            .expect("an unknown stored knob is dropped, not fatal");
+        assert_eq!(config.max_rounds, 5);
+        assert_eq!(config.max_replans, SolveConfig::default().max_replans);
+        let damaged = stored_config(&stored(json!({"max_rounds": "many"})), "t");
+        assert_eq!(damaged.err().map(|e| e.code), Some(ApiErrorCode::Internal));
+        // What the server writes reads back as the same config.
+        let tuned = SolveConfig {
+            temperature: 0.7,
+            fold: false,
+            ..SolveConfig::default()
+        };
+        let back = stored_config(&stored(Value::Object(tuned.to_map())), "t").expect("read");
+        assert_eq!(back, tuned);
+    }
+
     #[test]
     fn artifact_paths_cannot_leave_the_workspace() {
         let dir = tempfile::tempdir().expect("tempdir");
