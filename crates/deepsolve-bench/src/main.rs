@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use deepsolve_core::{
-    ChatModel, ChatRequest, Completion, DeltaSink, Engine, ModelError, NullSink, SolveConfig,
-    StopReason, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, TurnSpec, tokens,
+    ChatModel, ChatRequest, Completion, DeltaSink, Engine, ModelError, NullSink, SolveConfig, Tool,
+    ToolContext, ToolError, ToolOutput, ToolSpec, TurnSpec, tokens,
 };
+use deepsolve_protocol::StopReason;
 use deepsolve_testkit::{ScriptedModel, WellBehaved};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

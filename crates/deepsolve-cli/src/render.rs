@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use console::style;
-use deepsolve_core::event::{PlanStepView, StepStatus};
 use deepsolve_core::solve::is_solve_tool;
-use deepsolve_core::{Artifact, EventKind, StopReason, TurnEvent, TurnOutcome};
+use deepsolve_protocol::{
+    Artifact, EventKind, PlanStepView, StepStatus, StopReason, TurnEvent, TurnOutcome,
+};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub trait Renderer {

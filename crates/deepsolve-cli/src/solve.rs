@@ -3,7 +3,8 @@
 use std::process::ExitCode;
 
 use deepsolve_app::{create_workspace, default_workspace_root, new_turn_id};
-use deepsolve_core::{ChatModel, Engine, Language, Protocol, StopReason, TurnOutcome, TurnSpec};
+use deepsolve_core::{ChatModel, Engine, TurnSpec};
+use deepsolve_protocol::{Language, Protocol, StopReason, TurnOutcome};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

@@ -9,13 +9,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::SolveConfig;
 use crate::context::Context;
 use crate::dispatch::{BatchInput, CallResult, Mounted, RepetitionGuard, Toolbox, run_batch};
-use crate::event::{Emitter, EventKind, EventSink, RoundRole};
+use crate::event::{Emitter, EventKind, EventSink, RoundRole, WarningKind};
 use crate::message::Message;
 use crate::message::ToolCall;
 use crate::model::{
@@ -49,14 +48,8 @@ pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 /// The name under which an unreadable text-protocol call is recorded.
 pub const UNREADABLE_CALL: &str = "unreadable_tool_call";
 
-/// A previous turn of the same conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PriorTurn {
-    pub problem: String,
-    pub answer: String,
-    #[serde(default)]
-    pub solve: Option<SolveRecord>,
-}
+/// A previous turn of the same conversation (a wire type: the store and the facade give it).
+pub use deepsolve_protocol::PriorTurn;
 
 /// Everything a turn needs, resolved server-side.
 #[derive(Debug, Clone)]
@@ -443,7 +436,7 @@ impl<'a> TurnRun<'a> {
             Ending::Cancelled => (None, None, StopReason::Cancelled),
             Ending::ModelFailed(e) => {
                 self.emit.emit(EventKind::Error {
-                    kind: e.kind().to_string(),
+                    kind: e.error_kind(),
                     message: e.to_string(),
                 });
                 error = Some(e.to_string());
@@ -606,7 +599,7 @@ impl<'a> TurnRun<'a> {
                 Err(CallFailure::Deadline) => return Ending::Force(StopReason::TurnTimeout),
                 Err(CallFailure::Model(ModelError::ContextLength { message })) => {
                     self.emit.emit(EventKind::Warning {
-                        kind: "context_length".into(),
+                        kind: WarningKind::ContextLength,
                         message: message.clone(),
                     });
                     if self.ctx.snip_oldest_tool_output() {
@@ -618,7 +611,7 @@ impl<'a> TurnRun<'a> {
                     if self.auto && !self.tags =>
                 {
                     self.emit.emit(EventKind::Warning {
-                        kind: "protocol".into(),
+                        kind: WarningKind::Protocol,
                         message: format!(
                             "the provider does not support native tool calling ({message}); switching to the text-tag protocol"
                         ),
@@ -630,7 +623,7 @@ impl<'a> TurnRun<'a> {
                 }
                 Err(CallFailure::Model(e @ ModelError::StreamCut { .. })) => {
                     self.emit.emit(EventKind::Warning {
-                        kind: e.kind().into(),
+                        kind: WarningKind::StreamCut,
                         message: format!("{e}; salvaging with a forced answer"),
                     });
                     return Ending::Force(StopReason::ModelError);
@@ -714,7 +707,7 @@ impl<'a> TurnRun<'a> {
         let parsed = tags::parse_reply(&c.text);
         if parsed.cut_invented {
             self.emit.emit(EventKind::Warning {
-                kind: "invented_tool_response".into(),
+                kind: WarningKind::InventedToolResponse,
                 message:
                     "the model wrote its own <tool_response>; it was cut before anything saw it"
                         .into(),
@@ -799,7 +792,7 @@ impl<'a> TurnRun<'a> {
                     .min(room.max(u64::from(self.cfg.max_tokens)) as u32);
                 self.next_max_tokens = Some(doubled);
                 self.emit.emit(EventKind::Warning {
-                    kind: "length".into(),
+                    kind: WarningKind::Length,
                     message: format!(
                         "the model spent its whole output budget without visible output; retrying once with max_tokens = {doubled}"
                     ),
@@ -1015,7 +1008,7 @@ impl<'a> TurnRun<'a> {
             return (None, None, StopReason::Cancelled);
         }
         self.emit.emit(EventKind::Warning {
-            kind: "forced_answer".into(),
+            kind: WarningKind::ForcedAnswer,
             message: format!("{stop}: asking the model for a final answer without tools"),
         });
         let mut tail = self.tail(self.rounds + 1).unwrap_or_default();
@@ -1058,11 +1051,11 @@ impl<'a> TurnRun<'a> {
             }
             Err(CallFailure::Cancelled) => return (None, None, StopReason::Cancelled),
             Err(CallFailure::Deadline) => self.emit.emit(EventKind::Warning {
-                kind: "forced_answer".into(),
+                kind: WarningKind::ForcedAnswer,
                 message: "the forced answer did not arrive in time".into(),
             }),
             Err(CallFailure::Model(e)) => self.emit.emit(EventKind::Warning {
-                kind: "forced_answer".into(),
+                kind: WarningKind::ForcedAnswer,
                 message: format!("the forced answer failed: {e}"),
             }),
         }

@@ -3,10 +3,14 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use deepsolve_protocol::ErrorKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::message::{Message, ToolCall};
+
+/// Token usage and the tool protocol are wire types (events, the turn record).
+pub use deepsolve_protocol::{Protocol, Usage};
 
 /// A tool as offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,30 +19,6 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the arguments object (`additionalProperties: false`).
     pub parameters: Value,
-}
-
-/// How tools are offered to the model (DESIGN §5.8).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    /// The provider's native tool calling.
-    #[default]
-    Native,
-    /// Tools described in the system prompt, called with `<tool_call>` blocks.
-    Tags,
-    /// Native, switching to tags for the rest of the turn (and for this model, for the rest
-    /// of the process) when the provider says tools are unsupported.
-    Auto,
-}
-
-impl std::fmt::Display for Protocol {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Protocol::Native => "native",
-            Protocol::Tags => "tags",
-            Protocol::Auto => "auto",
-        })
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,27 +68,6 @@ impl FinishReason {
             FinishReason::ContentFilter => "content_filter",
             FinishReason::Other(s) => s,
         }
-    }
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    /// True when any part of this was estimated locally instead of reported by the provider.
-    #[serde(default)]
-    pub estimated: bool,
-}
-
-impl Usage {
-    pub fn total(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
-    }
-
-    pub fn add(&mut self, other: &Usage) {
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
-        self.estimated |= other.estimated;
     }
 }
 
@@ -167,17 +126,22 @@ pub enum ModelError {
 impl ModelError {
     /// A short stable name for events and metrics.
     pub fn kind(&self) -> &'static str {
+        self.error_kind().as_str()
+    }
+
+    /// The kind of the `error` event that reports this failure.
+    pub fn error_kind(&self) -> ErrorKind {
         match self {
-            ModelError::Auth { .. } => "auth",
-            ModelError::ContextLength { .. } => "context_length",
-            ModelError::ToolsUnsupported { .. } => "tools_unsupported",
-            ModelError::RateLimited { .. } => "rate_limited",
-            ModelError::Server { .. } => "server",
-            ModelError::BadRequest { .. } => "bad_request",
-            ModelError::Transport { .. } => "transport",
-            ModelError::IdleTimeout { .. } => "idle_timeout",
-            ModelError::StreamCut { .. } => "stream_cut",
-            ModelError::Protocol { .. } => "protocol",
+            ModelError::Auth { .. } => ErrorKind::Auth,
+            ModelError::ContextLength { .. } => ErrorKind::ContextLength,
+            ModelError::ToolsUnsupported { .. } => ErrorKind::ToolsUnsupported,
+            ModelError::RateLimited { .. } => ErrorKind::RateLimited,
+            ModelError::Server { .. } => ErrorKind::Server,
+            ModelError::BadRequest { .. } => ErrorKind::BadRequest,
+            ModelError::Transport { .. } => ErrorKind::Transport,
+            ModelError::IdleTimeout { .. } => ErrorKind::IdleTimeout,
+            ModelError::StreamCut { .. } => ErrorKind::StreamCut,
+            ModelError::Protocol { .. } => ErrorKind::Protocol,
         }
     }
 }

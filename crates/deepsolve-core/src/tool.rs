@@ -42,12 +42,8 @@ impl ToolContext {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Artifact {
-    pub path: String,
-    pub size: u64,
-    pub mime: String,
-}
+/// Files and citation sources are wire types (events, the turn record).
+pub use deepsolve_protocol::{Artifact, Source};
 
 /// What a tool returns. `content` is what the model will see (the loop truncates it);
 /// everything else goes to events and the turn record.
@@ -58,7 +54,7 @@ pub struct ToolOutput {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<Artifact>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sources: Vec<Value>,
+    pub sources: Vec<Source>,
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub metadata: Value,
     /// Model tokens the tool spent (e.g. a reasoning sub-call); added to the turn's usage.

@@ -4,18 +4,18 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use deepsolve_protocol::api::{ApiErrorCode, ErrorBody, ErrorDetail};
 use deepsolve_store::StoreError;
-use serde_json::json;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub code: &'static str,
+    pub code: ApiErrorCode,
     pub message: String,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, code: ApiErrorCode, message: impl Into<String>) -> Self {
         ApiError {
             status,
             code,
@@ -27,35 +27,39 @@ impl ApiError {
     pub fn not_found(what: &str) -> Self {
         ApiError::new(
             StatusCode::NOT_FOUND,
-            "not_found",
+            ApiErrorCode::NotFound,
             format!("{what} not found"),
         )
     }
 
-    pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn invalid(code: ApiErrorCode, message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+        ApiError::new(StatusCode::BAD_REQUEST, ApiErrorCode::BadRequest, message)
     }
 
     pub fn conflict(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::CONFLICT, "conflict", message)
+        ApiError::new(StatusCode::CONFLICT, ApiErrorCode::Conflict, message)
     }
 
     pub fn unauthorized(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            ApiErrorCode::Unauthorized,
+            message,
+        )
     }
 
     pub fn forbidden(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
+        ApiError::new(StatusCode::FORBIDDEN, ApiErrorCode::Forbidden, message)
     }
 
     pub fn internal() -> Self {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
+            ApiErrorCode::Internal,
             "internal error; the server log has the details",
         )
     }
@@ -65,7 +69,7 @@ impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::Conflict(message) => ApiError::conflict(message),
-            StoreError::Invalid(message) => ApiError::invalid("invalid", message),
+            StoreError::Invalid(message) => ApiError::invalid(ApiErrorCode::Invalid, message),
             other => {
                 tracing::error!(error = %other, "store error");
                 ApiError::internal()
@@ -76,7 +80,12 @@ impl From<StoreError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": self.message}});
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: self.message,
+            },
+        };
         let mut response = (self.status, Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             response

@@ -4,6 +4,7 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
+use deepsolve_protocol::api::ApiErrorCode;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -27,10 +28,10 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 fn json_error(rejection: JsonRejection) -> ApiError {
     let status = rejection.status();
     let code = match status {
-        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-        StatusCode::UNPROCESSABLE_ENTITY => "invalid_request",
-        _ => "bad_json",
+        StatusCode::PAYLOAD_TOO_LARGE => ApiErrorCode::PayloadTooLarge,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiErrorCode::UnsupportedMediaType,
+        StatusCode::UNPROCESSABLE_ENTITY => ApiErrorCode::InvalidRequest,
+        _ => ApiErrorCode::BadJson,
     };
     let message = match status {
         StatusCode::PAYLOAD_TOO_LARGE => "the request body is too large".to_string(),

@@ -1,4 +1,4 @@
-//! The OpenAI-compatible facade (DESIGN §10): `POST /v1/chat/completions` with
+//! The OpenAI-compatible facade: `POST /v1/chat/completions` with
 //! `model: "deepsolve"` runs a solve turn over the conversation it is given, so any OpenAI
 //! client or chat UI can use the solver. Streaming sends the progress (the plan, each finished
 //! step, tool calls, replans) as `reasoning_content` deltas and the answer as `content`
@@ -13,17 +13,20 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use deepsolve_core::event::EventKind;
 use deepsolve_core::solve::is_solve_tool;
-use deepsolve_core::{PriorTurn, Usage};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use deepsolve_protocol::api::openai::{
+    AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionChunk, ChatMessage, ChatRequest,
+    ChatUsage, ChunkChoice, ChunkDelta, ModelCard, ModelList, StreamError, StreamErrorDetail,
+};
+use deepsolve_protocol::api::{ApiErrorCode, CreateTurn};
+use deepsolve_protocol::{EventKind, PriorTurn, Usage};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
-use crate::runner::{CreateTurn, start_turn_with};
+use crate::runner::start_turn_with;
 use crate::sse::tail;
 use crate::state::AppState;
 
@@ -32,36 +35,16 @@ pub const MODEL_ID: &str = "deepsolve";
 /// Answer text per `content` delta.
 const CONTENT_CHUNK: usize = 200;
 
-/// The request. Sampling parameters of other models are accepted and ignored (the solve
-/// knobs decide); unknown fields are tolerated, as OpenAI clients send many.
-#[derive(Debug, Deserialize)]
-pub struct ChatRequest {
-    pub model: String,
-    pub messages: Vec<ChatMessage>,
-    #[serde(default)]
-    pub stream: bool,
-    #[serde(default)]
-    pub stream_options: Option<StreamOptions>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct StreamOptions {
-    #[serde(default)]
-    pub include_usage: bool,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ChatMessage {
-    pub role: String,
-    #[serde(default)]
-    pub content: Value,
-}
-
-pub async fn list_models(_caller: Caller) -> Json<Value> {
-    Json(json!({
-        "object": "list",
-        "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "deepsolve"}],
-    }))
+pub async fn list_models(_caller: Caller) -> Json<ModelList> {
+    Json(ModelList {
+        object: "list".into(),
+        data: vec![ModelCard {
+            id: MODEL_ID.into(),
+            object: "model".into(),
+            created: 0,
+            owned_by: "deepsolve".into(),
+        }],
+    })
 }
 
 pub async fn chat_completions(
@@ -72,19 +55,14 @@ pub async fn chat_completions(
     if req.model != MODEL_ID {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
-            "model_not_found",
+            ApiErrorCode::ModelNotFound,
             format!("model '{}' is not served here; use '{MODEL_ID}'", req.model),
         ));
     }
     let (problem, history) = conversation(&req.messages)?;
     let create = CreateTurn {
         problem,
-        session_id: None,
-        language: None,
-        tools: Vec::new(),
-        config: Map::new(),
-        attachments: Vec::new(),
-        knowledge_bases: Vec::new(),
+        ..CreateTurn::default()
     };
     let created = start_turn_with(&state, &caller, create, Some(history)).await?;
     let events = tail(
@@ -130,7 +108,7 @@ fn conversation(messages: &[ChatMessage]) -> ApiResult<(String, Vec<PriorTurn>)>
             "system" | "developer" | "tool" => {}
             other => {
                 return Err(ApiError::invalid(
-                    "invalid_request",
+                    ApiErrorCode::InvalidRequest,
                     format!("unknown message role '{other}'"),
                 ));
             }
@@ -139,7 +117,7 @@ fn conversation(messages: &[ChatMessage]) -> ApiResult<(String, Vec<PriorTurn>)>
     match pending_user {
         Some(problem) if !problem.trim().is_empty() => Ok((problem, history)),
         _ => Err(ApiError::invalid(
-            "invalid_request",
+            ApiErrorCode::InvalidRequest,
             "the conversation must end with a non-empty user message (the problem)",
         )),
     }
@@ -162,7 +140,7 @@ fn text_of(content: &Value) -> ApiResult<String> {
                     ),
                     other => {
                         return Err(ApiError::invalid(
-                            "unsupported",
+                            ApiErrorCode::Unsupported,
                             format!(
                                 "content parts of type '{}' are not supported yet",
                                 other.unwrap_or("?")
@@ -174,7 +152,7 @@ fn text_of(content: &Value) -> ApiResult<String> {
             Ok(out.join("\n"))
         }
         _ => Err(ApiError::invalid(
-            "invalid_request",
+            ApiErrorCode::InvalidRequest,
             "message content must be a string or an array of parts",
         )),
     }
@@ -234,16 +212,10 @@ fn piece(kind: &EventKind, planned: &mut bool) -> Piece {
     }
 }
 
-fn usage_json(usage: &Usage) -> Value {
-    json!({
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total(),
-    })
-}
-
 fn created_now() -> u64 {
-    deepsolve_core::event::now_ms() / 1000
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Non-streaming: wait for the turn, return the answer (and the progress as
@@ -272,22 +244,26 @@ async fn complete(
     let Some(answer) = answer else {
         return Err(ApiError::new(
             StatusCode::BAD_GATEWAY,
-            "no_answer",
+            ApiErrorCode::NoAnswer,
             error.unwrap_or_else(|| "the turn ended without an answer".into()),
         ));
     };
-    let body = json!({
-        "id": id,
-        "object": "chat.completion",
-        "created": created_now(),
-        "model": MODEL_ID,
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": answer, "reasoning_content": progress},
-            "finish_reason": "stop",
+    let body = ChatCompletion {
+        id,
+        object: "chat.completion".into(),
+        created: created_now(),
+        model: MODEL_ID.into(),
+        choices: vec![ChatChoice {
+            index: 0,
+            message: AssistantMessage {
+                role: "assistant".into(),
+                content: answer,
+                reasoning_content: progress,
+            },
+            finish_reason: "stop".into(),
         }],
-        "usage": usage_json(&usage),
-    });
+        usage: ChatUsage::from(usage),
+    };
     Ok(Json(body).into_response())
 }
 
@@ -306,21 +282,30 @@ fn stream(
             created: created_now(),
         };
         let gone = async {
-            if tx
-                .send(chunker.delta(json!({"role": "assistant", "content": ""})))
-                .await
-                .is_err()
-            {
+            let opening = ChunkDelta {
+                role: Some("assistant".into()),
+                content: Some(String::new()),
+                ..ChunkDelta::default()
+            };
+            if tx.send(chunker.delta(opening)).await.is_err() {
                 return true;
             }
             let mut planned = false;
             while let Some(stored) = events.recv().await {
                 let Ok(event) = stored.decode() else { continue };
                 let out = match piece(&event.kind, &mut planned) {
-                    Piece::Progress(p) => vec![chunker.delta(json!({"reasoning_content": p}))],
+                    Piece::Progress(p) => vec![chunker.delta(ChunkDelta {
+                        reasoning_content: Some(p),
+                        ..ChunkDelta::default()
+                    })],
                     Piece::Answer(a) => content_chunks(&a)
                         .into_iter()
-                        .map(|c| chunker.delta(json!({"content": c})))
+                        .map(|c| {
+                            chunker.delta(ChunkDelta {
+                                content: Some(c),
+                                ..ChunkDelta::default()
+                            })
+                        })
                         .collect(),
                     Piece::End { usage, error } => chunker.end(&usage, error, include_usage),
                     Piece::Nothing => Vec::new(),
@@ -361,50 +346,62 @@ struct Chunker {
 }
 
 impl Chunker {
-    fn chunk(&self, delta: Value, finish_reason: Value, usage: Option<Value>) -> Event {
-        let mut body = json!({
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": MODEL_ID,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-        });
-        if let Some(u) = usage {
-            body["usage"] = u;
-        }
-        Event::default().data(body.to_string())
+    fn chunk(&self, choices: Vec<ChunkChoice>, usage: Option<ChatUsage>) -> Event {
+        data_event(&ChatCompletionChunk {
+            id: self.id.clone(),
+            object: "chat.completion.chunk".into(),
+            created: self.created,
+            model: MODEL_ID.into(),
+            choices,
+            usage,
+        })
     }
 
-    fn delta(&self, delta: Value) -> Event {
-        self.chunk(delta, Value::Null, None)
+    fn delta(&self, delta: ChunkDelta) -> Event {
+        let choice = ChunkChoice {
+            index: 0,
+            delta,
+            finish_reason: None,
+        };
+        self.chunk(vec![choice], None)
     }
 
     /// The closing chunks: a finish reason, then (when asked) a usage-only chunk, as OpenAI
     /// sends them. A turn that failed ends with an error object.
     fn end(&self, usage: &Usage, error: Option<String>, include_usage: bool) -> Vec<Event> {
         if let Some(message) = error {
-            let body = json!({"error": {"message": message, "type": "server_error", "code": "turn_failed"}});
-            return vec![Event::default().data(body.to_string())];
+            return vec![data_event(&StreamError {
+                error: StreamErrorDetail {
+                    message,
+                    kind: "server_error".into(),
+                    code: "turn_failed".into(),
+                },
+            })];
         }
-        let mut out = vec![self.chunk(json!({}), json!("stop"), None)];
+        let finish = ChunkChoice {
+            index: 0,
+            delta: ChunkDelta::default(),
+            finish_reason: Some("stop".into()),
+        };
+        let mut out = vec![self.chunk(vec![finish], None)];
         if include_usage {
-            let body = json!({
-                "id": self.id,
-                "object": "chat.completion.chunk",
-                "created": self.created,
-                "model": MODEL_ID,
-                "choices": [],
-                "usage": usage_json(usage),
-            });
-            out.push(Event::default().data(body.to_string()));
+            out.push(self.chunk(Vec::new(), Some(ChatUsage::from(*usage))));
         }
         out
     }
 }
 
+/// One SSE `data:` line holding `body` as JSON.
+fn data_event(body: &impl serde::Serialize) -> Event {
+    // Encoding these plain structs cannot fail (string keys, no maps of other keys).
+    let json = serde_json::to_string(body).unwrap_or_default();
+    Event::default().data(json)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn msg(role: &str, content: Value) -> ChatMessage {
         ChatMessage {
@@ -431,7 +428,7 @@ mod tests {
         assert!(conversation(&[msg("user", json!("q")), msg("assistant", json!("a"))]).is_err());
         assert!(conversation(&[msg("wizard", json!("q"))]).is_err());
         let err = conversation(&[msg("user", json!([{"type": "image_url"}]))]).err();
-        assert_eq!(err.map(|e| e.code), Some("unsupported"));
+        assert_eq!(err.map(|e| e.code), Some(ApiErrorCode::Unsupported));
     }
 
     #[test]

@@ -1,114 +1,224 @@
 //! `GET /openapi.json`: the API described for clients and generators (OpenAPI 3.1).
 //!
-//! Written by hand rather than derived: the engine's types live in `deepsolve-core`, which
-//! knows nothing about HTTP. A test requests every documented operation and fails if the
-//! router does not serve it, so the document cannot promise routes that do not exist.
+//! The paths are written here, next to the router they describe; every request, response and
+//! event body is a `$ref` into `components.schemas`, which is generated from the protocol
+//! types themselves (JSON Schema 2020-12, the dialect OpenAPI 3.1 uses), so the document
+//! cannot drift from what the server reads and writes. A test requests every documented
+//! operation and fails if the router does not serve it; another validates the document with
+//! an OpenAPI validator.
 
 use axum::Json;
-use serde_json::{Value, json};
+use deepsolve_protocol::TurnEvent;
+use deepsolve_protocol::api::openai::{
+    ChatCompletion, ChatCompletionChunk, ChatRequest, ModelList, StreamError,
+};
+use deepsolve_protocol::api::{
+    CancelAccepted, CreateTurn, ErrorBody, Health, PutSettings, SessionList, SessionView,
+    SettingsView, TurnCreated, TurnView,
+};
+use deepsolve_protocol::schema::{components, reference};
+use schemars::JsonSchema;
+use serde_json::{Map, Value, json};
 
-fn error_response(description: &str) -> Value {
-    json!({"description": description,
-           "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}})
+/// A JSON body of type `T`.
+fn json_body<T: JsonSchema>() -> Value {
+    json!({"application/json": {"schema": reference::<T>()}})
 }
 
-fn json_ok(description: &str, schema: Value) -> Value {
-    json!({"description": description, "content": {"application/json": {"schema": schema}}})
+/// An SSE body whose `data:` lines are each a JSON `T` (OpenAPI 3.1 has no item schema for
+/// streams: the frames are described, and `x-data-schema` names the type of each `data`).
+fn sse_body(frames: &str, data: Value) -> Value {
+    json!({"text/event-stream": {
+        "schema": {"type": "string", "description": frames},
+        "x-data-schema": data,
+    }})
 }
 
-fn id_param(name: &str) -> Value {
-    json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}})
+fn request_body<T: JsonSchema>() -> Value {
+    json!({"required": true, "content": json_body::<T>()})
 }
 
-fn op(summary: &str, params: Vec<Value>, responses: Value) -> Value {
+fn ok<T: JsonSchema>(description: &str) -> Value {
+    json!({"description": description, "content": json_body::<T>()})
+}
+
+fn error(description: &str) -> Value {
+    ok::<ErrorBody>(description)
+}
+
+fn id_param() -> Value {
+    json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string"}})
+}
+
+/// An operation that needs a token: its 401 comes with it.
+fn op(summary: &str, params: Vec<Value>, mut responses: Map<String, Value>) -> Value {
+    responses.insert("401".into(), error("Missing, unknown or revoked token"));
     json!({"summary": summary, "parameters": params, "responses": responses})
+}
+
+/// An operation without authentication.
+fn open_op(summary: &str, responses: Value) -> Value {
+    json!({"summary": summary, "security": [], "responses": responses})
+}
+
+fn with_body(mut operation: Value, body: Value) -> Value {
+    operation["requestBody"] = body;
+    operation
+}
+
+fn responses(entries: Value) -> Map<String, Value> {
+    match entries {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+fn turn_paths() -> Value {
+    let not_found = || error("Not found — or not yours");
+    let busy = || error("Too many running turns on this server; retry shortly");
+    json!({
+        "/api/v1/turns": {"post": with_body(op(
+            "Start a turn (a new session, or a follow-up with session_id)", vec![],
+            responses(json!({
+                "201": ok::<TurnCreated>("Started: follow events_url"),
+                "404": not_found(),
+                "409": error("Another turn of the session is running"),
+                "413": error("Body too large"),
+                "415": error("Not a JSON body"),
+                "422": error("Invalid request (unknown fields, tools or config keys are named)"),
+                "503": busy(),
+            }))), request_body::<CreateTurn>())},
+        "/api/v1/turns/{id}": {"get": op(
+            "A turn: status, plan, answer, usage, stop reason", vec![id_param()],
+            responses(json!({"200": ok::<TurnView>("The turn"), "404": not_found()})))},
+        "/api/v1/turns/{id}/events": {"get": op(
+            "The turn's events over SSE; resume with Last-Event-ID or ?after=",
+            vec![id_param(),
+                 json!({"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer", "minimum": 0}}),
+                 json!({"name": "after", "in": "query", "schema": {"type": "integer", "minimum": 0},
+                        "description": "Resume after this seq (for clients that cannot set Last-Event-ID)"})],
+            responses(json!({
+                "200": {"description": "The turn's events, from the log then live; the stream ends after turn_finished",
+                        "content": sse_body("SSE frames `id: <seq>` + `data: <TurnEvent as JSON>`", reference::<TurnEvent>())},
+                "400": error("Last-Event-ID is not a number"),
+                "404": not_found(),
+            })))},
+        "/api/v1/turns/{id}/cancel": {"post": op(
+            "Cancel a running turn", vec![id_param()],
+            responses(json!({
+                "202": ok::<CancelAccepted>("Cancelling: the stream ends with turn_finished: cancelled"),
+                "404": not_found(),
+                "409": error("Not running (already ended, or on no server)"),
+            })))},
+        "/api/v1/turns/{id}/resume": {"post": op(
+            "Resume an interrupted turn from its last finished step", vec![id_param()],
+            responses(json!({
+                "202": ok::<TurnCreated>("Resumed: follow the same events_url, seqs continue"),
+                "404": not_found(),
+                "409": error("Not interrupted (running, finished, or resumed meanwhile)"),
+                "503": busy(),
+            })))},
+    })
+}
+
+fn session_paths() -> Value {
+    let not_found = || error("Not found — or not yours");
+    json!({
+        "/api/v1/sessions": {"get": op(
+            "Your sessions, most recent first",
+            vec![json!({"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}})],
+            responses(json!({"200": ok::<SessionList>("Sessions (without their turns)")})))},
+        "/api/v1/sessions/{id}": {
+            "get": op("A session with its turns", vec![id_param()],
+                responses(json!({"200": ok::<SessionView>("The session"), "404": not_found()}))),
+            "delete": op("Delete a session with its turns, events and artifacts", vec![id_param()],
+                responses(json!({"204": {"description": "Deleted"}, "404": not_found(),
+                                 "409": error("A turn is running")}))),
+        },
+        "/api/v1/artifacts/{id}": {"get": op(
+            "Download an artifact (always as an attachment)", vec![id_param()],
+            responses(json!({
+                "200": {"description": "The file",
+                        "content": {"application/octet-stream": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}},
+                "404": not_found(),
+            })))},
+        "/api/v1/capabilities/settings": {
+            "get": op("The solve knobs in force, with their ranges", vec![],
+                responses(json!({"200": ok::<SettingsView>("Settings")}))),
+            "put": with_body(op("Change solve knobs (admin only; clamped; one atomic write)", vec![],
+                responses(json!({
+                    "200": ok::<SettingsView>("Settings now in force, with the clamp warnings"),
+                    "403": error("Not an admin"),
+                    "409": error("This server has no settings file"),
+                    "422": error("Unknown key or bad value"),
+                }))), request_body::<PutSettings>()),
+        },
+    })
+}
+
+fn facade_paths() -> Value {
+    let chunk = json!({"oneOf": [reference::<ChatCompletionChunk>(), reference::<StreamError>()]});
+    let mut content = json_body::<ChatCompletion>();
+    if let (Value::Object(content), Value::Object(sse)) = (
+        &mut content,
+        sse_body(
+            "SSE `data:` lines of chat.completion.chunk JSON, ending with `data: [DONE]`",
+            chunk,
+        ),
+    ) {
+        content.extend(sse);
+    }
+    json!({
+        "/v1/chat/completions": {"post": with_body(op(
+            "OpenAI-compatible: model \"deepsolve\" runs a solve turn; streaming sends progress as reasoning_content and the answer as content",
+            vec![],
+            responses(json!({
+                "200": {"description": "chat.completion, or with stream: true an SSE stream of chat.completion.chunk", "content": content},
+                "404": error("Unknown model"),
+                "422": error("Bad conversation"),
+                "502": error("The turn ended without an answer"),
+                "503": error("Too many running turns on this server; retry shortly"),
+            }))), request_body::<ChatRequest>())},
+        "/v1/models": {"get": op("OpenAI-compatible model list", vec![],
+            responses(json!({"200": ok::<ModelList>("Models")})))},
+    })
+}
+
+fn open_paths() -> Value {
+    json!({
+        "/healthz": {"get": open_op("Liveness and database reachability", json!({
+            "200": ok::<Health>("ok"),
+            "503": error("Database unreachable"),
+        }))},
+        "/metrics": {"get": open_op("Prometheus metrics", json!({
+            "200": {"description": "Prometheus text exposition", "content": {"text/plain": {"schema": {"type": "string"}}}},
+        }))},
+        "/openapi.json": {"get": open_op("This document", json!({
+            "200": {"description": "OpenAPI 3.1", "content": {"application/json": {"schema": {"type": "object"}}}},
+        }))},
+    })
 }
 
 /// The document.
 pub fn document() -> Value {
-    let id = || vec![id_param("id")];
-    let not_found = error_response("Not found — or not yours");
+    let mut paths = Map::new();
+    for group in [turn_paths(), session_paths(), facade_paths(), open_paths()] {
+        if let Value::Object(group) = group {
+            paths.extend(group);
+        }
+    }
     json!({
         "openapi": "3.1.0",
         "info": {
             "title": "deepsolve",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "A rigorous step-by-step problem solver. Errors are {\"error\": {\"code\", \"message\"}}; another user's data answers 404.",
+            "description": "A rigorous step-by-step problem solver. Errors are {\"error\": {\"code\", \"message\"}} (see ErrorBody); another user's data answers 404.",
         },
         "security": [{"bearer": []}],
-        "paths": {
-            "/api/v1/turns": {"post": {
-                "summary": "Start a turn (a new session, or a follow-up with session_id)",
-                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CreateTurn"}}}},
-                "responses": {
-                    "201": json_ok("Started", json!({"$ref": "#/components/schemas/TurnCreated"})),
-                    "404": not_found,
-                    "409": error_response("Another turn of the session is running"),
-                    "413": error_response("Body too large"),
-                    "422": error_response("Invalid request (unknown fields or config keys are named)"),
-                    "503": error_response("Too many running turns"),
-                }
-            }},
-            "/api/v1/turns/{id}": {"get": op("A turn: status, plan, answer, usage, stop reason", id(),
-                json!({"200": json_ok("The turn", json!({"type": "object"})), "404": not_found}))},
-            "/api/v1/turns/{id}/events": {"get": {
-                "summary": "The turn's events over SSE (id: <seq>); resume with Last-Event-ID or ?after=",
-                "parameters": [id_param("id"),
-                    {"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer"}},
-                    {"name": "after", "in": "query", "schema": {"type": "integer"}}],
-                "responses": {"200": {"description": "text/event-stream of turn events", "content": {"text/event-stream": {}}}, "404": not_found}
-            }},
-            "/api/v1/turns/{id}/cancel": {"post": op("Cancel a running turn", id(),
-                json!({"202": json_ok("Cancelling", json!({"type": "object"})), "404": not_found, "409": error_response("Not running here")}))},
-            "/api/v1/turns/{id}/resume": {"post": op("Resume an interrupted turn from its last finished step", id(),
-                json!({"202": json_ok("Resumed: follow the same events_url, seqs continue", json!({"$ref": "#/components/schemas/TurnCreated"})),
-                    "404": not_found, "409": error_response("Not interrupted (running, finished, or resumed meanwhile)"),
-                    "503": error_response("Too many running turns")}))},
-            "/api/v1/sessions": {"get": op("Your sessions, most recent first",
-                vec![json!({"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}})],
-                json!({"200": json_ok("Sessions", json!({"type": "object"}))}))},
-            "/api/v1/sessions/{id}": {
-                "get": op("A session with its turns", id(), json!({"200": json_ok("The session", json!({"type": "object"})), "404": not_found})),
-                "delete": op("Delete a session with its turns, events and artifacts", id(),
-                    json!({"204": {"description": "Deleted"}, "404": not_found, "409": error_response("A turn is running")})),
-            },
-            "/api/v1/artifacts/{id}": {"get": op("Download an artifact (always as an attachment)", id(),
-                json!({"200": {"description": "The file"}, "404": not_found}))},
-            "/api/v1/capabilities/settings": {
-                "get": op("The solve knobs in force, with their ranges", vec![], json!({"200": json_ok("Settings", json!({"type": "object"}))})),
-                "put": {
-                    "summary": "Change solve knobs (admin only; clamped; one atomic write)",
-                    "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["solve"], "properties": {"solve": {"type": "object"}}, "additionalProperties": false}}}},
-                    "responses": {"200": json_ok("Settings now in force", json!({"type": "object"})), "403": error_response("Not an admin"), "422": error_response("Unknown key or bad value")}
-                },
-            },
-            "/v1/chat/completions": {"post": {
-                "summary": "OpenAI-compatible: model \"deepsolve\" runs a solve turn; streaming sends progress as reasoning_content and the answer as content",
-                "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["model", "messages"]}}}},
-                "responses": {"200": {"description": "chat.completion, or an SSE stream of chat.completion.chunk ending with [DONE]"}, "404": error_response("Unknown model"), "422": error_response("Bad conversation")}
-            }},
-            "/v1/models": {"get": op("OpenAI-compatible model list", vec![], json!({"200": json_ok("Models", json!({"type": "object"}))}))},
-            "/healthz": {"get": {"summary": "Liveness and database reachability", "security": [], "responses": {"200": {"description": "ok"}, "503": error_response("Database unreachable")}}},
-            "/metrics": {"get": {"summary": "Prometheus metrics", "security": [], "responses": {"200": {"description": "text/plain exposition"}}}},
-            "/openapi.json": {"get": {"summary": "This document", "security": [], "responses": {"200": {"description": "OpenAPI 3.1"}}}},
-        },
+        "paths": paths,
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "deepsolve users token NAME; not needed in single-user (loopback) mode"}},
-            "schemas": {
-                "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}},
-                "CreateTurn": {"type": "object", "required": ["problem"], "additionalProperties": false, "properties": {
-                    "problem": {"type": "string"},
-                    "session_id": {"type": "string", "description": "Continue this session: the turn sees the earlier answers and solve records"},
-                    "language": {"type": "string", "enum": ["en", "zh"]},
-                    "tools": {"type": "array", "items": {"type": "string"}},
-                    "config": {"type": "object", "description": "Solve knob overrides; unknown keys are refused by name, values clamped"},
-                    "attachments": {"type": "array"},
-                    "knowledge_bases": {"type": "array", "items": {"type": "string"}},
-                }},
-                "TurnCreated": {"type": "object", "properties": {
-                    "turn_id": {"type": "string"}, "session_id": {"type": "string"},
-                    "status": {"type": "string"}, "events_url": {"type": "string"}}},
-            },
+            "schemas": components(),
         },
     })
 }

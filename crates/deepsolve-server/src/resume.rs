@@ -1,4 +1,4 @@
-//! `POST /api/v1/turns/{id}/resume`: continue a turn whose server died (DESIGN §11).
+//! `POST /api/v1/turns/{id}/resume`: continue a turn whose server died.
 //!
 //! The turn runs again under its own id, from its stored spec, on the same runner and event
 //! writer as a new turn. Its log goes on where it stopped (`first_seq` = last logged seq + 1),
@@ -9,13 +9,14 @@
 
 use std::sync::Arc;
 
-use deepsolve_core::event::EventKind;
-use deepsolve_core::{Checkpoint, TurnSpec};
-use deepsolve_store::{Store, TurnRecord, TurnStatus};
+use deepsolve_core::TurnSpec;
+use deepsolve_protocol::api::TurnCreated;
+use deepsolve_protocol::{Checkpoint, EventKind, TurnStatus};
+use deepsolve_store::{Store, TurnRecord};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ApiError, ApiResult};
-use crate::runner::{StoredSpec, TurnCreated, TurnKeys, launch};
+use crate::runner::{TurnKeys, engine_spec, launch, stored_config};
 use crate::state::AppState;
 
 /// Resume `turn` (already known to be the caller's) on this replica.
@@ -44,10 +45,9 @@ async fn restart(
     cancel: CancellationToken,
 ) -> ApiResult<TurnCreated> {
     ensure_session_idle(&state.store, turn).await?;
-    let stored = StoredSpec::of(turn)?;
-    let language = stored.language(&turn.id)?;
-    ensure_tools_offered(state, &stored.tools)?;
-    let mut spec = stored.into_turn_spec(language, TurnKeys::from(turn));
+    let config = stored_config(&turn.spec, &turn.id)?;
+    ensure_tools_offered(state, &turn.spec.tools)?;
+    let mut spec = engine_spec(turn.spec.clone(), config, TurnKeys::from(turn));
     continue_log(&state.store, &mut spec).await?;
     if !state
         .store

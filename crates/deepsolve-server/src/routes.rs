@@ -1,4 +1,4 @@
-//! The HTTP API (DESIGN §10). Every lookup is scoped by the caller: another user's turn,
+//! The HTTP API. Every lookup is scoped by the caller: another user's turn,
 //! session or artifact is answered exactly like a missing one (404).
 
 use std::sync::Arc;
@@ -8,14 +8,16 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use deepsolve_store::{ArtifactMeta, Session, TurnRecord, TurnStatus};
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use deepsolve_protocol::api::{
+    ApiErrorCode, ArtifactView, CancelAccepted, CancelState, CreateTurn, EventsQuery, Health,
+    HealthStatus, ListQuery, SessionList, SessionView, TurnView,
+};
+use deepsolve_store::{ArtifactMeta, Session, TurnRecord};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
-use crate::runner::{CreateTurn, start_turn};
+use crate::runner::start_turn;
 use crate::sse::follow;
 use crate::state::AppState;
 
@@ -30,70 +32,21 @@ pub async fn create_turn(
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
-/// A turn as clients see it.
-#[derive(Debug, Serialize)]
-pub struct TurnView {
-    pub id: String,
-    pub session_id: String,
-    pub status: TurnStatus,
-    pub problem: String,
-    pub answer: Option<String>,
-    pub stop_reason: Option<String>,
-    pub usage: Option<deepsolve_core::Usage>,
-    /// The plan with its steps and summaries (the solve record).
-    pub solve: Option<deepsolve_core::SolveRecord>,
-    pub rounds: u32,
-    pub elapsed_ms: u64,
-    pub error: Option<String>,
-    pub language: Option<String>,
-    pub tools: Vec<String>,
-    pub created_at: i64,
-    pub finished_at: Option<i64>,
-    pub artifacts: Vec<ArtifactView>,
-    pub events_url: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct ArtifactView {
-    pub id: String,
-    pub name: String,
-    pub mime: String,
-    pub size: u64,
-    pub url: String,
-}
-
-impl From<ArtifactMeta> for ArtifactView {
-    fn from(a: ArtifactMeta) -> Self {
-        ArtifactView {
-            url: format!("/api/v1/artifacts/{}", a.id),
-            id: a.id,
-            name: a.name,
-            mime: a.mime,
-            size: a.size,
-        }
+fn artifact_view(a: ArtifactMeta) -> ArtifactView {
+    ArtifactView {
+        url: format!("/api/v1/artifacts/{}", a.id),
+        id: a.id,
+        name: a.name,
+        mime: a.mime,
+        size: a.size,
     }
 }
 
 fn turn_view(turn: TurnRecord, artifacts: Vec<ArtifactMeta>) -> TurnView {
-    let tools = turn
-        .spec
-        .get("tools")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
     TurnView {
         events_url: format!("/api/v1/turns/{}/events", turn.id),
-        language: turn
-            .spec
-            .get("language")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        tools,
+        language: Some(turn.spec.language),
+        tools: turn.spec.tools,
         id: turn.id,
         session_id: turn.session_id,
         status: turn.status,
@@ -107,7 +60,7 @@ fn turn_view(turn: TurnRecord, artifacts: Vec<ArtifactMeta>) -> TurnView {
         error: turn.error,
         created_at: turn.created_at,
         finished_at: turn.finished_at,
-        artifacts: artifacts.into_iter().map(ArtifactView::from).collect(),
+        artifacts: artifacts.into_iter().map(artifact_view).collect(),
     }
 }
 
@@ -127,13 +80,6 @@ pub async fn get_turn(
     let turn = owned_turn(&state, &caller, &id).await?;
     let artifacts = state.store.turn_artifacts(&turn.id).await?;
     Ok(Json(turn_view(turn, artifacts)))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EventsQuery {
-    /// Resume after this `seq` (for clients that cannot set `Last-Event-ID`).
-    pub after: Option<u64>,
 }
 
 pub async fn turn_events(
@@ -184,7 +130,10 @@ pub async fn cancel_turn(
             "the turn is not running on this server instance",
         ));
     }
-    let body = json!({"turn_id": turn.id, "status": "cancelling"});
+    let body = CancelAccepted {
+        turn_id: turn.id,
+        status: CancelState::Cancelling,
+    };
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
@@ -200,16 +149,6 @@ pub async fn resume_turn(
     Ok((StatusCode::ACCEPTED, Json(resumed)).into_response())
 }
 
-#[derive(Debug, Serialize)]
-pub struct SessionView {
-    pub id: String,
-    pub title: String,
-    pub created_at: i64,
-    pub updated_at: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub turns: Option<Vec<TurnView>>,
-}
-
 fn session_view(s: Session, turns: Option<Vec<TurnView>>) -> SessionView {
     SessionView {
         id: s.id,
@@ -220,24 +159,18 @@ fn session_view(s: Session, turns: Option<Vec<TurnView>>) -> SessionView {
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListQuery {
-    pub limit: Option<u32>,
-}
-
 pub async fn list_sessions(
     State(state): AppStateRef,
     caller: Caller,
     ApiQuery(query): ApiQuery<ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SessionList>> {
     let limit = query.limit.unwrap_or(50).clamp(1, 200);
     let sessions = state.store.list_sessions(&caller.user_id, limit).await?;
-    let views: Vec<SessionView> = sessions
+    let sessions = sessions
         .into_iter()
         .map(|s| session_view(s, None))
         .collect();
-    Ok(Json(json!({ "sessions": views })))
+    Ok(Json(SessionList { sessions }))
 }
 
 pub async fn get_session(
@@ -271,7 +204,7 @@ pub async fn delete_session(
 }
 
 /// Artifacts are model-influenced content: always a download, never rendered in our origin
-/// (DESIGN R14: no stored XSS through an HTML or SVG file).
+/// (no stored XSS through an HTML or SVG file).
 pub async fn get_artifact(
     State(state): AppStateRef,
     caller: Caller,
@@ -336,17 +269,17 @@ fn attachment(name: &str) -> String {
 
 pub async fn healthz(State(state): AppStateRef) -> Response {
     match state.store.ping().await {
-        Ok(()) => Json(json!({
-            "status": "ok",
-            "instance": state.config.instance_id,
-            "running_turns": state.running_turns(),
-        }))
+        Ok(()) => Json(Health {
+            status: HealthStatus::Ok,
+            instance: state.config.instance_id.clone(),
+            running_turns: state.running_turns() as u64,
+        })
         .into_response(),
         Err(e) => {
             tracing::error!(error = %e, "health check: database unreachable");
             ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
+                ApiErrorCode::Unavailable,
                 "the database is unreachable",
             )
             .into_response()

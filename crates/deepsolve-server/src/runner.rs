@@ -5,48 +5,23 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use deepsolve_app::{ToolRequestError, create_workspace, new_turn_id};
-use deepsolve_core::event::EventKind;
-use deepsolve_core::{ConfigError, Language, PriorTurn, StopReason, TurnOutcome, TurnSpec};
-use deepsolve_store::{NewArtifact, NewTurn, TurnFinish, TurnRecord, TurnStatus};
-use serde::{Deserialize, Serialize};
+use deepsolve_core::{ConfigError, SolveConfig, TurnSpec};
+use deepsolve_protocol::api::{ApiErrorCode, CreateTurn, TurnCreated};
+use deepsolve_protocol::{
+    ErrorKind, EventKind, Language, PriorTurn, StopReason, StoredTurnSpec, TurnOutcome, TurnStatus,
+};
+use deepsolve_store::{NewArtifact, NewTurn, TurnFinish, TurnRecord};
 use serde_json::{Map, Value};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
-/// `POST /api/v1/turns`. Unknown fields are refused by name.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CreateTurn {
-    pub problem: String,
-    #[serde(default)]
-    pub session_id: Option<String>,
-    #[serde(default)]
-    pub language: Option<String>,
-    #[serde(default)]
-    pub tools: Vec<String>,
-    #[serde(default)]
-    pub config: Map<String, Value>,
-    #[serde(default)]
-    pub attachments: Vec<Value>,
-    #[serde(default)]
-    pub knowledge_bases: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TurnCreated {
-    pub turn_id: String,
-    pub session_id: String,
-    pub status: TurnStatus,
-    pub events_url: String,
-}
-
 /// A validated request, ready to run.
 struct Prepared {
     language: Language,
     tools: Vec<String>,
-    config: deepsolve_core::SolveConfig,
+    config: SolveConfig,
 }
 
 /// Validate, record and start a turn.
@@ -123,10 +98,10 @@ async fn record_turn(
             (session.id, Vec::new())
         }
     };
-    let stored = StoredSpec {
-        language: prepared.language.code().to_string(),
+    let stored = StoredTurnSpec {
+        language: prepared.language,
         tools: prepared.tools,
-        config: prepared.config,
+        config: prepared.config.to_map(),
         context_window: state.config.context_window,
         history,
     };
@@ -135,67 +110,56 @@ async fn record_turn(
         session_id: session_id.clone(),
         user_id: caller.user_id.clone(),
         problem: req.problem.clone(),
-        spec: stored.to_json()?,
+        spec: stored.clone(),
         owner: state.config.instance_id.clone(),
     };
     // Built before the insert: once the turn is recorded `running`, nothing may fail before
     // its task starts (a failure would leave a running turn that nothing runs).
-    let spec = stored.into_turn_spec(prepared.language, TurnKeys::from(&new));
+    let spec = engine_spec(stored, prepared.config, TurnKeys::from(&new));
     state.store.create_turn(&new).await?;
     Ok(launch(state, spec, cancel))
 }
 
-/// What a turn was started with, as kept in its row (`turns.spec`): with the turn's id,
-/// session, user and problem, enough to run it again after a crash (`resume`). The history
-/// is stored too, not re-read from the session on resume: the turn must continue with what
-/// it saw, and the facade's history lives nowhere else.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct StoredSpec {
-    pub language: String,
-    pub tools: Vec<String>,
-    pub config: deepsolve_core::SolveConfig,
-    pub context_window: u64,
-    /// Absent in turns recorded before it was kept: those resume without history.
-    #[serde(default)]
-    pub history: Vec<PriorTurn>,
+/// The engine's spec for a recorded turn (a fresh run: `first_seq` 0, no checkpoint).
+pub(crate) fn engine_spec(
+    stored: StoredTurnSpec,
+    config: SolveConfig,
+    turn: TurnKeys<'_>,
+) -> TurnSpec {
+    let mut spec = TurnSpec::new(turn.id, turn.problem);
+    spec.session_id = Some(turn.session_id.to_string());
+    spec.user_id = Some(turn.user_id.to_string());
+    spec.history = stored.history;
+    spec.language = stored.language;
+    spec.config = config;
+    spec.context_window = stored.context_window;
+    spec.tools = stored.tools;
+    spec
 }
 
-impl StoredSpec {
-    fn to_json(&self) -> ApiResult<Value> {
-        serde_json::to_value(self).map_err(|e| {
-            tracing::error!(error = %e, "turn spec not encodable");
+/// The config a stored turn ran with. Knobs this build no longer knows are dropped (the turn
+/// goes on without them) and new ones take their defaults; a value of the wrong type means
+/// the row is damaged: the server's fault, not the client's.
+pub(crate) fn stored_config(stored: &StoredTurnSpec, turn_id: &str) -> ApiResult<SolveConfig> {
+    let (known, dropped): (Map<String, Value>, Map<String, Value>) = stored
+        .config
+        .clone()
+        .into_iter()
+        .partition(|(k, _)| is_known_key(k));
+    if !dropped.is_empty() {
+        let keys: Vec<&str> = dropped.keys().map(String::as_str).collect();
+        tracing::warn!(turn_id, dropped = ?keys, "stored config keys no longer known");
+    }
+    SolveConfig::from_map(&known)
+        .map(|(config, _)| config)
+        .map_err(|e| {
+            tracing::error!(turn_id, error = %e, "stored turn config unreadable");
             ApiError::internal()
         })
-    }
+}
 
-    /// Read a turn's stored spec; an unreadable one is the server's fault, not the client's.
-    pub(crate) fn of(turn: &TurnRecord) -> ApiResult<StoredSpec> {
-        serde_json::from_value(turn.spec.clone()).map_err(|e| {
-            tracing::error!(turn_id = %turn.id, error = %e, "stored turn spec unreadable");
-            ApiError::internal()
-        })
-    }
-
-    /// The stored language, typed.
-    pub(crate) fn language(&self, turn_id: &str) -> ApiResult<Language> {
-        Language::parse(&self.language).ok_or_else(|| {
-            tracing::error!(turn_id, language = %self.language, "stored language unknown");
-            ApiError::internal()
-        })
-    }
-
-    /// The engine's spec for a turn (a fresh run: `first_seq` 0, no checkpoint).
-    pub(crate) fn into_turn_spec(self, language: Language, turn: TurnKeys<'_>) -> TurnSpec {
-        let mut spec = TurnSpec::new(turn.id, turn.problem);
-        spec.session_id = Some(turn.session_id.to_string());
-        spec.user_id = Some(turn.user_id.to_string());
-        spec.history = self.history;
-        spec.language = language;
-        spec.config = self.config;
-        spec.context_window = self.context_window;
-        spec.tools = self.tools;
-        spec
-    }
+fn is_known_key(key: &str) -> bool {
+    SolveConfig::knob(key).is_some()
 }
 
 /// Who a turn is and what it asks, whether just recorded or read back.
@@ -250,12 +214,15 @@ pub(crate) fn launch(
 
 fn prepare(state: &AppState, req: &CreateTurn) -> ApiResult<Prepared> {
     if req.problem.trim().is_empty() {
-        return Err(ApiError::invalid("invalid_request", "'problem' is empty"));
+        return Err(ApiError::invalid(
+            ApiErrorCode::InvalidRequest,
+            "'problem' is empty",
+        ));
     }
     let chars = req.problem.chars().count();
     if chars > state.config.max_problem_chars {
         return Err(ApiError::invalid(
-            "invalid_request",
+            ApiErrorCode::InvalidRequest,
             format!(
                 "'problem' has {chars} characters; at most {} are accepted",
                 state.config.max_problem_chars
@@ -264,7 +231,7 @@ fn prepare(state: &AppState, req: &CreateTurn) -> ApiResult<Prepared> {
     }
     if !req.attachments.is_empty() || !req.knowledge_bases.is_empty() {
         return Err(ApiError::invalid(
-            "unsupported",
+            ApiErrorCode::Unsupported,
             "attachments and knowledge_bases are not supported by this server yet",
         ));
     }
@@ -272,7 +239,7 @@ fn prepare(state: &AppState, req: &CreateTurn) -> ApiResult<Prepared> {
         None => Language::En,
         Some(l) => Language::parse(l).ok_or_else(|| {
             ApiError::invalid(
-                "invalid_request",
+                ApiErrorCode::InvalidRequest,
                 format!("unknown language '{l}': use en or zh"),
             )
         })?,
@@ -290,7 +257,7 @@ fn check_tools(state: &AppState, requested: &[String]) -> ApiResult<Vec<String>>
     state
         .app
         .tools_for_turn(requested)
-        .map_err(|e| ApiError::invalid("unknown_tool", refused_tools(&e)))
+        .map_err(|e| ApiError::invalid(ApiErrorCode::UnknownTool, refused_tools(&e)))
 }
 
 fn refused_tools(e: &ToolRequestError) -> String {
@@ -322,9 +289,9 @@ fn refused_tools(e: &ToolRequestError) -> String {
 
 /// The server defaults with the turn's overrides, strictly: every unknown key is named.
 pub fn turn_config(
-    defaults: &deepsolve_core::SolveConfig,
+    defaults: &SolveConfig,
     overrides: &Map<String, Value>,
-) -> ApiResult<deepsolve_core::SolveConfig> {
+) -> ApiResult<SolveConfig> {
     apply_overrides(defaults, overrides, OverridesIn::TurnConfig).map(|(config, _)| config)
 }
 
@@ -340,10 +307,10 @@ pub enum OverridesIn {
 /// `defaults` with `overrides` applied and clamped by core; the clamp warnings come back as
 /// text. Unknown keys get core's message (all of them named, the nearest known key suggested).
 pub fn apply_overrides(
-    defaults: &deepsolve_core::SolveConfig,
+    defaults: &SolveConfig,
     overrides: &Map<String, Value>,
     written_in: OverridesIn,
-) -> ApiResult<(deepsolve_core::SolveConfig, Vec<String>)> {
+) -> ApiResult<(SolveConfig, Vec<String>)> {
     match defaults.with_overrides(overrides) {
         Ok((config, clamped)) => Ok((config, clamped.iter().map(ToString::to_string).collect())),
         Err(ConfigError::UnknownKey(unknown)) => {
@@ -351,9 +318,9 @@ pub fn apply_overrides(
                 OverridesIn::TurnConfig => unknown.found("in the turn's config"),
                 OverridesIn::SettingsChange => unknown.under("solve").found("in the request"),
             };
-            Err(ApiError::invalid("unknown_config_key", unknown.to_string()))
+            Err(ApiError::invalid(ApiErrorCode::UnknownConfigKey, unknown.to_string()))
         }
-        Err(e) => Err(ApiError::invalid("invalid_config", e.to_string())),
+        Err(e) => Err(ApiError::invalid(ApiErrorCode::InvalidConfig, e.to_string())),
     }
 }
 
@@ -390,13 +357,13 @@ async fn drive(state: Arc<AppState>, spec: TurnSpec, cancel: tokio_util::sync::C
             }
             finish_of(&outcome)
         }
-        Ok(Err(e)) => failed(&state, &sink, "turn_not_started", e.to_string()),
+        Ok(Err(e)) => failed(&state, &sink, ErrorKind::TurnNotStarted, e.to_string()),
         Err(join) => {
             tracing::error!(turn_id, error = %join, "the engine task failed");
             failed(
                 &state,
                 &sink,
-                "internal",
+                ErrorKind::Internal,
                 "the turn failed inside the server".into(),
             )
         }
@@ -408,12 +375,12 @@ async fn drive(state: Arc<AppState>, spec: TurnSpec, cancel: tokio_util::sync::C
 fn failed(
     state: &AppState,
     sink: &crate::writer::TurnSink,
-    kind: &str,
+    kind: ErrorKind,
     message: String,
 ) -> TurnFinish {
     state.metrics.turn_ended("failed", 0, 0, 0);
     sink.send_extra(EventKind::Error {
-        kind: kind.to_string(),
+        kind,
         message: message.clone(),
     });
     TurnFinish {
@@ -431,7 +398,7 @@ pub fn finish_of(outcome: &TurnOutcome) -> TurnFinish {
             TurnStatus::Finished
         }),
         answer: outcome.answer.clone(),
-        stop_reason: Some(outcome.stop_reason.as_str().to_string()),
+        stop_reason: Some(outcome.stop_reason),
         usage: Some(outcome.usage),
         solve: Some(outcome.solve.clone()),
         rounds: outcome.rounds,
@@ -510,13 +477,13 @@ mod tests {
 
     #[test]
     fn every_unknown_config_key_is_named() {
-        let defaults = deepsolve_core::SolveConfig::default();
+        let defaults = SolveConfig::default();
         let mut map = Map::new();
         map.insert("max_rounds".into(), json!(5));
         map.insert("bogus".into(), json!(1));
         map.insert("also_bad".into(), json!(true));
         let err = turn_config(&defaults, &map).expect_err("refused");
-        assert_eq!(err.code, "unknown_config_key");
+        assert_eq!(err.code, ApiErrorCode::UnknownConfigKey);
         assert!(err.message.contains("bogus") && err.message.contains("also_bad"));
         map.remove("bogus");
         map.remove("also_bad");
@@ -526,8 +493,33 @@ mod tests {
         map.insert("max_rounds".into(), json!("lots"));
         assert_eq!(
             turn_config(&defaults, &map).err().map(|e| e.code),
-            Some("invalid_config")
+            Some(ApiErrorCode::InvalidConfig)
         );
+    }
+
+    fn stored(config: Value) -> StoredTurnSpec {
+        serde_json::from_value(json!({
+            "language": "en", "tools": [], "config": config, "context_window": 32000
+        }))
+        .expect("a stored spec")
+    }
+
+    #[test]
+    fn a_stored_config_survives_renamed_knobs_but_not_damage() {
+        let config = stored_config(&stored(json!({"max_rounds": 5, "retired_knob": 1})), "t")
+            .expect("an unknown stored knob is dropped, not fatal");
+        assert_eq!(config.max_rounds, 5);
+        assert_eq!(config.max_replans, SolveConfig::default().max_replans);
+        let damaged = stored_config(&stored(json!({"max_rounds": "many"})), "t");
+        assert_eq!(damaged.err().map(|e| e.code), Some(ApiErrorCode::Internal));
+        // What the server writes reads back as the same config.
+        let tuned = SolveConfig {
+            temperature: 0.7,
+            fold: false,
+            ..SolveConfig::default()
+        };
+        let back = stored_config(&stored(Value::Object(tuned.to_map())), "t").expect("read");
+        assert_eq!(back, tuned);
     }
 
     #[test]

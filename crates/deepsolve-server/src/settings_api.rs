@@ -8,8 +8,8 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use deepsolve_core::config::{FLAGS, KNOBS};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use deepsolve_protocol::api::{ApiErrorCode, FlagView, KnobView, PutSettings, SettingsView};
+use serde_json::Value;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -17,24 +17,39 @@ use crate::extract::ApiJson;
 use crate::runner::{OverridesIn, apply_overrides};
 use crate::state::AppState;
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PutSettings {
-    pub solve: Map<String, Value>,
+fn describe(state: &AppState, caller: &Caller) -> SettingsView {
+    let knobs = KNOBS
+        .iter()
+        .map(|k| KnobView {
+            key: k.key.to_string(),
+            default: k.default,
+            min: k.min,
+            max: k.max,
+            integer: k.integer,
+            help: k.help.to_string(),
+        })
+        .collect();
+    let flags = FLAGS
+        .iter()
+        .map(|f| FlagView {
+            key: f.key.to_string(),
+            default: f.default,
+            help: f.help.to_string(),
+        })
+        .collect();
+    SettingsView {
+        solve: state.solve_defaults().to_map(),
+        knobs,
+        flags,
+        writable: caller.is_admin() && state.config.settings_path.is_some(),
+        warnings: None,
+    }
 }
 
-/// The knobs in force and their contracts, serialised from core's one declaration of the knobs:
-/// numbers as `{key, default, min, max, integer, help}`, flags as `{key, default, help}`.
-fn describe(state: &AppState, caller: &Caller) -> Value {
-    json!({
-        "solve": state.solve_defaults().to_map(),
-        "knobs": KNOBS,
-        "flags": FLAGS,
-        "writable": caller.is_admin() && state.config.settings_path.is_some(),
-    })
-}
-
-pub async fn get_settings(State(state): State<Arc<AppState>>, caller: Caller) -> Json<Value> {
+pub async fn get_settings(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+) -> Json<SettingsView> {
     Json(describe(&state, &caller))
 }
 
@@ -42,7 +57,7 @@ pub async fn put_settings(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     ApiJson(req): ApiJson<PutSettings>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SettingsView>> {
     if !caller.is_admin() {
         return Err(ApiError::forbidden("changing the settings needs an admin"));
     }
@@ -75,11 +90,14 @@ pub async fn put_settings(
     .map_err(|_| ApiError::internal())?;
     if let Err(e) = written {
         tracing::error!(error = %e, "settings write failed");
-        return Err(ApiError::invalid("settings_not_written", e.to_string()));
+        return Err(ApiError::invalid(
+            ApiErrorCode::SettingsNotWritten,
+            e.to_string(),
+        ));
     }
     state.set_solve_defaults(config);
     let mut body = describe(&state, &caller);
-    body["warnings"] = json!(warnings);
+    body.warnings = Some(warnings);
     Ok(Json(body))
 }
 

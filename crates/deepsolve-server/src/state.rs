@@ -71,7 +71,7 @@ impl From<SlotRefused> for crate::error::ApiError {
         match refused {
             SlotRefused::Busy => crate::error::ApiError::new(
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
+                deepsolve_protocol::api::ApiErrorCode::Busy,
                 "this server is running as many turns as it may; retry shortly",
             ),
             SlotRefused::AlreadyRunning => {

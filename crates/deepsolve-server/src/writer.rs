@@ -18,8 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use deepsolve_core::event::{EventKind, now_ms};
-use deepsolve_core::{EventSink, TurnEvent};
+use deepsolve_core::EventSink;
+use deepsolve_core::event::now_ms;
+use deepsolve_protocol::{EventKind, TurnEvent};
 use deepsolve_store::{AnyConnection, Store, StoreError, StoredEvent, TurnFinish};
 use tokio::sync::{mpsc, oneshot};
 

@@ -313,7 +313,9 @@ fn migrator(backend: Backend) -> Migrator {
 
 /// Milliseconds since the Unix epoch, as stored.
 pub(crate) fn now_ms() -> i64 {
-    deepsolve_core::event::now_ms() as i64
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// A fresh time-ordered id with a readable prefix.

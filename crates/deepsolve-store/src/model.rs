@@ -1,8 +1,9 @@
 //! The records the store reads and writes.
 
-use deepsolve_core::{SolveRecord, TurnEvent, Usage};
+use deepsolve_protocol::{SolveRecord, StopReason, StoredTurnSpec, TurnEvent, Usage};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+pub use deepsolve_protocol::TurnStatus;
 
 use crate::error::StoreError;
 
@@ -55,48 +56,6 @@ pub struct Session {
     pub updated_at: i64,
 }
 
-/// Where a turn stands. `Running` is the only non-terminal state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TurnStatus {
-    Running,
-    /// Ended with a stop reason other than `cancelled`.
-    Finished,
-    Cancelled,
-    /// Could not start, or the engine task failed.
-    Failed,
-    /// Left `running` by a process that died; its events are intact and it can be resumed.
-    Interrupted,
-}
-
-impl TurnStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TurnStatus::Running => "running",
-            TurnStatus::Finished => "finished",
-            TurnStatus::Cancelled => "cancelled",
-            TurnStatus::Failed => "failed",
-            TurnStatus::Interrupted => "interrupted",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<TurnStatus> {
-        [
-            TurnStatus::Running,
-            TurnStatus::Finished,
-            TurnStatus::Cancelled,
-            TurnStatus::Failed,
-            TurnStatus::Interrupted,
-        ]
-        .into_iter()
-        .find(|t| t.as_str() == s)
-    }
-
-    pub fn is_terminal(self) -> bool {
-        self != TurnStatus::Running
-    }
-}
-
 /// A new turn, recorded before its engine task starts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTurn {
@@ -104,8 +63,9 @@ pub struct NewTurn {
     pub session_id: String,
     pub user_id: String,
     pub problem: String,
-    /// The resolved request (language, tools, effective config): enough to resume the turn.
-    pub spec: Value,
+    /// The resolved request (language, tools, effective config, history): enough to resume
+    /// the turn.
+    pub spec: StoredTurnSpec,
     /// The server instance that runs it (crash recovery marks only its own turns).
     pub owner: String,
 }
@@ -115,7 +75,7 @@ pub struct NewTurn {
 pub struct TurnFinish {
     pub status: Option<TurnStatus>,
     pub answer: Option<String>,
-    pub stop_reason: Option<String>,
+    pub stop_reason: Option<StopReason>,
     pub usage: Option<Usage>,
     pub solve: Option<SolveRecord>,
     pub rounds: u32,
@@ -129,10 +89,10 @@ pub struct TurnRecord {
     pub session_id: String,
     pub user_id: String,
     pub problem: String,
-    pub spec: Value,
+    pub spec: StoredTurnSpec,
     pub status: TurnStatus,
     pub answer: Option<String>,
-    pub stop_reason: Option<String>,
+    pub stop_reason: Option<StopReason>,
     pub usage: Option<Usage>,
     pub solve: Option<SolveRecord>,
     pub rounds: u32,

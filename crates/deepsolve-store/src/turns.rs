@@ -1,7 +1,7 @@
 //! Turns: created before their engine task starts, finished when it ends, marked
 //! `interrupted` when the process that ran them died.
 
-use deepsolve_core::PriorTurn;
+use deepsolve_protocol::{PriorTurn, StopReason};
 use serde::de::DeserializeOwned;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Connection, Row};
@@ -25,7 +25,7 @@ fn finish_query<'q>(
     )
     .bind(status.as_str())
     .bind(finish.answer.clone())
-    .bind(finish.stop_reason.clone())
+    .bind(finish.stop_reason.map(StopReason::as_str))
     .bind(
         finish
             .usage
@@ -59,6 +59,13 @@ fn json_column<T: DeserializeOwned>(
         .transpose()
 }
 
+/// The stop reason column, typed: an unknown name is a damaged row.
+fn stop_reason_column(row: &AnyRow) -> Result<Option<StopReason>, StoreError> {
+    let name: Option<String> = row.try_get("stop_reason")?;
+    name.map(|n| StopReason::parse(&n).ok_or_else(|| StoreError::corrupt("stop reason", &n)))
+        .transpose()
+}
+
 fn turn_from_row(row: &AnyRow) -> Result<TurnRecord, StoreError> {
     let status: String = row.try_get("status")?;
     Ok(TurnRecord {
@@ -66,11 +73,11 @@ fn turn_from_row(row: &AnyRow) -> Result<TurnRecord, StoreError> {
         session_id: row.try_get("session_id")?,
         user_id: row.try_get("user_id")?,
         problem: row.try_get("problem")?,
-        spec: json_column(row, "spec")?.unwrap_or_default(),
+        spec: json_column(row, "spec")?.ok_or_else(|| StoreError::corrupt("spec", "missing"))?,
         status: TurnStatus::parse(&status)
             .ok_or_else(|| StoreError::corrupt("turn status", &status))?,
         answer: row.try_get("answer")?,
-        stop_reason: row.try_get("stop_reason")?,
+        stop_reason: stop_reason_column(row)?,
         usage: json_column(row, "usage")?,
         solve: json_column(row, "solve")?,
         rounds: u32::try_from(row.try_get::<i64, _>("rounds")?).unwrap_or(0),

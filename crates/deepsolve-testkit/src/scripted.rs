@@ -12,8 +12,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deepsolve_core::{
     ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, ModelError, StreamDelta, ToolCall,
-    Usage,
 };
+use deepsolve_protocol::Usage;
 use serde_json::Value;
 
 use crate::invariants::{InvariantConfig, check_request};

@@ -1,33 +1,9 @@
 //! The solve playbook (system prompt), in English and Chinese. It names only mounted tools.
 
-use serde::{Deserialize, Serialize};
-
 use super::spine::is_solve_tool;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Language {
-    #[default]
-    En,
-    Zh,
-}
-
-impl Language {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "en" | "english" => Some(Language::En),
-            "zh" | "zh-cn" | "chinese" | "中文" => Some(Language::Zh),
-            _ => None,
-        }
-    }
-
-    pub fn code(self) -> &'static str {
-        match self {
-            Language::En => "en",
-            Language::Zh => "zh",
-        }
-    }
-}
+/// The turn's language is a wire type (the stored turn spec, the API).
+pub use deepsolve_protocol::Language;
 
 const EN: &str = include_str!("prompts/en.md");
 const ZH: &str = include_str!("prompts/zh.md");

@@ -197,7 +197,7 @@ async fn a_follow_up_turn_sees_the_previous_answer_and_solve_record() {
     // Kept with the turn, so a resume continues with the history the turn started with.
     let stored = s.state.store.turn_unscoped(&second).await.expect("read");
     let history = stored
-        .map(|t| t.spec["history"].clone())
+        .map(|t| serde_json::to_value(&t.spec.history).expect("history as JSON"))
         .unwrap_or_default();
     assert_eq!(history.as_array().map(Vec::len), Some(1), "{history}");
     assert_eq!(history[0]["answer"], first_view["answer"]);
@@ -662,7 +662,7 @@ fn message(err: &Value) -> &str {
 /// A turn as a crash leaves it: recorded with its spec, a few events logged (no checkpoint:
 /// it died before finishing a step), then marked interrupted by the next start.
 async fn crashed_turn(s: &crate::support::TestServer, user_id: &str) -> String {
-    use deepsolve_core::{EventKind, TurnEvent};
+    use deepsolve_protocol::{EventKind, TurnEvent};
     use deepsolve_store::{NewTurn, StoredEvent};
     let store = &s.state.store;
     let session = store
@@ -671,12 +671,13 @@ async fn crashed_turn(s: &crate::support::TestServer, user_id: &str) -> String {
         .expect("session");
     let turn = format!("turn_crashed_{}", user_id.len());
     // A spec as older builds stored it (no history): it must still resume.
-    let spec = json!({
+    let spec: deepsolve_protocol::StoredTurnSpec = serde_json::from_value(json!({
         "language": "en",
         "tools": [],
         "config": deepsolve_core::SolveConfig::default(),
         "context_window": 32_000,
-    });
+    }))
+    .expect("a spec without history still reads");
     let new = NewTurn {
         id: turn.clone(),
         session_id: session.id,

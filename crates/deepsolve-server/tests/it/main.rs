@@ -3,5 +3,6 @@
 mod api;
 mod config_keys;
 mod openai_facade;
+mod openapi;
 mod support;
 mod tools;

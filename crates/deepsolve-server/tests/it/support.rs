@@ -8,9 +8,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deepsolve_app::AppBuilder;
 use deepsolve_core::{
-    Artifact, ChatModel, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec,
+    ChatModel, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec,
 };
 use deepsolve_llm::{ClientConfig, OpenAiClient};
+use deepsolve_protocol::Artifact;
 use deepsolve_server::{AppState, ServerConfig};
 use deepsolve_settings::Settings;
 use deepsolve_store::{Role, Store, StoreOptions};

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use deepsolve_core::event::{EventKind, TurnEvent};
-use deepsolve_core::{SolveRecord, StopReason, Usage};
+use deepsolve_protocol::{
+    EventKind, Language, SolveRecord, StopReason, StoredTurnSpec, TurnEvent, Usage,
+};
 use deepsolve_store::{
     Backend, HubMsg, NewArtifact, NewTurn, Received, Role, Store, StoreError, StoreOptions,
     StoredEvent, TurnFinish, TurnStatus,
 };
-use serde_json::json;
 
 /// One store per backend under test; the guard keeps the SQLite directory alive.
 async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
@@ -44,6 +44,16 @@ fn event(turn: &str, seq: u64, kind: EventKind) -> StoredEvent {
     .expect("encode")
 }
 
+fn spec() -> StoredTurnSpec {
+    StoredTurnSpec {
+        language: Language::En,
+        tools: Vec::new(),
+        config: serde_json::Map::new(),
+        context_window: 32_000,
+        history: Vec::new(),
+    }
+}
+
 fn text(turn: &str, seq: u64) -> StoredEvent {
     event(
         turn,
@@ -72,7 +82,7 @@ async fn running_turn(store: &Store, user: &str, session: Option<&str>) -> (Stri
             session_id: session.clone(),
             user_id: user.into(),
             problem: "Solve x+1=2".into(),
-            spec: json!({"language": "en"}),
+            spec: spec(),
             owner: "node-a".into(),
         })
         .await
@@ -219,7 +229,7 @@ async fn one_running_turn_per_session() {
             session_id: session.clone(),
             user_id: "u".into(),
             problem: "next".into(),
-            spec: json!({}),
+            spec: spec(),
             owner: "node-a".into(),
         };
         assert!(matches!(
@@ -370,7 +380,7 @@ async fn finished_turns_feed_follow_ups_with_answers_and_solve_records() {
         let finish = TurnFinish {
             status: Some(TurnStatus::Finished),
             answer: Some("x = 1".into()),
-            stop_reason: Some(StopReason::Answered.as_str().into()),
+            stop_reason: Some(StopReason::Answered),
             usage: Some(Usage {
                 prompt_tokens: 10,
                 completion_tokens: 5,

@@ -12,12 +12,13 @@
 #![allow(dead_code)]
 
 use deepsolve_core::solve::spine::{self, SOLVE_FINISH_STEP, SpineEffect};
-use deepsolve_core::solve::{SolveRecord, SolveSession, is_solve_tool, solve_tool_specs};
+use deepsolve_core::solve::{SolveSession, is_solve_tool, solve_tool_specs};
 use deepsolve_core::tags::{ParsedCall, parse_reply};
 use deepsolve_core::{
     ChatModel, ChatRequest, Completion, Message, ModelError, Role, StreamDelta, ToolCall,
     ToolChoice, ToolSpec,
 };
+use deepsolve_protocol::SolveRecord;
 use deepsolve_testkit::tags::{STOP_SEQUENCES, render_call, render_response};
 use serde_json::{Value, json};
 
@@ -696,7 +697,7 @@ impl ChatModel for WireModel {
             finish_reason: deepsolve_core::FinishReason::parse(
                 parsed.finish_reason.as_deref().unwrap_or("stop"),
             ),
-            usage: deepsolve_core::Usage {
+            usage: deepsolve_protocol::Usage {
                 prompt_tokens,
                 completion_tokens,
                 estimated: false,

@@ -1,0 +1,331 @@
+//! The HTTP API's requests, responses and errors (`/api/v1/…`, `/healthz`), and the OpenAI
+//! facade's ([`openai`]).
+
+pub mod openai;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::outcome::StopReason;
+use crate::solve::{Language, SolveRecord};
+use crate::turn::TurnStatus;
+use crate::usage::Usage;
+
+/// `POST /api/v1/turns`. Unknown fields are refused by name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTurn {
+    pub problem: String,
+    /// Continue this session: the turn sees the earlier answers and solve records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// `en` (the default) or `zh`; `english`, `chinese`, `zh-cn` and `中文` are understood.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// Work tools to offer, by name (the server's automatic tools are added).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// Solve knob overrides; unknown keys are refused by name, values clamped.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub config: Map<String, Value>,
+    /// Not supported yet: a non-empty list is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Value>,
+    /// Not supported yet: a non-empty list is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knowledge_bases: Vec<String>,
+}
+
+/// A started (or resumed) turn: follow `events_url`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnCreated {
+    pub turn_id: String,
+    pub session_id: String,
+    pub status: TurnStatus,
+    /// The turn's events over SSE.
+    pub events_url: String,
+}
+
+/// A turn as clients see it (`GET /api/v1/turns/{id}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnView {
+    pub id: String,
+    pub session_id: String,
+    pub status: TurnStatus,
+    pub problem: String,
+    pub answer: Option<String>,
+    pub stop_reason: Option<StopReason>,
+    pub usage: Option<Usage>,
+    /// The plan with its steps and summaries (the solve record).
+    pub solve: Option<SolveRecord>,
+    pub rounds: u32,
+    pub elapsed_ms: u64,
+    pub error: Option<String>,
+    pub language: Option<Language>,
+    pub tools: Vec<String>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+    pub artifacts: Vec<ArtifactView>,
+    pub events_url: String,
+}
+
+/// A file a turn produced, downloadable from `url`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ArtifactView {
+    pub id: String,
+    pub name: String,
+    pub mime: String,
+    pub size: u64,
+    pub url: String,
+}
+
+/// A session (`GET /api/v1/sessions/{id}` has its turns; the list has none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionView {
+    pub id: String,
+    pub title: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<Vec<TurnView>>,
+}
+
+/// `GET /api/v1/sessions`: most recent first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionList {
+    pub sessions: Vec<SessionView>,
+}
+
+/// The query of `GET /api/v1/turns/{id}/events`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventsQuery {
+    /// Resume after this `seq` (for clients that cannot set `Last-Event-ID`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<u64>,
+}
+
+/// The query of `GET /api/v1/sessions`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// 1 to 200; 50 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// What a cancel request answers (202).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CancelAccepted {
+    pub turn_id: String,
+    pub status: CancelState,
+}
+
+/// The turn was asked to stop; it ends with `turn_finished: cancelled`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelState {
+    Cancelling,
+}
+
+/// `GET|PUT /api/v1/capabilities/settings`: the solve knobs in force, with their ranges.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SettingsView {
+    /// Every knob's value in force, by key.
+    pub solve: Map<String, Value>,
+    pub knobs: Vec<KnobView>,
+    pub flags: Vec<FlagView>,
+    /// The caller may change them (an admin, and the server has a settings file).
+    pub writable: bool,
+    /// After a change: the values that were clamped, and to what.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+}
+
+/// A numeric solve knob and its range.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KnobView {
+    pub key: String,
+    pub default: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Values are rounded to whole numbers.
+    pub integer: bool,
+    pub help: String,
+}
+
+/// A boolean solve knob.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FlagView {
+    pub key: String,
+    pub default: bool,
+    pub help: String,
+}
+
+/// `PUT /api/v1/capabilities/settings`: knob values to change (admin only).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutSettings {
+    pub solve: Map<String, Value>,
+}
+
+/// `GET /healthz` when the database answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Health {
+    pub status: HealthStatus,
+    /// This server instance (replica).
+    pub instance: String,
+    pub running_turns: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthStatus {
+    Ok,
+}
+
+/// Every error answer: `{"error": {"code", "message"}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorDetail {
+    pub code: ApiErrorCode,
+    /// For people: what was wrong with the request (never the server's internals).
+    pub message: String,
+}
+
+/// The machine-readable `code` of an API error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApiErrorCode {
+    /// Missing, or not yours (the same answer, so ids of other users cannot be probed).
+    NotFound,
+    /// Malformed request (e.g. a `Last-Event-ID` that is not a number).
+    BadRequest,
+    /// The body is not JSON.
+    BadJson,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    /// Well-formed JSON of the wrong shape, or a value out of place.
+    InvalidRequest,
+    /// Refused by the store's own checks.
+    Invalid,
+    /// A feature this server does not offer yet.
+    Unsupported,
+    UnknownTool,
+    UnknownConfigKey,
+    InvalidConfig,
+    SettingsNotWritten,
+    /// The request contradicts the resource's state (e.g. a turn already running).
+    Conflict,
+    Unauthorized,
+    Forbidden,
+    /// Too many running turns on this server; retry shortly.
+    Busy,
+    /// The database is unreachable.
+    Unavailable,
+    /// The OpenAI facade serves one model, `deepsolve`.
+    ModelNotFound,
+    /// The facade's turn ended without an answer.
+    NoAnswer,
+    /// The server's fault; its log has the details.
+    Internal,
+}
+
+impl ApiErrorCode {
+    pub const ALL: [ApiErrorCode; 20] = [
+        ApiErrorCode::NotFound,
+        ApiErrorCode::BadRequest,
+        ApiErrorCode::BadJson,
+        ApiErrorCode::PayloadTooLarge,
+        ApiErrorCode::UnsupportedMediaType,
+        ApiErrorCode::InvalidRequest,
+        ApiErrorCode::Invalid,
+        ApiErrorCode::Unsupported,
+        ApiErrorCode::UnknownTool,
+        ApiErrorCode::UnknownConfigKey,
+        ApiErrorCode::InvalidConfig,
+        ApiErrorCode::SettingsNotWritten,
+        ApiErrorCode::Conflict,
+        ApiErrorCode::Unauthorized,
+        ApiErrorCode::Forbidden,
+        ApiErrorCode::Busy,
+        ApiErrorCode::Unavailable,
+        ApiErrorCode::ModelNotFound,
+        ApiErrorCode::NoAnswer,
+        ApiErrorCode::Internal,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiErrorCode::NotFound => "not_found",
+            ApiErrorCode::BadRequest => "bad_request",
+            ApiErrorCode::BadJson => "bad_json",
+            ApiErrorCode::PayloadTooLarge => "payload_too_large",
+            ApiErrorCode::UnsupportedMediaType => "unsupported_media_type",
+            ApiErrorCode::InvalidRequest => "invalid_request",
+            ApiErrorCode::Invalid => "invalid",
+            ApiErrorCode::Unsupported => "unsupported",
+            ApiErrorCode::UnknownTool => "unknown_tool",
+            ApiErrorCode::UnknownConfigKey => "unknown_config_key",
+            ApiErrorCode::InvalidConfig => "invalid_config",
+            ApiErrorCode::SettingsNotWritten => "settings_not_written",
+            ApiErrorCode::Conflict => "conflict",
+            ApiErrorCode::Unauthorized => "unauthorized",
+            ApiErrorCode::Forbidden => "forbidden",
+            ApiErrorCode::Busy => "busy",
+            ApiErrorCode::Unavailable => "unavailable",
+            ApiErrorCode::ModelNotFound => "model_not_found",
+            ApiErrorCode::NoAnswer => "no_answer",
+            ApiErrorCode::Internal => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for ApiErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn error_codes_serialise_as_their_names() {
+        for code in ApiErrorCode::ALL {
+            assert_eq!(serde_json::to_value(code).expect("json"), code.as_str());
+        }
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: ApiErrorCode::UnknownConfigKey,
+                message: "unknown config keys: bogus".into(),
+            },
+        };
+        assert_eq!(
+            serde_json::to_value(&body).expect("json"),
+            json!({"error": {"code": "unknown_config_key", "message": "unknown config keys: bogus"}})
+        );
+    }
+
+    #[test]
+    fn a_create_turn_refuses_unknown_fields_and_writes_only_what_is_set() {
+        let err = serde_json::from_value::<CreateTurn>(json!({"problem": "p", "problme": "q"}));
+        assert!(err.is_err_and(|e| e.to_string().contains("problme")));
+        let minimal = CreateTurn {
+            problem: "p".into(),
+            ..CreateTurn::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&minimal).expect("json"),
+            json!({"problem": "p"})
+        );
+    }
+}

@@ -1,0 +1,74 @@
+//! The JSON Schemas of the protocol types, gathered in one place: the server's OpenAPI
+//! document takes them as its `components.schemas`, and [`typescript`] turns the same
+//! schemas into the web UI's TypeScript definitions — one source of truth for both.
+
+mod typescript;
+
+use schemars::generate::{SchemaGenerator, SchemaSettings};
+use schemars::{JsonSchema, Schema};
+use serde_json::{Map, Value};
+
+pub use typescript::typescript;
+
+use crate::api::{self, openai};
+
+/// Where the schemas live in an OpenAPI document; every `$ref` points there.
+pub const COMPONENTS_PATH: &str = "/components/schemas";
+
+/// A `$ref` to `T`'s schema under [`COMPONENTS_PATH`].
+pub fn reference<T: JsonSchema>() -> Value {
+    serde_json::json!({ "$ref": format!("#{COMPONENTS_PATH}/{}", T::schema_name()) })
+}
+
+/// Every schema, by type name, with `$ref`s into `#/components/schemas/`. They describe the
+/// JSON as the server writes it (the serialize contract); request types serialise exactly
+/// what they accept, so the same schema holds for what clients send.
+pub fn components() -> Map<String, Value> {
+    let mut generator = generator();
+    register(&mut generator);
+    generator.take_definitions(true)
+}
+
+fn generator() -> SchemaGenerator {
+    SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.definitions_path = COMPONENTS_PATH.into();
+            s.meta_schema = None;
+        })
+        .for_serialize()
+        .into_generator()
+}
+
+/// The roots: every request, response and event type (what they refer to comes along).
+fn register(g: &mut SchemaGenerator) {
+    fn add<T: JsonSchema>(g: &mut SchemaGenerator) {
+        let _: Schema = g.subschema_for::<T>();
+    }
+    // The turn's event stream and what a turn leaves behind.
+    add::<crate::TurnEvent>(g);
+    add::<crate::EventKind>(g);
+    add::<crate::TurnOutcome>(g);
+    add::<crate::Checkpoint>(g);
+    add::<crate::Source>(g);
+    add::<crate::ContentPart>(g);
+    add::<crate::Protocol>(g);
+    // The HTTP API.
+    add::<api::CreateTurn>(g);
+    add::<api::TurnCreated>(g);
+    add::<api::TurnView>(g);
+    add::<api::SessionView>(g);
+    add::<api::SessionList>(g);
+    add::<api::EventsQuery>(g);
+    add::<api::ListQuery>(g);
+    add::<api::CancelAccepted>(g);
+    add::<api::SettingsView>(g);
+    add::<api::PutSettings>(g);
+    add::<api::Health>(g);
+    add::<api::ErrorBody>(g);
+    // The OpenAI facade.
+    add::<openai::ChatRequest>(g);
+    add::<openai::ModelList>(g);
+    add::<openai::ChatCompletion>(g);
+    add::<openai::ChatCompletionChunk>(g);
+    add::<openai::StreamError>(g);
+}

@@ -1,0 +1,69 @@
+//! What tool calls leave behind for the turn record: files and citation sources.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A file a tool produced in the turn's workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Artifact {
+    /// Relative to the turn's workspace.
+    pub path: String,
+    pub size: u64,
+    pub mime: String,
+}
+
+/// A citation source a tool result refers to (a retrieved chunk, a web page): the model cites
+/// it as `[n]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Source {
+    /// Its number in the tool result, as cited (`[n]`).
+    pub n: u32,
+    pub title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The knowledge base it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kb: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_id: Option<String>,
+    /// Retrieval score (higher is closer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_source_leaves_out_what_it_does_not_know() {
+        let web = Source {
+            n: 1,
+            title: "Quadratic formula".into(),
+            url: Some("https://example.org/q".into()),
+            ..Source::default()
+        };
+        let json = serde_json::to_value(&web).expect("json");
+        assert_eq!(
+            json,
+            json!({"n": 1, "title": "Quadratic formula", "url": "https://example.org/q"})
+        );
+        let chunk: Source = serde_json::from_value(json!({
+            "n": 2, "title": "Notes", "kb": "algebra", "document_id": "d1", "page": 4,
+            "chunk_id": "c9", "score": 0.75
+        }))
+        .expect("decoded");
+        assert_eq!(chunk.page, Some(4));
+        assert_eq!(chunk.score, Some(0.75));
+        assert_eq!(
+            serde_json::from_value::<Source>(serde_json::to_value(&chunk).expect("json"))
+                .expect("again"),
+            chunk
+        );
+    }
+}

@@ -1,0 +1,56 @@
+//! Token usage and how tools are offered to the model.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Tokens spent, by a model call or summed over a turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// True when any part of this was estimated locally instead of reported by the provider.
+    #[serde(default)]
+    pub estimated: bool,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+
+    pub fn add(&mut self, other: &Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.estimated |= other.estimated;
+    }
+}
+
+/// How tools are offered to the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// The provider's native tool calling.
+    #[default]
+    Native,
+    /// Tools described in the system prompt, called with `<tool_call>` blocks.
+    Tags,
+    /// Native, switching to tags for the rest of the turn (and for this model, for the rest
+    /// of the process) when the provider says tools are unsupported.
+    Auto,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Native => "native",
+            Protocol::Tags => "tags",
+            Protocol::Auto => "auto",
+        }
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,4 @@
+//! The integration tests of deepsolve-protocol, as one test binary.
+
+mod schemas;
+mod typescript;

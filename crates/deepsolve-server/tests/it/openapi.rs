@@ -1,0 +1,272 @@
+//! The OpenAPI document: its references resolve, a real OpenAPI validator accepts it (the
+//! `openapi-spec-validator` Python package, from `DEEPSOLVE_TEST_PYTHON`, which scripts/test
+//! sets up), and what the server really sends validates against its schemas.
+
+use deepsolve_server::openapi::document;
+use deepsolve_store::Role;
+use deepsolve_testkit::WellBehaved;
+use serde_json::{Value, json};
+
+use crate::support::{Options, start};
+
+/// Every `"$ref"` string anywhere under `value`.
+fn refs(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get("$ref") {
+                out.push(r.clone());
+            }
+            map.values().for_each(|v| refs(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_reference_points_into_the_components_and_every_body_has_a_schema() {
+    let doc = document();
+    let schemas = doc["components"]["schemas"].as_object().expect("schemas");
+    for name in [
+        "CreateTurn",
+        "TurnCreated",
+        "TurnView",
+        "SessionView",
+        "SessionList",
+        "CancelAccepted",
+        "SettingsView",
+        "PutSettings",
+        "Health",
+        "ErrorBody",
+        "ApiErrorCode",
+        "TurnEvent",
+        "EventKind",
+        "WarningKind",
+        "ErrorKind",
+        "StopReason",
+        "Usage",
+        "SolveRecord",
+        "Checkpoint",
+        "ChatRequest",
+        "ChatCompletion",
+        "ChatCompletionChunk",
+        "ModelList",
+    ] {
+        assert!(schemas.contains_key(name), "no component schema {name}");
+    }
+    let mut all = Vec::new();
+    refs(&doc, &mut all);
+    assert!(!all.is_empty());
+    for r in &all {
+        let name = r
+            .strip_prefix("#/components/schemas/")
+            .unwrap_or_else(|| panic!("{r} points outside #/components/schemas/"));
+        assert!(schemas.contains_key(name), "{r} resolves to nothing");
+    }
+    assert!(
+        !serde_json::to_string(&doc).expect("json").contains("$defs"),
+        "no schema keeps local $defs"
+    );
+    // Every JSON body of an operation is a component (only this document's own is free-form).
+    for (path, ops) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in ops.as_object().expect("ops") {
+            let mut bodies: Vec<&Value> = op["responses"]
+                .as_object()
+                .expect("responses")
+                .values()
+                .collect();
+            bodies.extend(op.get("requestBody"));
+            for body in bodies {
+                let Some(schema) = body.pointer("/content/application~1json/schema") else {
+                    continue;
+                };
+                if path == "/openapi.json" {
+                    continue;
+                }
+                assert!(
+                    schema.get("$ref").is_some(),
+                    "{method} {path}: a JSON body without a component schema: {schema}"
+                );
+            }
+        }
+    }
+    let sse = doc
+        .pointer("/paths/~1api~1v1~1turns~1{id}~1events/get/responses/200/content/text~1event-stream/x-data-schema/$ref")
+        .and_then(Value::as_str);
+    assert_eq!(sse, Some("#/components/schemas/TurnEvent"));
+}
+
+/// A Python that can `import openapi_spec_validator`, or `None` to skip.
+fn python_with_validator() -> Option<String> {
+    let candidates = std::env::var("DEEPSOLVE_TEST_PYTHON")
+        .ok()
+        .into_iter()
+        .chain(["python3".to_string()]);
+    candidates.into_iter().find(|python| {
+        std::process::Command::new(python)
+            .args(["-c", "import openapi_spec_validator"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+const VALIDATE: &str = r#"
+import json, sys
+from openapi_spec_validator import validate
+from openapi_spec_validator.readers import read_from_filename
+spec, _ = read_from_filename(sys.argv[1])
+validate(spec)
+print(json.dumps({"paths": len(spec["paths"]), "schemas": len(spec["components"]["schemas"])}))
+"#;
+
+#[test]
+fn the_document_passes_an_openapi_validator() {
+    let Some(python) = python_with_validator() else {
+        // scripts/test (and so CI) names the venv it installed: there, a missing validator is
+        // a failure, never a silent skip.
+        assert!(
+            std::env::var_os("DEEPSOLVE_TEST_PYTHON").is_none(),
+            "DEEPSOLVE_TEST_PYTHON is set but cannot `import openapi_spec_validator`"
+        );
+        eprintln!(
+            "skipped: no Python with openapi-spec-validator (scripts/install-deps installs one)"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("openapi.json");
+    let doc = document();
+    std::fs::write(&path, serde_json::to_vec_pretty(&doc).expect("json")).expect("write");
+    let out = std::process::Command::new(&python)
+        .args(["-c", VALIDATE])
+        .arg(&path)
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "the validator refused the document:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("report json");
+    assert_eq!(
+        report["paths"],
+        json!(doc["paths"].as_object().map(|p| p.len()))
+    );
+    eprintln!("openapi-spec-validator: valid ({report})");
+}
+
+/// Checks JSON against the document's component schemas.
+struct Schemas {
+    components: Value,
+}
+
+impl Schemas {
+    fn new() -> Schemas {
+        Schemas {
+            components: document()["components"].clone(),
+        }
+    }
+
+    fn check(&self, name: &str, instance: &Value) {
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$ref": format!("#/components/schemas/{name}"),
+            "components": self.components,
+        });
+        let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+        let errors: Vec<String> = validator
+            .iter_errors(instance)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{name} does not describe {instance}:\n{errors:#?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_server_sends_matches_the_schemas() {
+    let started = start(
+        WellBehaved::new(2).with_work_tool(None),
+        Options {
+            users: vec![("ada", Role::Admin)],
+            ..Options::default()
+        },
+    )
+    .await;
+    let s = started.server;
+    let token = Some(started.tokens[0].as_str());
+    let schemas = Schemas::new();
+
+    let (status, created) = s
+        .post(
+            "/api/v1/turns",
+            json!({"problem": "Solve x + 1 = 2"}),
+            token,
+        )
+        .await;
+    assert_eq!(status, 201);
+    schemas.check("TurnCreated", &created);
+    let turn = created["turn_id"].as_str().expect("turn id").to_string();
+    let events = s.events(&turn, None, token).await;
+    assert!(events.len() > 5);
+    for event in &events {
+        schemas.check("TurnEvent", &event.data);
+    }
+    let view = s.wait_done(&turn, token).await;
+    schemas.check("TurnView", &view);
+    let (_, sessions) = s.get("/api/v1/sessions", token).await;
+    schemas.check("SessionList", &sessions);
+    let session = created["session_id"].as_str().expect("session");
+    let (_, session) = s.get(&format!("/api/v1/sessions/{session}"), token).await;
+    schemas.check("SessionView", &session);
+    let (_, settings) = s.get("/api/v1/capabilities/settings", token).await;
+    schemas.check("SettingsView", &settings);
+    let (status, changed) = s
+        .put(
+            "/api/v1/capabilities/settings",
+            json!({"solve": {"max_rounds": 500}}),
+            token,
+        )
+        .await;
+    assert_eq!(status, 200, "{changed}");
+    schemas.check("SettingsView", &changed);
+    let (_, health) = s.get("/healthz", None).await;
+    schemas.check("Health", &health);
+    let (_, models) = s.get("/v1/models", token).await;
+    schemas.check("ModelList", &models);
+    let (status, completion) = s
+        .post(
+            "/v1/chat/completions",
+            json!({"model": "deepsolve", "messages": [{"role": "user", "content": "Solve x + 2 = 5"}]}),
+            token,
+        )
+        .await;
+    assert_eq!(status, 200, "{completion}");
+    schemas.check("ChatCompletion", &completion);
+    // Errors, from several layers: the router, the JSON extractor, the request checks, auth.
+    for (status, body) in [
+        s.get("/api/v1/turns/nonexistent", token).await,
+        s.post("/api/v1/turns", json!({"problme": "typo"}), token)
+            .await,
+        s.post(
+            "/api/v1/turns",
+            json!({"problem": "p", "tools": ["nope"]}),
+            token,
+        )
+        .await,
+        s.get("/api/v1/sessions", None).await,
+        s.get("/nowhere", token).await,
+    ] {
+        assert!(status >= 400, "{body}");
+        schemas.check("ErrorBody", &body);
+    }
+    // A request that fits its schema is accepted by the server, and one that does not is not.
+    schemas.check("CreateTurn", &json!({"problem": "p", "language": "zh"}));
+    let refused = std::panic::catch_unwind(|| {
+        Schemas::new().check("CreateTurn", &json!({"problme": "typo"}));
+    });
+    assert!(refused.is_err(), "the schema refuses unknown fields too");
+    s.shutdown().await;
+}

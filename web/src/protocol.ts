@@ -1,0 +1,598 @@
+// The deepsolve wire types: turn events, the HTTP API, the OpenAI facade.
+// Generated from the JSON Schemas of the deepsolve-protocol crate; do not edit. Regenerate with
+//   cargo run -q -p deepsolve-protocol --example typescript > web/src/protocol.ts
+
+/** Where the final text came from. */
+export type AnswerSource = "model" | "forced" | "step_summaries";
+
+/** The machine-readable `code` of an API error. */
+export type ApiErrorCode = "payload_too_large" | "unsupported_media_type" | "unknown_tool" | "unknown_config_key" | "invalid_config" | "settings_not_written" | "unauthorized" | "forbidden" | "not_found" | "bad_request" | "bad_json" | "invalid_request" | "invalid" | "unsupported" | "conflict" | "busy" | "unavailable" | "model_not_found" | "no_answer" | "internal";
+
+/** A file a tool produced in the turn's workspace. */
+export interface Artifact {
+  mime: string;
+  /** Relative to the turn's workspace. */
+  path: string;
+  size: number;
+}
+
+/** A file a turn produced, downloadable from `url`. */
+export interface ArtifactView {
+  id: string;
+  mime: string;
+  name: string;
+  size: number;
+  url: string;
+}
+
+export interface AssistantMessage {
+  /** The answer. */
+  content: string;
+  /** The solve's progress: the plan, finished steps, tool calls, replans. */
+  reasoning_content: string;
+  /** Always `assistant`. */
+  role: string;
+}
+
+/** What a cancel request answers (202). */
+export interface CancelAccepted {
+  status: CancelState;
+  turn_id: string;
+}
+
+/** The turn was asked to stop; it ends with `turn_finished: cancelled`. */
+export type CancelState = "cancelling";
+
+export interface ChatChoice {
+  finish_reason: string;
+  index: number;
+  message: AssistantMessage;
+}
+
+/** The non-streaming answer. */
+export interface ChatCompletion {
+  choices: ChatChoice[];
+  /** Seconds since the Unix epoch. */
+  created: number;
+  id: string;
+  model: string;
+  /** Always `chat.completion`. */
+  object: string;
+  usage: ChatUsage;
+}
+
+/** One `data:` line of the streaming answer (the stream ends with `data: [DONE]`). */
+export interface ChatCompletionChunk {
+  /** Empty in the closing usage-only chunk. */
+  choices: ChunkChoice[];
+  created: number;
+  id: string;
+  model: string;
+  /** Always `chat.completion.chunk`. */
+  object: string;
+  usage?: ChatUsage | null;
+}
+
+export interface ChatMessage {
+  /** A string, or an array of content parts (only `text` parts are supported). */
+  content?: unknown;
+  /** `user`, `assistant`; `system`, `developer` and `tool` messages are ignored. */
+  role: string;
+}
+
+/**
+ * The request. Sampling parameters of other models are accepted and ignored (the solve
+ * knobs decide); unknown fields are tolerated, as OpenAI clients send many.
+ */
+export interface ChatRequest {
+  /** The last user message is the problem; earlier user → assistant pairs are the history. */
+  messages: ChatMessage[];
+  /** Must be `deepsolve`. */
+  model: string;
+  stream?: boolean;
+  stream_options?: StreamOptions | null;
+}
+
+/** Token counts, as OpenAI reports them. */
+export interface ChatUsage {
+  completion_tokens: number;
+  prompt_tokens: number;
+  total_tokens: number;
+}
+
+/**
+ * A step boundary, enough to resume an interrupted turn without re-running a finished step:
+ * the context is rebuilt as right after the fold (prefix + progress block), and the budgets
+ * continue from what was spent. Emitted after every successful `solve_finish_step`.
+ */
+export interface Checkpoint {
+  /** Wall-clock time spent: it counts against `turn_timeout_s`. */
+  elapsed_ms: number;
+  /** Plan, finished steps with their summaries, replans used, plan history. */
+  record: SolveRecord;
+  /** Rounds spent: the budget and "round r of N" continue from here. */
+  rounds: number;
+  /** Tokens spent (tool sub-calls included): they count against `token_budget`. */
+  usage: Usage;
+}
+
+export interface ChunkChoice {
+  delta: ChunkDelta;
+  /** `stop` in the closing chunk, `null` before. */
+  finish_reason: string | null;
+  index: number;
+}
+
+/** What a chunk adds: progress as `reasoning_content`, the answer as `content`. */
+export interface ChunkDelta {
+  content?: string | null;
+  reasoning_content?: string | null;
+  role?: string | null;
+}
+
+/** One part of a message's content, tagged by `type`. */
+export type ContentPart = {
+  text: string;
+  type: "text";
+} | {
+  /** The image bytes, base64 (standard alphabet, padded). */
+  data?: string | null;
+  /** e.g. `image/png`. */
+  mime: string;
+  type: "image";
+  url?: string | null;
+};
+
+/** `POST /api/v1/turns`. Unknown fields are refused by name. */
+export interface CreateTurn {
+  /** Not supported yet: a non-empty list is refused. */
+  attachments?: unknown[];
+  /** Solve knob overrides; unknown keys are refused by name, values clamped. */
+  config?: Record<string, unknown>;
+  /** Not supported yet: a non-empty list is refused. */
+  knowledge_bases?: string[];
+  /** `en` (the default) or `zh`; `english`, `chinese`, `zh-cn` and `中文` are understood. */
+  language?: string | null;
+  problem: string;
+  /** Continue this session: the turn sees the earlier answers and solve records. */
+  session_id?: string | null;
+  /** Work tools to offer, by name (the server's automatic tools are added). */
+  tools?: string[];
+}
+
+/** Every error answer: `{"error": {"code", "message"}}`. */
+export interface ErrorBody {
+  error: ErrorDetail;
+}
+
+export interface ErrorDetail {
+  code: ApiErrorCode;
+  /** For people: what was wrong with the request (never the server's internals). */
+  message: string;
+}
+
+/**
+ * What an `error` event is about: why the model failed, or why the turn could not run.
+ * Kinds a newer server adds read back as `unknown`.
+ */
+export type ErrorKind = "context_length" | "tools_unsupported" | "rate_limited" | "bad_request" | "transport" | "idle_timeout" | "stream_cut" | "auth" | "server" | "protocol" | "turn_not_started" | "internal" | "unknown";
+
+/** What happened, tagged by `type`. */
+export type EventKind = {
+  language: string;
+  model: string;
+  problem: string;
+  /** The turn continues from a checkpoint after an interruption. */
+  resumed?: boolean;
+  tools: string[];
+  type: "turn_started";
+} | {
+  context_tokens: number;
+  context_window: number;
+  max_rounds: number;
+  round: number;
+  type: "round_started";
+} | {
+  text: string;
+  type: "reasoning_delta";
+} | {
+  text: string;
+  type: "text_delta";
+} | {
+  finish_reason: string;
+  role: RoundRole;
+  round: number;
+  type: "round_finished";
+  usage: Usage;
+} | {
+  args: unknown;
+  call_id: string;
+  name: string;
+  type: "tool_call";
+} | {
+  call_id: string;
+  message: string;
+  type: "tool_progress";
+} | {
+  artifacts?: Artifact[];
+  call_id: string;
+  content: string;
+  duration_ms: number;
+  name: string;
+  ok: boolean;
+  type: "tool_result";
+} | {
+  analysis: string;
+  replans_max: number;
+  replans_used: number;
+  steps: PlanStepView[];
+  type: "plan";
+} | {
+  step_id: string;
+  summary: string;
+  type: "step_finished";
+} | {
+  checkpoint: Checkpoint;
+  type: "checkpoint";
+} | {
+  reason: string;
+  type: "replanned";
+} | {
+  tokens_after: number;
+  tokens_before: number;
+  type: "context_folded";
+} | {
+  attempt: number;
+  delay_ms: number;
+  max: number;
+  reason: string;
+  type: "retrying";
+} | {
+  kind: WarningKind;
+  message: string;
+  type: "warning";
+} | {
+  /** True when the answer came from the forced-answer path or from step summaries. */
+  forced: boolean;
+  text: string;
+  type: "answer";
+} | {
+  elapsed_ms: number;
+  rounds: number;
+  stop_reason: StopReason;
+  type: "turn_finished";
+  usage: Usage;
+} | {
+  kind: ErrorKind;
+  message: string;
+  type: "error";
+};
+
+/** The query of `GET /api/v1/turns/{id}/events`. */
+export interface EventsQuery {
+  /** Resume after this `seq` (for clients that cannot set `Last-Event-ID`). */
+  after?: number | null;
+}
+
+/** A boolean solve knob. */
+export interface FlagView {
+  default: boolean;
+  help: string;
+  key: string;
+}
+
+/** `GET /healthz` when the database answers. */
+export interface Health {
+  /** This server instance (replica). */
+  instance: string;
+  running_turns: number;
+  status: HealthStatus;
+}
+
+export type HealthStatus = "ok";
+
+/** A numeric solve knob and its range. */
+export interface KnobView {
+  default: number;
+  help: string;
+  /** Values are rounded to whole numbers. */
+  integer: boolean;
+  key: string;
+  max: number;
+  min: number;
+}
+
+/** The language of a turn: its prompts, notices and the answer. */
+export type Language = "en" | "zh";
+
+/** The query of `GET /api/v1/sessions`. */
+export interface ListQuery {
+  /** 1 to 200; 50 when absent. */
+  limit?: number | null;
+}
+
+export interface ModelCard {
+  created: number;
+  id: string;
+  /** Always `model`. */
+  object: string;
+  owned_by: string;
+}
+
+/** `GET /v1/models`. */
+export interface ModelList {
+  data: ModelCard[];
+  /** Always `list`. */
+  object: string;
+}
+
+/** A plan step as the checklist shows it. */
+export interface PlanStepView {
+  goal: string;
+  id: string;
+  status: StepStatus;
+  summary?: string | null;
+}
+
+/** A plan that was replaced by `solve_replan`, kept for the record and the UI. */
+export interface PlanVersion {
+  analysis: string;
+  /** Why it was replaced. */
+  replaced_because: string;
+  steps: SolveStep[];
+}
+
+/** How tools are offered to the model. */
+export type Protocol = "native" | "tags" | "auto";
+
+/** `PUT /api/v1/capabilities/settings`: knob values to change (admin only). */
+export interface PutSettings {
+  solve: Record<string, unknown>;
+}
+
+/** Which kind of reply a round produced. */
+export type RoundRole = "narration" | "answer";
+
+/** `GET /api/v1/sessions`: most recent first. */
+export interface SessionList {
+  sessions: SessionView[];
+}
+
+/** A session (`GET /api/v1/sessions/{id}` has its turns; the list has none). */
+export interface SessionView {
+  created_at: number;
+  id: string;
+  title: string;
+  turns?: TurnView[] | null;
+  updated_at: number;
+}
+
+/** `GET|PUT /api/v1/capabilities/settings`: the solve knobs in force, with their ranges. */
+export interface SettingsView {
+  flags: FlagView[];
+  knobs: KnobView[];
+  /** Every knob's value in force, by key. */
+  solve: Record<string, unknown>;
+  /** After a change: the values that were clamped, and to what. */
+  warnings?: string[] | null;
+  /** The caller may change them (an admin, and the server has a settings file). */
+  writable: boolean;
+}
+
+/** The solve state kept with the turn record. */
+export interface SolveRecord {
+  analysis: string;
+  plan_history?: PlanVersion[];
+  replans_max: number;
+  replans_used: number;
+  steps: SolveStep[];
+}
+
+/** One step of a plan (`S1`, `S2`, …). */
+export interface SolveStep {
+  done: boolean;
+  goal: string;
+  id: string;
+  /** What the step established, given by `solve_finish_step`. */
+  summary?: string | null;
+}
+
+/**
+ * A citation source a tool result refers to (a retrieved chunk, a web page): the model cites
+ * it as `[n]`.
+ */
+export interface Source {
+  chunk_id?: string | null;
+  document_id?: string | null;
+  /** The knowledge base it came from. */
+  kb?: string | null;
+  /** Its number in the tool result, as cited (`[n]`). */
+  n: number;
+  page?: number | null;
+  /** Retrieval score (higher is closer). */
+  score?: number | null;
+  title: string;
+  url?: string | null;
+}
+
+export type StepStatus = "pending" | "current" | "done";
+
+/** Every way a turn can end. Recorded on every turn. */
+export type StopReason = "max_rounds" | "context_limit" | "turn_timeout" | "model_error" | "cancelled" | "answered" | "answered_with_open_steps" | "answered_without_plan" | "budget" | "repetition" | "empty_rounds" | "format_errors";
+
+/** How a streaming answer reports a failed turn (OpenAI's error shape, as a `data:` line). */
+export interface StreamError {
+  error: StreamErrorDetail;
+}
+
+export interface StreamErrorDetail {
+  /** Always `turn_failed`. */
+  code: string;
+  message: string;
+  /** Always `server_error`. */
+  type: string;
+}
+
+export interface StreamOptions {
+  /** Send a last chunk with the usage and no choices. */
+  include_usage?: boolean;
+}
+
+/** A started (or resumed) turn: follow `events_url`. */
+export interface TurnCreated {
+  /** The turn's events over SSE. */
+  events_url: string;
+  session_id: string;
+  status: TurnStatus;
+  turn_id: string;
+}
+
+/** One event of a turn: its id, its place in the turn's log, when, and what happened. */
+export type TurnEvent = {
+  /** The event's place in the turn's log: 0, 1, 2, … with no gaps (the SSE `id`). */
+  seq: number;
+  /** Milliseconds since the Unix epoch. */
+  ts: number;
+  turn_id: string;
+} & ({
+  language: string;
+  model: string;
+  problem: string;
+  /** The turn continues from a checkpoint after an interruption. */
+  resumed?: boolean;
+  tools: string[];
+  type: "turn_started";
+} | {
+  context_tokens: number;
+  context_window: number;
+  max_rounds: number;
+  round: number;
+  type: "round_started";
+} | {
+  text: string;
+  type: "reasoning_delta";
+} | {
+  text: string;
+  type: "text_delta";
+} | {
+  finish_reason: string;
+  role: RoundRole;
+  round: number;
+  type: "round_finished";
+  usage: Usage;
+} | {
+  args: unknown;
+  call_id: string;
+  name: string;
+  type: "tool_call";
+} | {
+  call_id: string;
+  message: string;
+  type: "tool_progress";
+} | {
+  artifacts?: Artifact[];
+  call_id: string;
+  content: string;
+  duration_ms: number;
+  name: string;
+  ok: boolean;
+  type: "tool_result";
+} | {
+  analysis: string;
+  replans_max: number;
+  replans_used: number;
+  steps: PlanStepView[];
+  type: "plan";
+} | {
+  step_id: string;
+  summary: string;
+  type: "step_finished";
+} | {
+  checkpoint: Checkpoint;
+  type: "checkpoint";
+} | {
+  reason: string;
+  type: "replanned";
+} | {
+  tokens_after: number;
+  tokens_before: number;
+  type: "context_folded";
+} | {
+  attempt: number;
+  delay_ms: number;
+  max: number;
+  reason: string;
+  type: "retrying";
+} | {
+  kind: WarningKind;
+  message: string;
+  type: "warning";
+} | {
+  /** True when the answer came from the forced-answer path or from step summaries. */
+  forced: boolean;
+  text: string;
+  type: "answer";
+} | {
+  elapsed_ms: number;
+  rounds: number;
+  stop_reason: StopReason;
+  type: "turn_finished";
+  usage: Usage;
+} | {
+  kind: ErrorKind;
+  message: string;
+  type: "error";
+});
+
+/** What a turn produced, once it ended. */
+export interface TurnOutcome {
+  answer: string | null;
+  answer_source: AnswerSource | null;
+  artifacts: Artifact[];
+  elapsed_ms: number;
+  /** Set for `model_error`: what went wrong, for the one-line exit message. */
+  error?: string | null;
+  rounds: number;
+  /** The solve record: plan, steps with summaries, replans, plan history. */
+  solve: SolveRecord;
+  stop_reason: StopReason;
+  turn_id: string;
+  usage: Usage;
+}
+
+/** Where a turn stands. `Running` is the only non-terminal state. */
+export type TurnStatus = "running" | "cancelled" | "finished" | "failed" | "interrupted";
+
+/** A turn as clients see it (`GET /api/v1/turns/{id}`). */
+export interface TurnView {
+  answer: string | null;
+  artifacts: ArtifactView[];
+  /** Milliseconds since the Unix epoch. */
+  created_at: number;
+  elapsed_ms: number;
+  error: string | null;
+  events_url: string;
+  finished_at: number | null;
+  id: string;
+  language: Language | null;
+  problem: string;
+  rounds: number;
+  session_id: string;
+  /** The plan with its steps and summaries (the solve record). */
+  solve: SolveRecord | null;
+  status: TurnStatus;
+  stop_reason: StopReason | null;
+  tools: string[];
+  usage: Usage | null;
+}
+
+/** Tokens spent, by a model call or summed over a turn. */
+export interface Usage {
+  completion_tokens: number;
+  /** True when any part of this was estimated locally instead of reported by the provider. */
+  estimated: boolean;
+  prompt_tokens: number;
+}
+
+/** What a `warning` event is about. Kinds a newer server adds read back as `unknown`. */
+export type WarningKind = "length" | "forced_answer" | "invented_tool_response" | "context_length" | "protocol" | "stream_cut" | "unknown";
