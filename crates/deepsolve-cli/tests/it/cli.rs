@@ -4,7 +4,6 @@
 
 use std::collections::HashSet;
 
-
 use deepsolve_testkit::*;
 use serde_json::Value;
 

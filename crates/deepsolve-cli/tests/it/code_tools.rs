@@ -3,13 +3,12 @@
 //! artifact the CLI lists; no secret of ours reaches the code; and fail-closed when no
 //! sandbox backend works.
 
-
 use std::path::{Path, PathBuf};
 
+use crate::support::Isolated;
 use assert_cmd::Command;
 use deepsolve_testkit::*;
 use serde_json::{Value, json};
-use crate::support::Isolated;
 
 /// An isolated environment (see `support`) whose runs solve against `server`.
 struct Env(Isolated);

@@ -1,11 +1,10 @@
 //! Issue 3 through the real binary: the text-tag protocol against a model that ignores stop
 //! sequences and invents results, `auto` fallback, reasoning in content, vendor markup.
 
-
+use crate::support::Isolated;
 use deepsolve_testkit::tags::MarkupStyle;
 use deepsolve_testkit::*;
 use serde_json::Value;
-use crate::support::Isolated;
 
 fn run(server: &MockServer, extra: &[&str]) -> (i32, Vec<Value>) {
     let env = Isolated::new();

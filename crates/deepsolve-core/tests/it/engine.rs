@@ -1,7 +1,6 @@
 //! The loop end to end with a scripted in-process model: one test per stop reason, gate,
 //! fold path and dispatch rule (DESIGN §4, §5).
 
-
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,9 +1,11 @@
 //! End-to-end tests of `OpenAiClient` against an in-process scripted server: one test per
 //! branch of the streaming, accumulation, retry and error-classification logic.
 
-
 use std::time::Duration;
 
+use crate::support::{
+    Part, Reply, TestServer, delta_chunk, event, finish_chunk, text_chunk, usage_chunk,
+};
 use deepsolve_core::{
     ChatModel, ChatRequest, Completion, FinishReason, Message, ModelError, StreamDelta, ToolCall,
     ToolChoice, ToolSpec, Usage,
@@ -11,7 +13,6 @@ use deepsolve_core::{
 use deepsolve_llm::{ClientConfig, ClientError, OpenAiClient};
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use crate::support::{Part, Reply, TestServer, delta_chunk, event, finish_chunk, text_chunk, usage_chunk};
 
 const KEY: &str = "sk-test-SECRET-0123456789";
 

@@ -6,16 +6,15 @@
 //! Every transcript is replayed twice: one network write per SSE event, and in 7-byte pieces
 //! (splitting events, UTF-8 sequences and JSON strings) — the result must be the same.
 
-
 use std::time::Duration;
 
+use crate::support::{Part, Recorded, Reply, TestServer, finish_chunk, text_chunk};
 use deepsolve_core::{
     ChatModel, ChatRequest, Completion, FinishReason, Message, ModelError, StreamDelta, ToolCall,
     ToolChoice, ToolSpec, Usage,
 };
 use deepsolve_llm::{ClientConfig, OpenAiClient};
 use serde_json::{Map, Value, json};
-use crate::support::{Part, Recorded, Reply, TestServer, finish_chunk, text_chunk};
 
 /// What a transcript must turn into.
 struct Expected {

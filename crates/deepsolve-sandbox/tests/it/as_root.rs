@@ -3,7 +3,6 @@
 //! it: the same walls hold, and runaway processes are contained by the pid namespace and the
 //! group kill. (As a non-root user this binary has nothing to check.)
 
-
 use std::time::Duration;
 
 use crate::common::*;

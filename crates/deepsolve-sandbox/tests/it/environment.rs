@@ -3,7 +3,6 @@
 //! re-runs this test binary as a child with the secrets in its environment and only the
 //! inner check selected.
 
-
 use std::time::Duration;
 
 use crate::common::*;
@@ -50,7 +49,11 @@ fn secrets_stay_out_of_the_sandbox() {
         "run only as the child of no_api_key_or_other_secret_reaches_the_sandbox"
     );
     for (key, value) in SECRETS {
-        assert_eq!(std::env::var(key).as_deref(), Ok(value), "{key} is in the child's env");
+        assert_eq!(
+            std::env::var(key).as_deref(),
+            Ok(value),
+            "{key} is in the child's env"
+        );
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

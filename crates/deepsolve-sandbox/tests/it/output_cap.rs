@@ -1,7 +1,6 @@
 //! 100 MB of output is capped while it streams: the host keeps the budget, not the flood.
 //! Its own binary, so the peak-memory reading is not disturbed by other tests.
 
-
 use std::time::Duration;
 
 use crate::common::*;

@@ -1,7 +1,6 @@
 //! The persistent interpreter, for real: state across cells, notebook-style values,
 //! trimmed tracebacks, figures, interrupts and kills.
 
-
 use std::time::Duration;
 
 use crate::common::*;

@@ -3,7 +3,6 @@
 //! no process behind. Each test states the attack in Python or shell, exactly as a model
 //! could send it.
 
-
 use std::io::Read;
 use std::net::TcpListener;
 use std::time::Duration;

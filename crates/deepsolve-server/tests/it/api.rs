@@ -1,14 +1,13 @@
 //! The HTTP API end to end: a real server on loopback, a real SQLite file, the mock model
 //! over HTTP through the real client.
 
-
 use std::time::Duration;
 
+use crate::support::{HOSTILE_HTML, MakeFile, Options, assert_gapless, start};
 use deepsolve_server::ServerConfig;
 use deepsolve_store::Role;
 use deepsolve_testkit::{FnPolicy, Policy, Reply, WellBehaved};
 use serde_json::{Value, json};
-use crate::support::{HOSTILE_HTML, MakeFile, Options, assert_gapless, start};
 
 fn solver(steps: usize) -> WellBehaved {
     WellBehaved::new(steps).with_work_tool(None)

@@ -1,14 +1,13 @@
 //! The OpenAI-compatible facade: over raw HTTP, and through the real `openai` Python client
 //! (from `DEEPSOLVE_TEST_PYTHON`, which scripts/test sets up).
 
-
 use std::time::Duration;
 
+use crate::support::{Options, start};
 use deepsolve_store::Role;
 use deepsolve_testkit::{FnPolicy, Policy, PolicyRequest, Reply, WellBehaved};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use crate::support::{Options, start};
 
 fn solver() -> WellBehaved {
     WellBehaved::new(2).with_work_tool(None)

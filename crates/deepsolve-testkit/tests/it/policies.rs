@@ -1,7 +1,6 @@
 //! Each scripted policy driven to its intended ending by the simulated engine in `common`,
 //! through `ScriptedModel` (so the invariant checks run on every request too).
 
-
 use crate::common::{FOLD_STYLES, Outcome, SimConfig, SimProtocol, Stop, run};
 use deepsolve_core::{ChatModel, ChatRequest, Message, ModelError, ToolChoice};
 use deepsolve_testkit::policy::by_name;

@@ -367,7 +367,6 @@ fn the_binary_serves_a_named_policy() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("well-behaved"));
 }
 
-
 #[tokio::test]
 async fn policies_play_whole_turns_over_http() {
     use crate::common::{SimConfig, Stop, WireModel, run};

@@ -3,7 +3,6 @@
 //! simulated engine (in-process and over HTTP), the invariants that catch a careless engine,
 //! and the testkit's renderings cross-checked against the engine's own `deepsolve_core::tags`.
 
-
 use crate::common::{FOLD_STYLES, SimConfig, SimProtocol, Stop, WireModel, run};
 use deepsolve_core::solve::solve_tool_specs;
 use deepsolve_core::tags::{ParsedCall, parse_reply};
