@@ -1,36 +1,56 @@
 //! The model's view of a turn: system prompt, history and problem (the byte-stable prefix),
 //! and the working messages of the current step, with cached token counts.
 
+use std::sync::Arc;
+
 use crate::message::{Message, Role};
 use crate::normalize::normalize;
+use crate::texts::{Text, Texts};
 use crate::tokens;
 
-pub const SNIPPED: &str = "[output snipped to save context; it is kept in the turn log]";
+/// A working message with its cached token count.
+struct Entry {
+    message: Message,
+    tokens: u64,
+    /// A tool output already replaced by the snipped stub.
+    snipped: bool,
+}
 
-/// A work tool's output that has not been snipped yet. Solve-tool results are tiny and carry
-/// the plan, so they are never snipped.
-fn is_work_output(m: &Message) -> bool {
-    m.role == Role::Tool
-        && m.content != SNIPPED
-        && !m.name.as_deref().is_some_and(crate::solve::is_solve_tool)
+impl Entry {
+    /// A work tool's output that has not been snipped yet. Solve-tool results are tiny and
+    /// carry the plan, so they are never snipped.
+    fn is_work_output(&self) -> bool {
+        let m = &self.message;
+        m.role == Role::Tool
+            && !self.snipped
+            && !m.name.as_deref().is_some_and(crate::solve::is_solve_tool)
+    }
+
+    fn snip(&mut self, stub: &str) {
+        self.message.content = stub.to_string();
+        self.tokens = tokens::message_tokens(&self.message);
+        self.snipped = true;
+    }
 }
 
 pub struct Context {
     prefix: Vec<Message>,
     prefix_tokens: u64,
-    working: Vec<(Message, u64)>,
+    working: Vec<Entry>,
     /// Provider-reported prompt tokens / our estimate, from the last call with real usage.
     calibration: f64,
+    texts: Arc<Texts>,
 }
 
 impl Context {
-    pub fn new(prefix: Vec<Message>) -> Self {
+    pub fn new(prefix: Vec<Message>, texts: Arc<Texts>) -> Self {
         let prefix_tokens = prefix.iter().map(tokens::message_tokens).sum();
         Context {
             prefix,
             prefix_tokens,
             working: Vec::new(),
             calibration: 1.0,
+            texts,
         }
     }
 
@@ -44,8 +64,12 @@ impl Context {
     }
 
     pub fn push(&mut self, message: Message) {
-        let t = tokens::message_tokens(&message);
-        self.working.push((message, t));
+        let tokens = tokens::message_tokens(&message);
+        self.working.push(Entry {
+            message,
+            tokens,
+            snipped: false,
+        });
     }
 
     /// The request's messages: prefix, working messages, then the ephemeral tail (progress
@@ -53,17 +77,17 @@ impl Context {
     pub fn request_messages(&self, tail: Option<String>) -> Vec<Message> {
         let mut messages = Vec::with_capacity(self.prefix.len() + self.working.len() + 1);
         messages.extend(self.prefix.iter().cloned());
-        messages.extend(self.working.iter().map(|(m, _)| m.clone()));
+        messages.extend(self.working.iter().map(|e| e.message.clone()));
         if let Some(tail) = tail {
             messages.push(Message::user(tail));
         }
-        normalize(messages)
+        normalize(messages, self.texts.get(Text::NoResult))
     }
 
     /// Estimated prompt tokens of a request with this tail.
     pub fn estimate(&self, tail_tokens: u64) -> u64 {
         let raw =
-            self.prefix_tokens + self.working.iter().map(|(_, t)| t).sum::<u64>() + tail_tokens;
+            self.prefix_tokens + self.working.iter().map(|e| e.tokens).sum::<u64>() + tail_tokens;
         (raw as f64 * self.calibration).round() as u64
     }
 
@@ -75,7 +99,7 @@ impl Context {
     }
 
     pub fn raw_estimate(&self, tail_tokens: u64) -> u64 {
-        self.prefix_tokens + self.working.iter().map(|(_, t)| t).sum::<u64>() + tail_tokens
+        self.prefix_tokens + self.working.iter().map(|e| e.tokens).sum::<u64>() + tail_tokens
     }
 
     /// The fold: drop the finished step's chatter, keeping only the last exchange (the
@@ -85,21 +109,21 @@ impl Context {
         let keep_from = self
             .working
             .iter()
-            .rposition(|(m, _)| m.role == Role::Assistant)
+            .rposition(|e| e.message.role == Role::Assistant)
             .unwrap_or(self.working.len());
         self.working.drain(..keep_from);
     }
 
     /// Snip the oldest unsnipped tool output to a stub. Returns false when nothing is left.
     pub fn snip_oldest_tool_output(&mut self) -> bool {
+        let stub = self.texts.get(Text::OutputSnipped);
         let target = self
             .working
             .iter_mut()
-            .find(|(m, _)| is_work_output(m) && m.content.len() > SNIPPED.len());
+            .find(|e| e.is_work_output() && e.message.content.len() > stub.len());
         match target {
-            Some((m, t)) => {
-                m.content = SNIPPED.to_string();
-                *t = tokens::message_tokens(m);
+            Some(entry) => {
+                entry.snip(stub);
                 true
             }
             None => false,
@@ -108,15 +132,15 @@ impl Context {
 
     /// Replace the largest tool output of the current step with a stub (ultimatum path).
     pub fn drop_largest_tool_output(&mut self) -> bool {
+        let stub = self.texts.get(Text::OutputSnipped);
         let largest = self
             .working
             .iter_mut()
-            .filter(|(m, _)| is_work_output(m))
-            .max_by_key(|(_, t)| *t);
+            .filter(|e| e.is_work_output())
+            .max_by_key(|e| e.tokens);
         match largest {
-            Some((m, t)) => {
-                m.content = SNIPPED.to_string();
-                *t = tokens::message_tokens(m);
+            Some(entry) => {
+                entry.snip(stub);
                 true
             }
             None => false,

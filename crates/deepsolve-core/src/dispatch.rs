@@ -13,11 +13,12 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use crate::config::SolveConfig;
-use crate::json_repair::parse_lenient;
+use crate::json_repair::{JsonError, parse_lenient};
 use crate::message::ToolCall;
 use crate::model::ToolSpec;
 use crate::solve::spine::{self, SOLVE_FINISH_STEP, SpineEffect};
 use crate::solve::{SessionHandle, is_solve_tool};
+use crate::texts::{Text, Texts};
 use crate::tool::{Tool, ToolContext, ToolOutput, ToolRef};
 
 /// A tool with its compiled argument validator.
@@ -179,6 +180,7 @@ pub struct BatchInput<'a> {
     pub guard: &'a mut RepetitionGuard,
     pub deadline: Instant,
     pub base_ctx: &'a ToolContext,
+    pub texts: &'a Texts,
 }
 
 pub struct BatchOutput {
@@ -202,6 +204,7 @@ pub async fn run_batch(
         guard,
         deadline,
         base_ctx,
+        texts,
     } = input;
     let limit = config.max_parallel_tool_calls as usize;
     let has_work = calls.iter().any(|c| {
@@ -210,7 +213,7 @@ pub async fn run_batch(
             .is_some_and(|m| !is_solve_tool(&m.spec.name))
     });
 
-    let parsed: Vec<Result<Value, String>> =
+    let parsed: Vec<Result<Value, JsonError>> =
         calls.iter().map(|c| parse_lenient(&c.arguments)).collect();
     let sigs: Vec<String> = calls
         .iter()
@@ -237,6 +240,7 @@ pub async fn run_batch(
             toolbox,
             session,
             config,
+            texts,
         });
         plans.push((args, plan));
     }
@@ -252,7 +256,7 @@ pub async fn run_batch(
             let (output, effect) = match plan {
                 Plan::Done(output, effect) => (output, effect),
                 Plan::Work(tool) => (
-                    run_work(tool.as_ref(), args.clone(), &ctx, config, deadline).await,
+                    run_work(tool.as_ref(), args.clone(), &ctx, config, deadline, texts).await,
                     SpineEffect::None,
                 ),
             };
@@ -277,7 +281,7 @@ pub async fn run_batch(
 struct DecideInput<'a, 'b> {
     index: usize,
     call: &'a ToolCall,
-    parsed: &'a Result<Value, String>,
+    parsed: &'a Result<Value, JsonError>,
     streak: u32,
     limit: usize,
     has_work: bool,
@@ -286,6 +290,7 @@ struct DecideInput<'a, 'b> {
     toolbox: &'a Toolbox,
     session: &'a SessionHandle,
     config: &'a SolveConfig,
+    texts: &'a Texts,
 }
 
 fn refuse(message: impl Into<String>) -> Plan {
@@ -295,64 +300,66 @@ fn refuse(message: impl Into<String>) -> Plan {
 /// The gates, in order. Solve tools run here, inline and in call order, because they change
 /// the state later calls of the same batch are judged by.
 fn decide(d: DecideInput<'_, '_>) -> Plan {
+    let texts = d.texts;
     if d.index >= d.limit {
-        return refuse(format!(
-            "skipped: over the per-round limit of {} tool calls. Call it again in a later round if it is still needed.",
-            d.limit
-        ));
+        return refuse(texts.render(Text::RefuseOverLimit, &[("limit", &d.limit)]));
     }
     let Some(mounted) = d.toolbox.resolve(&d.call.name) else {
-        return refuse(format!(
-            "tool {} is not available; available: {}",
-            d.call.name,
-            d.toolbox.names().join(", ")
+        return refuse(texts.render(
+            Text::RefuseUnknownTool,
+            &[
+                ("tool", &d.call.name),
+                ("available", &d.toolbox.names().join(", ")),
+            ],
         ));
     };
+    let name = mounted.spec.name.as_str();
     let args = match d.parsed {
         Ok(args) => args,
-        Err(e) => return refuse(format!("{}: {e}", mounted.spec.name)),
+        Err(e) => {
+            return refuse(texts.render(
+                Text::RefuseUnreadableArguments,
+                &[("tool", &name), ("error", &e.describe(texts))],
+            ));
+        }
     };
     if let Err(e) = mounted.validate(args) {
-        return refuse(format!(
-            "invalid arguments for {}: {e}. Fix the arguments and call again.",
-            mounted.spec.name
+        return refuse(texts.render(
+            Text::RefuseInvalidArguments,
+            &[("tool", &name), ("errors", &e)],
         ));
     }
     if let Some(first) = d.first_of.get(d.sig) {
-        return refuse(format!(
-            "duplicate of call {first} in this round (same tool and arguments); see its result."
-        ));
+        return refuse(texts.render(Text::RefuseDuplicate, &[("first", first)]));
     }
     d.first_of.insert(d.sig, &d.call.id);
     if d.streak >= REFUSE_AT {
-        return refuse(format!(
-            "You already ran this exact call {} rounds in a row. Do not repeat it: change strategy, finish the step, or answer.",
-            d.streak - 1
-        ));
+        return refuse(texts.render(Text::RefuseRepetition, &[("times", &(d.streak - 1))]));
     }
-    let name = mounted.spec.name.as_str();
     if is_solve_tool(name) {
-        return run_spine(name, args, d.has_work, d.session);
+        return run_spine(name, args, d.has_work, d.session, texts);
     }
     let planned = lock(d.session).record.has_plan();
     if d.config.plan_first && !planned {
-        return refuse(format!(
-            "Call solve_plan first: {name} was not run. Commit to a plan (analysis + ordered steps) before any other tool."
-        ));
+        return refuse(texts.render(Text::RefusePlanFirst, &[("tool", &name)]));
     }
     match &mounted.tool {
         Some(tool) => Plan::Work(tool.clone()),
-        None => refuse(format!("tool {name} has no implementation in this engine")),
+        None => refuse(texts.render(Text::RefuseNoImplementation, &[("tool", &name)])),
     }
 }
 
-fn run_spine(name: &str, args: &Value, batched_with_work: bool, session: &SessionHandle) -> Plan {
+fn run_spine(
+    name: &str,
+    args: &Value,
+    batched_with_work: bool,
+    session: &SessionHandle,
+    texts: &Texts,
+) -> Plan {
     if name == SOLVE_FINISH_STEP && batched_with_work {
-        return refuse(
-            "solve_finish_step was not accepted: finish the step in a later round, after reading these results.",
-        );
+        return refuse(texts.get(Text::RefuseFinishBatched));
     }
-    let result = spine::handle(&mut lock(session), name, args);
+    let result = spine::handle(&mut lock(session), name, args, texts);
     Plan::Done(result.output, result.effect)
 }
 
@@ -368,6 +375,7 @@ async fn run_work(
     ctx: &ToolContext,
     config: &SolveConfig,
     deadline: Instant,
+    texts: &Texts,
 ) -> ToolOutput {
     let limit = tool.timeout(config);
     let remaining = deadline.saturating_duration_since(Instant::now());
@@ -377,16 +385,18 @@ async fn run_work(
         ..ctx.clone()
     };
     let run = AssertUnwindSafe(tool.run(args, ctx)).catch_unwind();
+    let name = &tool.spec().name;
     tokio::select! {
         biased;
-        _ = ctx.cancel.cancelled() => ToolOutput::error("cancelled"),
+        _ = ctx.cancel.cancelled() => ToolOutput::error(texts.get(Text::ToolCancelled)),
         r = tokio::time::timeout(budget, run) => match r {
             Err(_) => {
                 ctx.cancel.cancel();
-                ToolOutput::error(format!("timed out after {}s", budget.as_secs_f64().ceil() as u64))
+                let seconds = budget.as_secs_f64().ceil() as u64;
+                ToolOutput::error(texts.render(Text::ToolTimedOut, &[("seconds", &seconds)]))
             }
-            Ok(Err(_panic)) => ToolOutput::error(format!("{} failed: internal error (the tool panicked)", tool.spec().name)),
-            Ok(Ok(Err(e))) => ToolOutput::error(format!("{} failed: {e}", tool.spec().name)),
+            Ok(Err(_panic)) => ToolOutput::error(texts.render(Text::ToolPanicked, &[("tool", name)])),
+            Ok(Ok(Err(e))) => ToolOutput::error(texts.render(Text::ToolFailed, &[("tool", name), ("error", &e)])),
             Ok(Ok(Ok(out))) => out,
         }
     }

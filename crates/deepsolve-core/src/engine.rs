@@ -29,15 +29,16 @@ use crate::solve::{
     playbook, solve_tool_specs,
 };
 use crate::stream_filter::{Piece, VisibleFilter};
-use crate::tags::{self, ParsedCall};
+use crate::tags::{self, MarkupError, ParsedCall};
+use crate::texts::{Text, Texts};
 use crate::tool::{Artifact, ToolContext, ToolRef};
 use crate::truncate::{MAX_BYTES, MAX_LINES, head_tail};
 
 pub const NUDGE_MARKER: &str = "[deepsolve:nudge]";
-pub const ULTIMATUM: &str = "[deepsolve:ultimatum] Stop calling tools. Answer now with what you have, noting briefly what remains uncertain.";
-const CONTINUE: &str = "[deepsolve:continue] Your reply was cut off by the output limit. Continue exactly where it stopped, without repeating anything.";
-const ACT_NOW: &str = "[deepsolve:nudge] Stop deliberating and act: call the tool the current step needs, or write the final answer now.";
-const PLAN_FIRST: &str = "[deepsolve:nudge] You answered without a plan. Call solve_plan first (a short analysis and ordered steps), then work the steps. If the answer is truly immediate, say so and answer again.";
+pub const ULTIMATUM_MARKER: &str = "[deepsolve:ultimatum]";
+const CONTINUE_MARKER: &str = "[deepsolve:continue]";
+const NOTICE_MARKER: &str = "[deepsolve:notice]";
+const RECORD_MARKER: &str = "[deepsolve:record]";
 /// The model's output limit when doubling the budget for a reasoning model.
 const MAX_OUTPUT_TOKENS: u32 = 200_000;
 /// A forced answer after the turn deadline still gets this long.
@@ -115,7 +116,8 @@ pub struct EngineError(String);
 
 /// The engine: registered tools and the live solve sessions. Shared by all turns.
 pub struct Engine {
-    solve_tools: Vec<Arc<Mounted>>,
+    /// The solve tools, described in each built-in language.
+    solve_tools: Vec<(Language, Vec<Arc<Mounted>>)>,
     work_tools: Vec<Arc<Mounted>>,
     sessions: Arc<SolveSessionStore>,
     /// Models found to lack native tool calling (protocol `auto`), for the process.
@@ -124,9 +126,15 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(tools: Vec<ToolRef>) -> Result<Self, EngineError> {
-        let solve_tools = solve_tool_specs()
+        let solve_tools = Texts::LANGUAGES
             .into_iter()
-            .map(|spec| Mounted::new(spec, None).map(Arc::new))
+            .map(|language| {
+                solve_tool_specs(&Texts::builtin(language))
+                    .into_iter()
+                    .map(|spec| Mounted::new(spec, None).map(Arc::new))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(|mounted| (language, mounted))
+            })
             .collect::<Result<Vec<_>, _>>()
             .map_err(EngineError)?;
         let mut work_tools: Vec<Arc<Mounted>> = Vec::new();
@@ -169,8 +177,13 @@ impl Engine {
         &self.sessions
     }
 
-    fn toolbox(&self, requested: &[String]) -> Result<Toolbox, TurnError> {
-        let mut mounted = self.solve_tools.clone();
+    fn toolbox(&self, requested: &[String], language: Language) -> Result<Toolbox, TurnError> {
+        let mut mounted = self
+            .solve_tools
+            .iter()
+            .find(|(l, _)| *l == language)
+            .map(|(_, tools)| tools.clone())
+            .unwrap_or_default();
         for name in requested {
             let tool = self
                 .work_tools
@@ -199,7 +212,7 @@ impl Engine {
         if spec.problem.trim().is_empty() {
             return Err(TurnError::EmptyProblem);
         }
-        let toolbox = self.toolbox(&spec.tools)?;
+        let toolbox = self.toolbox(&spec.tools, spec.language)?;
         let mut session = SolveSession::new(
             spec.session_id
                 .clone()
@@ -248,33 +261,31 @@ impl Drop for CloseOnDrop<'_> {
     }
 }
 
-fn system_prompt(language: Language, specs: &[ToolSpec], tags: bool) -> String {
+fn system_prompt(texts: &Texts, specs: &[ToolSpec], tags: bool) -> String {
     let mounted: Vec<(&str, &str)> = specs
         .iter()
         .map(|s| (s.name.as_str(), s.description.as_str()))
         .collect();
-    let mut prompt = playbook(language, &mounted);
+    let mut prompt = playbook(texts, &mounted);
     if tags {
-        prompt.push_str(&tags::manifest(specs));
+        prompt.push_str(&tags::manifest(specs, texts));
     }
     prompt
 }
 
 /// A previous turn as the model sees it: the question, then the record and the answer.
-fn history_messages(history: &[PriorTurn]) -> Vec<Message> {
+fn history_messages(history: &[PriorTurn], texts: &Texts) -> Vec<Message> {
     history
         .iter()
         .flat_map(|turn| {
             let mut answer = String::new();
             if let Some(record) = turn.solve.as_ref().filter(|r| r.has_plan()) {
-                answer.push_str("[deepsolve:record] Plan: ");
-                answer.push_str(&record.analysis);
+                answer.push_str(RECORD_MARKER);
+                answer.push(' ');
+                answer
+                    .push_str(&texts.render(Text::PlanAnalysis, &[("analysis", &record.analysis)]));
                 for step in &record.steps {
-                    let mark = if step.done { "[x]" } else { "[ ]" };
-                    answer.push_str(&format!("\n  {mark} {} {}", step.id, step.goal));
-                    if let Some(s) = &step.summary {
-                        answer.push_str(&format!(" — {s}"));
-                    }
+                    answer.push_str(&progress::step_line(step));
                 }
                 answer.push_str("\n\n");
             }
@@ -305,6 +316,7 @@ struct TurnRun<'a> {
     emit: Emitter<'a>,
     problem: String,
     language: Language,
+    texts: Arc<Texts>,
     cfg: SolveConfig,
     context_window: u64,
     toolbox: Toolbox,
@@ -346,9 +358,10 @@ impl<'a> TurnRun<'a> {
         cancel: CancellationToken,
     ) -> Self {
         let specs = toolbox.specs();
+        let texts = Texts::builtin(spec.language);
         let tags = spec.protocol == Protocol::Tags;
-        let mut prefix = vec![Message::system(system_prompt(spec.language, &specs, tags))];
-        prefix.extend(history_messages(&spec.history));
+        let mut prefix = vec![Message::system(system_prompt(&texts, &specs, tags))];
+        prefix.extend(history_messages(&spec.history, &texts));
         prefix.push(Message::user(spec.problem.clone()));
         let started = Instant::now();
         let (rounds, usage, spent_ms) = spec
@@ -378,7 +391,8 @@ impl<'a> TurnRun<'a> {
             toolbox,
             specs,
             session,
-            ctx: Context::new(prefix),
+            ctx: Context::new(prefix, texts.clone()),
+            texts,
             cancel,
             tool_ctx,
             started,
@@ -404,7 +418,7 @@ impl<'a> TurnRun<'a> {
     fn use_tags(&mut self) {
         self.tags = true;
         self.ctx
-            .set_system(system_prompt(self.language, &self.specs, true));
+            .set_system(system_prompt(&self.texts, &self.specs, true));
     }
 
     /// The outcome, and whether the turn found the model to lack native tools.
@@ -438,7 +452,7 @@ impl<'a> TurnRun<'a> {
                     message: e.to_string(),
                 });
                 error = Some(e.to_string());
-                let fallback = summary_answer(&self.record());
+                let fallback = summary_answer(&self.record(), &self.texts);
                 let source = fallback.as_ref().map(|_| AnswerSource::StepSummaries);
                 (fallback, source, StopReason::ModelError)
             }
@@ -510,19 +524,24 @@ impl<'a> TurnRun<'a> {
                     max_rounds: self.cfg.max_rounds,
                     settlement_rounds: self.cfg.settlement_rounds,
                 },
+                &self.texts,
             ));
         } else if round > self.cfg.max_rounds {
-            parts.push(format!(
-                "{NUDGE_MARKER} The round budget is spent ({} rounds): finish now and write the final answer.",
-                self.cfg.max_rounds
-            ));
+            let notice = self.texts.render(
+                Text::NoticeRoundBudgetSpent,
+                &[("max_rounds", &self.cfg.max_rounds)],
+            );
+            parts.push(format!("{NUDGE_MARKER} {notice}"));
         }
         if self.cfg.token_budget > 0 && self.usage.total() * 3 >= self.cfg.token_budget * 2 {
-            parts.push(format!(
-                "[deepsolve:notice] {} of the turn's {} tokens are used: wrap up soon.",
-                self.usage.total(),
-                self.cfg.token_budget
-            ));
+            let notice = self.texts.render(
+                Text::NoticeTokenBudget,
+                &[
+                    ("used", &self.usage.total()),
+                    ("budget", &self.cfg.token_budget),
+                ],
+            );
+            parts.push(format!("{NOTICE_MARKER} {notice}"));
         }
         (!parts.is_empty()).then(|| parts.join("\n\n"))
     }
@@ -649,7 +668,11 @@ impl<'a> TurnRun<'a> {
         let messages = self.ctx.request_messages(tail);
         let (messages, tools, stop) = if self.tags {
             let stop = tags::STOP_SEQUENCES.iter().map(|s| s.to_string()).collect();
-            (tags::to_text_protocol(messages), Vec::new(), stop)
+            (
+                tags::to_text_protocol(messages, &self.texts),
+                Vec::new(),
+                stop,
+            )
         } else {
             (messages, self.specs.clone(), Vec::new())
         };
@@ -701,7 +724,7 @@ impl<'a> TurnRun<'a> {
     /// Read the reply's content: reasoning out, invented results cut, markup calls taken
     /// (when the provider gave no native calls). Returns the cleaned completion and the
     /// unreadable calls.
-    fn interpret(&mut self, mut c: Completion) -> (Completion, Vec<(String, String)>) {
+    fn interpret(&mut self, mut c: Completion) -> (Completion, Vec<(String, MarkupError)>) {
         let parsed = tags::parse_reply(&c.text);
         if parsed.cut_invented {
             self.emit.emit(EventKind::Warning {
@@ -776,7 +799,9 @@ impl<'a> TurnRun<'a> {
             if visible {
                 self.answer_parts.push(c.text.clone());
                 self.ctx.push(Message::assistant(c.text));
-                self.ctx.push(Message::user(CONTINUE));
+                let nudge = self.texts.get(Text::NudgeContinue);
+                self.ctx
+                    .push(Message::user(format!("{CONTINUE_MARKER} {nudge}")));
                 return None;
             }
             if !self.doubled_budget {
@@ -803,7 +828,9 @@ impl<'a> TurnRun<'a> {
             if self.empty_rounds >= 2 {
                 return Some(Ending::Force(StopReason::EmptyRounds));
             }
-            self.ctx.push(Message::user(ACT_NOW));
+            let nudge = self.texts.get(Text::NudgeActNow);
+            self.ctx
+                .push(Message::user(format!("{NUDGE_MARKER} {nudge}")));
             return None;
         }
         self.empty_rounds = 0;
@@ -820,14 +847,19 @@ impl<'a> TurnRun<'a> {
             if !self.plan_nudged && budget_left {
                 self.plan_nudged = true;
                 self.ctx.push(Message::assistant(text));
-                self.ctx.push(Message::user(PLAN_FIRST));
+                let nudge = self.texts.get(Text::NudgePlanFirst);
+                self.ctx
+                    .push(Message::user(format!("{NUDGE_MARKER} {nudge}")));
                 return None;
             }
             return Some(Ending::Answered(text, StopReason::AnsweredWithoutPlan));
         }
         let open: Vec<String> = record
             .open_steps()
-            .map(|s| format!("{} ({})", s.id, s.goal))
+            .map(|s| {
+                self.texts
+                    .render(Text::NudgeOpenStep, &[("id", &s.id), ("goal", &s.goal)])
+            })
             .collect();
         if open.is_empty() {
             return Some(Ending::Answered(text, StopReason::Answered));
@@ -836,10 +868,12 @@ impl<'a> TurnRun<'a> {
             self.finish_nudged = true;
             let current = record.current().map(|s| s.id.clone()).unwrap_or_default();
             self.ctx.push(Message::assistant(text));
-            self.ctx.push(Message::user(format!(
-                "{NUDGE_MARKER} Steps are still open: {}. Continue with {current}, or finish/replan the plan; if you are certain the answer is complete, say so and give the final answer again.",
-                open.join(", ")
-            )));
+            let nudge = self.texts.render(
+                Text::NudgeOpenSteps,
+                &[("open_steps", &open.join(", ")), ("current", &current)],
+            );
+            self.ctx
+                .push(Message::user(format!("{NUDGE_MARKER} {nudge}")));
             return None;
         }
         Some(Ending::Answered(text, StopReason::AnsweredWithOpenSteps))
@@ -848,7 +882,7 @@ impl<'a> TurnRun<'a> {
     async fn work_round(
         &mut self,
         c: Completion,
-        malformed: Vec<(String, String)>,
+        malformed: Vec<(String, MarkupError)>,
     ) -> Option<Ending> {
         let reasoning = (!c.reasoning.is_empty()).then(|| c.reasoning.clone());
         let unreadable: Vec<ToolCall> = malformed
@@ -896,6 +930,7 @@ impl<'a> TurnRun<'a> {
                     guard: &mut self.guard,
                     deadline: self.deadline,
                     base_ctx: &self.tool_ctx,
+                    texts: &self.texts,
                 },
                 &on_start,
                 &on_done,
@@ -903,8 +938,9 @@ impl<'a> TurnRun<'a> {
         };
         let mut step_done = false;
         for (call, (_, error)) in unreadable.iter().zip(&malformed) {
-            let content = format!(
-                "Your tool call could not be read: {error}. Write each call exactly as <tool_call>{{\"name\": \"TOOL\", \"arguments\": {{...}}}}</tool_call> with a JSON object inside."
+            let content = self.texts.render(
+                Text::UnreadableCall,
+                &[("error", &error.describe(&self.texts))],
             );
             self.emit.emit(EventKind::ToolCall {
                 call_id: call.id.clone(),
@@ -922,7 +958,7 @@ impl<'a> TurnRun<'a> {
             self.ctx.push(Message::tool_result(call, content));
         }
         for result in batch.results {
-            let visible = head_tail(&result.output.content, MAX_BYTES, MAX_LINES);
+            let visible = head_tail(&result.output.content, MAX_BYTES, MAX_LINES, &self.texts);
             self.ctx.push(Message::tool_result(&result.call, visible));
             self.artifacts
                 .extend(result.output.artifacts.iter().cloned());
@@ -1013,7 +1049,9 @@ impl<'a> TurnRun<'a> {
         if !tail.is_empty() {
             tail.push_str("\n\n");
         }
-        tail.push_str(ULTIMATUM);
+        tail.push_str(ULTIMATUM_MARKER);
+        tail.push(' ');
+        tail.push_str(self.texts.get(Text::Ultimatum));
         let tail_tokens = crate::tokens::count(&tail);
         let limit = (self.context_window as f64 * self.cfg.ultimatum_at) as u64;
         while self.ctx.estimate(tail_tokens) > limit && self.ctx.drop_largest_tool_output() {}
@@ -1057,7 +1095,7 @@ impl<'a> TurnRun<'a> {
                 message: format!("the forced answer failed: {e}"),
             }),
         }
-        let fallback = summary_answer(&self.record());
+        let fallback = summary_answer(&self.record(), &self.texts);
         let source = fallback.as_ref().map(|_| AnswerSource::StepSummaries);
         (fallback, source, stop)
     }
@@ -1073,20 +1111,26 @@ fn emit_pieces(emit: &Emitter<'_>, pieces: Vec<Piece>) {
 }
 
 /// The answer of last resort: the finished steps' summaries, labelled as such.
-fn summary_answer(record: &SolveRecord) -> Option<String> {
+fn summary_answer(record: &SolveRecord, texts: &Texts) -> Option<String> {
     let summaries = record.summaries();
     if summaries.is_empty() {
         return None;
     }
-    let mut out = String::from(
-        "**Answer assembled from the step summaries** (the model gave no final answer):\n",
-    );
+    let mut out = format!("{}\n", texts.get(Text::SummaryAnswerHeader));
     for (id, goal, summary) in summaries {
-        out.push_str(&format!("\n- **{id}** {goal}: {summary}"));
+        out.push('\n');
+        out.push_str(&texts.render(
+            Text::SummaryAnswerStep,
+            &[("id", &id), ("goal", &goal), ("summary", &summary)],
+        ));
     }
     let open: Vec<String> = record.open_steps().map(|s| s.id.clone()).collect();
     if !open.is_empty() {
-        out.push_str(&format!("\n\nNot done: {}.", open.join(", ")));
+        out.push_str("\n\n");
+        out.push_str(&texts.render(
+            Text::SummaryAnswerNotDone,
+            &[("open_steps", &open.join(", "))],
+        ));
     }
     Some(out)
 }

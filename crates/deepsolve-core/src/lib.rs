@@ -17,6 +17,7 @@ pub mod progress;
 pub mod solve;
 pub mod stream_filter;
 pub mod tags;
+pub mod texts;
 pub mod tokens;
 pub mod tool;
 pub mod truncate;
@@ -31,4 +32,5 @@ pub use model::{
 };
 pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 pub use solve::{Language, SolveRecord};
+pub use texts::{Text, TextError, Texts};
 pub use tool::{Artifact, Tool, ToolContext, ToolError, ToolOutput, ToolRef};

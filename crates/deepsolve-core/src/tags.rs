@@ -8,10 +8,11 @@
 
 use serde_json::{Map, Value};
 
-use crate::json_repair::parse_lenient;
+use crate::json_repair::{JsonError, parse_lenient};
 use crate::message::{Message, Role};
 use crate::model::ToolSpec;
 use crate::normalize::normalize;
+use crate::texts::{Text, Texts};
 
 pub const RESPONSE_OPEN: &str = "<tool_response";
 /// Stop sequences sent in tags mode.
@@ -24,11 +25,45 @@ pub enum ParsedCall {
         name: String,
         arguments: String,
     },
-    /// A call-shaped block that could not be read; `error` explains why, for the model.
+    /// A call-shaped block that could not be read; `error` says why (see [`MarkupError::describe`]).
     Malformed {
         raw: String,
-        error: String,
+        error: MarkupError,
     },
+}
+
+/// Why a call-shaped block could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MarkupError {
+    InvalidJson(JsonError),
+    NotAnObject,
+    NoName,
+    UnterminatedName,
+    NoArgumentBegin,
+    NoFunctionName,
+    NoToolSeparator,
+}
+
+impl MarkupError {
+    /// What the model is told, in the turn's language.
+    pub fn describe(&self, texts: &Texts) -> String {
+        let text = match self {
+            MarkupError::InvalidJson(e) => return e.describe(texts),
+            MarkupError::NotAnObject => Text::MarkupNotAnObject,
+            MarkupError::NoName => Text::MarkupNoName,
+            MarkupError::UnterminatedName => Text::MarkupUnterminatedName,
+            MarkupError::NoArgumentBegin => Text::MarkupNoArgumentBegin,
+            MarkupError::NoFunctionName => Text::MarkupNoFunctionName,
+            MarkupError::NoToolSeparator => Text::MarkupNoToolSep,
+        };
+        texts.get(text).to_string()
+    }
+}
+
+impl std::fmt::Display for MarkupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe(&Texts::builtin(crate::solve::Language::En)))
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -201,10 +236,10 @@ pub fn extract_calls(text: &str) -> (String, Vec<ParsedCall>) {
     (visible, calls)
 }
 
-fn malformed(raw: &str, error: impl Into<String>) -> ParsedCall {
+fn malformed(raw: &str, error: MarkupError) -> ParsedCall {
     ParsedCall::Malformed {
         raw: raw.chars().take(500).collect(),
-        error: error.into(),
+        error,
     }
 }
 
@@ -212,10 +247,10 @@ fn malformed(raw: &str, error: impl Into<String>) -> ParsedCall {
 fn read_json_call(body: &str) -> Vec<ParsedCall> {
     let value = match parse_lenient(body) {
         Ok(v) => v,
-        Err(e) => return vec![malformed(body, e)],
+        Err(e) => return vec![malformed(body, MarkupError::InvalidJson(e))],
     };
     let Value::Object(obj) = value else {
-        return vec![malformed(body, "a <tool_call> must hold one JSON object")];
+        return vec![malformed(body, MarkupError::NotAnObject)];
     };
     let name = obj
         .get("name")
@@ -225,7 +260,7 @@ fn read_json_call(body: &str) -> Vec<ParsedCall> {
         .map(str::trim)
         .unwrap_or_default();
     if name.is_empty() {
-        return vec![malformed(body, "the <tool_call> object has no \"name\"")];
+        return vec![malformed(body, MarkupError::NoName)];
     }
     let args = obj
         .get("arguments")
@@ -252,7 +287,7 @@ fn read_dsml(body: &str) -> Vec<ParsedCall> {
     while let Some(i) = rest.find(INVOKE) {
         let after = &rest[i + INVOKE.len()..];
         let Some(q) = after.find('"') else {
-            calls.push(malformed(after, "unterminated DSML invoke name"));
+            calls.push(malformed(after, MarkupError::UnterminatedName));
             break;
         };
         let name = after[..q].trim().to_string();
@@ -317,15 +352,12 @@ fn read_kimi_section(body: &str) -> Vec<ParsedCall> {
 fn read_kimi_call(body: &str) -> Vec<ParsedCall> {
     const ARGS: &str = "<|tool_call_argument_begin|>";
     let Some((head, json)) = body.split_once(ARGS) else {
-        return vec![malformed(
-            body,
-            "no <|tool_call_argument_begin|> in the call",
-        )];
+        return vec![malformed(body, MarkupError::NoArgumentBegin)];
     };
     let name = head.trim().trim_start_matches("functions.");
     let name = name.split(':').next().unwrap_or_default().trim();
     if name.is_empty() {
-        return vec![malformed(body, "the call has no function name")];
+        return vec![malformed(body, MarkupError::NoFunctionName)];
     }
     vec![ParsedCall::Call {
         name: name.to_string(),
@@ -343,7 +375,7 @@ fn read_deepseek_v3_section(body: &str) -> Vec<ParsedCall> {
         .map(|call| {
             let call = call.split(END).next().unwrap_or_default();
             let Some((_, rest)) = call.split_once(SEP) else {
-                return malformed(call, "no <｜tool▁sep｜> in the call");
+                return malformed(call, MarkupError::NoToolSeparator);
             };
             let (name, args) = rest.split_once('\n').unwrap_or((rest, "{}"));
             let args = args
@@ -382,7 +414,7 @@ pub fn render_response(name: &str, id: &str, content: &str) -> String {
 
 /// Rewrite a normalised history for the text protocol: calls become `<tool_call>` text in
 /// the assistant message, results become `<tool_response>` blocks in a user message.
-pub fn to_text_protocol(messages: Vec<Message>) -> Vec<Message> {
+pub fn to_text_protocol(messages: Vec<Message>, texts: &Texts) -> Vec<Message> {
     let converted = messages
         .into_iter()
         .map(|m| match m.role {
@@ -404,19 +436,23 @@ pub fn to_text_protocol(messages: Vec<Message>) -> Vec<Message> {
             _ => m,
         })
         .collect();
-    normalize(converted)
+    normalize(converted, texts.get(Text::NoResult))
 }
 
 /// The tools section of the system prompt in tags mode.
-pub fn manifest(specs: &[ToolSpec]) -> String {
-    let mut out = String::from(
-        "\n\n# Calling tools\n\nThis endpoint has no native tool calling. To call a tool, write a block like this on its own lines:\n\n<tool_call>\n{\"name\": \"TOOL_NAME\", \"arguments\": {\"ARG\": \"VALUE\"}}\n</tool_call>\n\nYou may write several <tool_call> blocks in one reply. Then stop: the results come back in the next message as <tool_response name=\"…\" id=\"…\">…</tool_response> blocks. Never write <tool_response> yourself. A reply without any <tool_call> is your final answer.\n\n## Tools\n",
-    );
+pub fn manifest(specs: &[ToolSpec], texts: &Texts) -> String {
+    let mut out = format!("\n\n{}\n", texts.get(Text::TagsManifest));
     for spec in specs {
-        out.push_str(&format!(
-            "\n### {}\n{}\nArguments (JSON Schema): {}\n",
-            spec.name, spec.description, spec.parameters
-        ));
+        let parameters = spec.parameters.to_string();
+        let tool = texts.render(
+            Text::TagsManifestTool,
+            &[
+                ("name", &spec.name),
+                ("description", &spec.description),
+                ("parameters", &parameters),
+            ],
+        );
+        out.push_str(&format!("\n{tool}\n"));
     }
     out
 }
@@ -499,10 +535,10 @@ mod tests {
             "<tool_call>{\"arguments\": {}}</tool_call><tool_call>not json at all</tool_call>",
         );
         assert!(
-            matches!(&r.calls[0], ParsedCall::Malformed { error, .. } if error.contains("no \"name\""))
+            matches!(&r.calls[0], ParsedCall::Malformed { error, .. } if error.to_string().contains("no \"name\""))
         );
         assert!(
-            matches!(&r.calls[1], ParsedCall::Malformed { error, .. } if error.contains("not valid JSON"))
+            matches!(&r.calls[1], ParsedCall::Malformed { error, .. } if error.to_string().contains("not valid JSON"))
         );
     }
 

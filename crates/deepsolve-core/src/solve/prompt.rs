@@ -1,8 +1,9 @@
-//! The solve playbook (system prompt), in English and Chinese. It names only mounted tools.
+//! The solve playbook (system prompt). It names only mounted tools.
 
 use serde::{Deserialize, Serialize};
 
 use super::spine::is_solve_tool;
+use crate::texts::{Text, Texts};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -28,9 +29,6 @@ impl Language {
         }
     }
 }
-
-const EN: &str = include_str!("prompts/en.md");
-const ZH: &str = include_str!("prompts/zh.md");
 
 /// What each known work tool is for, per language.
 fn tool_line(name: &str, lang: Language) -> Option<&'static str> {
@@ -64,36 +62,40 @@ fn tool_line(name: &str, lang: Language) -> Option<&'static str> {
     Some(line)
 }
 
-/// The playbook for the mounted tools. Unknown tools are listed by name with their description.
-pub fn playbook(lang: Language, mounted: &[(&str, &str)]) -> String {
+/// The playbook for the mounted tools, in the texts' language. Unknown tools are listed by
+/// name with their description.
+pub fn playbook(texts: &Texts, mounted: &[(&str, &str)]) -> String {
     let lines: Vec<String> = mounted
         .iter()
         .filter(|(name, _)| !is_solve_tool(name))
         .map(|(name, description)| {
-            let text = tool_line(name, lang)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("`{name}`: {description}"));
+            let text = tool_line(name, texts.language()).map_or_else(
+                || {
+                    texts.render(
+                        Text::PlaybookToolLine,
+                        &[("name", name), ("description", description)],
+                    )
+                },
+                str::to_string,
+            );
             format!("   - {text}")
         })
         .collect();
     let tool_lines = if lines.is_empty() {
-        match lang {
-            Language::En => "   - no work tools are available in this turn: reason it out carefully in your own words".to_string(),
-            Language::Zh => "   - 本回合没有可用的工作工具：请自己仔细推理".to_string(),
-        }
+        format!("   - {}", texts.get(Text::PlaybookNoWorkTools))
     } else {
         lines.join("\n")
     };
-    let template = match lang {
-        Language::En => EN,
-        Language::Zh => ZH,
-    };
-    template.replace("{{tool_lines}}", &tool_lines)
+    texts.render(Text::Playbook, &[("tool_lines", &tool_lines)])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn playbook(language: Language, mounted: &[(&str, &str)]) -> String {
+        super::playbook(&Texts::builtin(language), mounted)
+    }
 
     #[test]
     fn names_only_mounted_tools() {

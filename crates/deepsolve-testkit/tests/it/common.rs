@@ -15,8 +15,8 @@ use deepsolve_core::solve::spine::{self, SOLVE_FINISH_STEP, SpineEffect};
 use deepsolve_core::solve::{SolveRecord, SolveSession, is_solve_tool, solve_tool_specs};
 use deepsolve_core::tags::{ParsedCall, parse_reply};
 use deepsolve_core::{
-    ChatModel, ChatRequest, Completion, Message, ModelError, Role, StreamDelta, ToolCall,
-    ToolChoice, ToolSpec,
+    ChatModel, ChatRequest, Completion, Language, Message, ModelError, Role, StreamDelta, Texts,
+    ToolCall, ToolChoice, ToolSpec,
 };
 use deepsolve_testkit::tags::{STOP_SEQUENCES, render_call, render_response};
 use serde_json::{Value, json};
@@ -124,6 +124,10 @@ impl Outcome {
     }
 }
 
+fn english() -> std::sync::Arc<Texts> {
+    Texts::builtin(Language::En)
+}
+
 pub const PROBLEM: &str = "Find all real x with x^2 - 5x + 6 = 0.";
 
 fn work_spec(name: &str) -> ToolSpec {
@@ -160,7 +164,7 @@ pub struct Sim<'m, M: ChatModel> {
 impl<'m, M: ChatModel> Sim<'m, M> {
     pub fn new(model: &'m M, cfg: SimConfig) -> Self {
         let tags = cfg.protocol == SimProtocol::Tags;
-        let mut tools = solve_tool_specs();
+        let mut tools = solve_tool_specs(&english());
         tools.extend(cfg.work_tools.iter().map(|t| work_spec(t)));
         Sim {
             model,
@@ -469,7 +473,7 @@ impl<'m, M: ChatModel> Sim<'m, M> {
                     "finish the step in a later round, after reading these results".to_string();
                 return (msg, none, false);
             }
-            let r = spine::handle(&mut self.session, &call.name, &args);
+            let r = spine::handle(&mut self.session, &call.name, &args, &english());
             return (r.output.content, r.effect, false);
         }
         if !self.session.record.has_plan() {

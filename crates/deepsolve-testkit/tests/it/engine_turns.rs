@@ -5,15 +5,18 @@
 //!   `snapshots/en_requests.txt`, so a refactoring that changes one byte the model reads
 //!   fails here. `DEEPSOLVE_BLESS=1` rewrites the file after an intended change;
 //!   `DEEPSOLVE_DUMP_REQUESTS=<dir>` writes every request as JSON, to diff two versions.
+//! - Chinese turns: no English engine text reaches the model, and the Chinese texts do —
+//!   the fragments to look for are derived from the text catalog itself.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use deepsolve_core::solve::SolveStep;
 use deepsolve_core::{
-    ChatRequest, Engine, Language, PriorTurn, Protocol, SolveRecord, Tool, ToolContext, ToolError,
-    ToolOutput, ToolSpec, TurnOutcome, TurnSpec, VecSink,
+    AnswerSource, ChatRequest, Engine, Language, PriorTurn, Protocol, Role, SolveRecord, Text,
+    Texts, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, TurnOutcome, TurnSpec, VecSink,
 };
 use deepsolve_testkit::policy::{POLICY_NAMES, by_name};
 use deepsolve_testkit::{Reply, ScriptedModel, Turn};
@@ -357,4 +360,243 @@ async fn english_requests_are_byte_for_byte_the_recorded_ones() {
         "English requests changed (DEEPSOLVE_DUMP_REQUESTS=<dir> dumps them):\n{}",
         changed.join("\n")
     );
+}
+
+// --- Chinese turns -------------------------------------------------------------------------
+
+const ZH_PROBLEM: &str = "求出满足 x^2 - 5x + 6 = 0 的所有实数 x。";
+const ZH_TOOL: &str = "仔细完成一段困难的子推导";
+
+/// The pieces of a text between its placeholders and line breaks, trimmed.
+fn pieces(template: &str) -> Vec<String> {
+    let mut marked = template.to_string();
+    for name in deepsolve_core::texts::placeholders(template) {
+        marked = marked.replace(&format!("{{{name}}}"), "\n");
+    }
+    marked
+        .lines()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Pieces cut finer, at punctuation too: a partly translated text shows up.
+fn fine_pieces(template: &str) -> Vec<String> {
+    pieces(template)
+        .iter()
+        .flat_map(|p| p.split(['.', ':', ';', ',', '(', ')', '—', '?', '!']))
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn is_cjk(c: char) -> bool {
+    ('\u{4e00}'..='\u{9fff}').contains(&c)
+}
+
+/// An English piece that tells where it came from: four letters or more.
+fn is_telling(piece: &str) -> bool {
+    piece.chars().filter(char::is_ascii_alphabetic).count() >= 4
+}
+
+/// Words of English prose in a piece: letters only (an apostrophe allowed), so markup, JSON,
+/// tool names and ids do not count.
+fn prose_words(piece: &str) -> usize {
+    piece
+        .split_whitespace()
+        .filter(|w| {
+            let w = w
+                .trim_matches(|c: char| matches!(c, '(' | ')' | '.' | ',' | ':' | ';' | '!' | '?'));
+            w.len() >= 2 && w.chars().all(|c| c.is_ascii_alphabetic() || c == '\'')
+        })
+        .count()
+}
+
+/// One text as the test looks for it.
+struct Probe {
+    text: Text,
+    /// English prose: pieces cut at punctuation with three words of prose or more.
+    english: Vec<String>,
+    /// Telling English pieces: how an English turn shows the text was used.
+    english_seen: Vec<String>,
+    /// Chinese pieces the English text does not share.
+    chinese: Vec<String>,
+}
+
+fn probes() -> Vec<Probe> {
+    let en = Texts::builtin(Language::En);
+    let zh = Texts::builtin(Language::Zh);
+    Text::ALL
+        .iter()
+        .map(|&text| {
+            let (en_text, zh_text) = (en.get(text), zh.get(text));
+            let english_seen: Vec<String> = pieces(en_text)
+                .into_iter()
+                .filter(|p| !zh_text.contains(p.as_str()) && is_telling(p))
+                .collect();
+            let english = fine_pieces(en_text)
+                .into_iter()
+                .filter(|p| prose_words(p) >= 3)
+                .collect();
+            let chinese = pieces(zh_text)
+                .into_iter()
+                .filter(|p| p.chars().any(is_cjk) && !en_text.contains(p.as_str()))
+                .collect();
+            Probe {
+                text,
+                english,
+                english_seen,
+                chinese,
+            }
+        })
+        .collect()
+}
+
+fn json_strings(value: &Value, out: &mut String) {
+    match value {
+        Value::String(s) => {
+            out.push_str(s);
+            out.push('\n');
+        }
+        Value::Array(items) => items.iter().for_each(|v| json_strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| json_strings(v, out)),
+        _ => {}
+    }
+}
+
+/// Everything the engine wrote that the model read: system, user and tool messages (JSON
+/// results decoded too), the tools' descriptions, and an answer assembled by the engine.
+fn engine_text(played: &Played) -> String {
+    let mut out = String::new();
+    for request in &played.requests {
+        for message in request
+            .messages
+            .iter()
+            .filter(|m| m.role != Role::Assistant)
+        {
+            out.push_str(&message.content);
+            out.push('\n');
+            for line in message.content.lines() {
+                if let Ok(value) = serde_json::from_str::<Value>(line) {
+                    json_strings(&value, &mut out);
+                }
+            }
+        }
+        for tool in &request.tools {
+            out.push_str(&tool.description);
+            out.push('\n');
+            json_strings(&tool.parameters, &mut out);
+        }
+    }
+    if played.outcome.answer_source == Some(AnswerSource::StepSummaries) {
+        out.push_str(played.outcome.answer.as_deref().unwrap_or_default());
+    }
+    out
+}
+
+/// The turns to compare: every policy in both protocols, and every scenario.
+async fn en_and_zh_turns() -> Vec<(String, Played, Played)> {
+    let mut turns = Vec::new();
+    for name in POLICY_NAMES {
+        for protocol in protocols_for(name) {
+            let en = play(name, protocol, Language::En, EN_PROBLEM, ZH_TOOL).await;
+            let zh = play(name, protocol, Language::Zh, ZH_PROBLEM, ZH_TOOL).await;
+            turns.push((format!("{name} {protocol}"), en, zh));
+        }
+    }
+    for scenario in SCENARIOS {
+        let en = play_scenario(scenario, Language::En, EN_PROBLEM, ZH_TOOL).await;
+        let zh = play_scenario(scenario, Language::Zh, ZH_PROBLEM, ZH_TOOL).await;
+        turns.push((scenario.name.to_string(), en, zh));
+    }
+    turns
+}
+
+impl Probe {
+    /// Every telling English piece occurs: the English turn used this text.
+    fn used_in(&self, english_turn: &str) -> bool {
+        !self.english_seen.is_empty()
+            && self
+                .english_seen
+                .iter()
+                .all(|p| english_turn.contains(p.as_str()))
+    }
+
+    /// What is wrong with the Chinese turn as far as this text goes.
+    fn problems(&self, turn: &str, english_turn: &str, chinese_turn: &str) -> Vec<String> {
+        let name = self.text.name();
+        let leaked = self
+            .english
+            .iter()
+            .filter(|p| chinese_turn.contains(p.as_str()))
+            .map(|p| format!("{turn}: English {name} in a Chinese turn: {p:?}"));
+        let missing = self
+            .chinese
+            .iter()
+            .filter(|_| self.used_in(english_turn))
+            .filter(|p| !chinese_turn.contains(p.as_str()))
+            .map(|p| format!("{turn}: {name} used in English but not in Chinese: {p:?}"));
+        leaked.chain(missing).collect()
+    }
+}
+
+#[tokio::test]
+async fn chinese_turns_carry_no_english_engine_text_and_the_chinese_texts_arrive() {
+    let probes = probes();
+    let mut problems = Vec::new();
+    let mut exercised = BTreeSet::new();
+    for (turn, en, zh) in en_and_zh_turns().await {
+        assert_eq!(
+            (en.outcome.stop_reason, en.requests.len()),
+            (zh.outcome.stop_reason, zh.requests.len()),
+            "{turn}: the language changed how the turn went"
+        );
+        let (en_text, zh_text) = (engine_text(&en), engine_text(&zh));
+        for probe in &probes {
+            problems.extend(probe.problems(&turn, &en_text, &zh_text));
+            if probe.used_in(&en_text) {
+                exercised.insert(probe.text.name());
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    for name in [
+        "playbook",
+        "tags_manifest",
+        "nudge_continue",
+        "nudge_act_now",
+        "nudge_plan_first",
+        "nudge_open_steps",
+        "ultimatum",
+        "notice_round_budget_spent",
+        "notice_token_budget",
+        "unreadable_call",
+        "summary_answer_header",
+        "plan_analysis",
+        "progress_header",
+        "progress_all_done",
+        "refuse_over_limit",
+        "refuse_unknown_tool",
+        "refuse_invalid_arguments",
+        "refuse_duplicate",
+        "refuse_repetition",
+        "refuse_plan_first",
+        "refuse_finish_batched",
+        "invalid_json",
+        "solve_plan_description",
+        "plan_exists",
+        "plan_instruction",
+        "finish_no_plan",
+        "finish_unknown_step",
+        "finish_skipped",
+        "finish_empty_summary",
+        "finish_already_done",
+        "replan_budget_spent",
+        "replan_no_reason",
+        "replan_empty_steps",
+    ] {
+        assert!(exercised.contains(name), "no turn exercised {name}");
+    }
 }

@@ -203,7 +203,9 @@ async fn tags_mode_over_http_reads_the_wire_history() {
 // --- reading tags-mode requests ---
 
 fn specs() -> Vec<ToolSpec> {
-    let mut specs = solve_tool_specs();
+    let mut specs = solve_tool_specs(&deepsolve_core::Texts::builtin(
+        deepsolve_core::Language::En,
+    ));
     specs.push(ToolSpec {
         name: "reason".into(),
         description: "Derive a result.".into(),
@@ -217,7 +219,10 @@ fn specs() -> Vec<ToolSpec> {
 fn tags_body(messages: Vec<Value>) -> Value {
     let system = format!(
         "You solve problems.{}",
-        deepsolve_core::tags::manifest(&specs())
+        deepsolve_core::tags::manifest(
+            &specs(),
+            &deepsolve_core::Texts::builtin(deepsolve_core::Language::En)
+        )
     );
     let mut all = vec![json!({"role": "system", "content": system})];
     all.extend(messages);
