@@ -16,11 +16,11 @@ pub mod outcome;
 pub mod progress;
 pub mod solve;
 pub mod stream_filter;
-pub mod tags;
 pub mod texts;
 pub mod tokens;
 pub mod tool;
 pub mod truncate;
+pub mod wire;
 
 pub use config::{ClampWarning, ConfigError, SolveConfig};
 pub use engine::{Engine, EngineError, PriorTurn, TurnError, TurnSpec};
@@ -34,3 +34,8 @@ pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 pub use solve::{Language, SolveRecord};
 pub use texts::{Text, TextError, Texts};
 pub use tool::{Artifact, Tool, ToolContext, ToolError, ToolOutput, ToolRef};
+pub use wire::tags::{
+    manifest as tags_manifest, render_call as render_tag_call,
+    render_response as render_tag_response,
+};
+pub use wire::{MarkupError, ParsedCall, ParsedReply, parse_reply};

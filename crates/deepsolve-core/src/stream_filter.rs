@@ -1,27 +1,10 @@
 //! Live filtering of streamed content: `<think>` goes to reasoning, tool-call markup and
 //! invented `<tool_response>`s are never shown as answer text. Partial tags at a chunk
-//! boundary are held back until they resolve. (The final text is re-read by `tags::parse_reply`;
-//! this only keeps the live view clean.)
+//! boundary are held back until they resolve. The markup is the reply parser's own table
+//! ([`SECTIONS`]); the final text is re-read by `parse_reply` — this only keeps the live view
+//! clean.
 
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
-const FENCE: &str = "```";
-
-/// Openers of hidden sections and what closes them (`None`: hidden to the end).
-const HIDDEN: &[(&str, Option<&str>)] = &[
-    ("<tool_response", None),
-    ("<tool_call>", Some("</tool_call>")),
-    (
-        "<｜DSML｜function_calls>",
-        Some("</｜DSML｜function_calls>"),
-    ),
-    (
-        "<|tool_calls_section_begin|>",
-        Some("<|tool_calls_section_end|>"),
-    ),
-    ("<|tool_call_begin|>", Some("<|tool_call_end|>")),
-    ("<｜tool▁calls▁begin｜>", Some("<｜tool▁calls▁end｜>")),
-];
+use crate::wire::markup::{FENCE, SECTIONS, SectionKind, THINK_CLOSE};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
@@ -50,6 +33,20 @@ impl Default for VisibleFilter {
             mode: Mode::Visible,
         }
     }
+}
+
+/// What opens a section, and the mode it starts: fenced code, and every markup section.
+fn openers() -> Vec<(&'static str, Mode)> {
+    let sections = SECTIONS.iter().map(|s| {
+        let mode = match s.kind {
+            SectionKind::Think => Mode::Think,
+            SectionKind::InventedResponse | SectionKind::Calls(_) => Mode::Hidden(s.close),
+        };
+        (s.open, mode)
+    });
+    std::iter::once((FENCE, Mode::Fenced))
+        .chain(sections)
+        .collect()
 }
 
 /// The length of the longest suffix of `s` that is a proper prefix of one of `tokens`.
@@ -108,13 +105,7 @@ impl VisibleFilter {
     }
 
     fn visible(&mut self, out: &mut Vec<Piece>) -> bool {
-        let mut openers: Vec<(&'static str, Mode)> =
-            vec![(THINK_OPEN, Mode::Think), (FENCE, Mode::Fenced)];
-        openers.extend(
-            HIDDEN
-                .iter()
-                .map(|(open, close)| (*open, Mode::Hidden(*close))),
-        );
+        let openers = openers();
         let first = openers
             .iter()
             .filter_map(|(open, mode)| self.buf.find(open).map(|i| (i, *open, *mode)))

@@ -282,7 +282,12 @@ mod tests {
     fn every_chinese_text_is_translated() {
         let (en, zh) = (Texts::builtin(Language::En), Texts::builtin(Language::Zh));
         for text in Text::ALL {
-            assert_ne!(en.get(*text), zh.get(*text), "{} is not translated", text.name());
+            assert_ne!(
+                en.get(*text),
+                zh.get(*text),
+                "{} is not translated",
+                text.name()
+            );
         }
     }
 

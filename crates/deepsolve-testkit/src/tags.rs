@@ -1,6 +1,6 @@
 //! The text-tag tool protocol (DESIGN §5.8) as the mock model sees it, read and written here
-//! independently of `deepsolve_core::tags` (two readings of one format catch more bugs than a
-//! shared one).
+//! independently of the engine's reader, `deepsolve_core::parse_reply` (two readings of one
+//! format catch more bugs than a shared one).
 //!
 //! A tags-mode request declares no `tools`; its system prompt lists them, and it stops at
 //! `<tool_response>`. The model calls tools by writing

@@ -188,7 +188,7 @@ pub fn finish_step(session: &mut SolveSession, args: &Value, texts: &Texts) -> S
     }
     let step_id = str_arg(args, "step_id");
     // Reasoning never reaches a folded summary.
-    let (summary, _) = crate::tags::split_think(str_arg(args, "summary"));
+    let summary = crate::wire::markup::split_think(str_arg(args, "summary")).visible;
     let summary = summary.trim();
     let Some(index) = record.steps.iter().position(|s| s.id == step_id) else {
         let ids: Vec<&str> = record.steps.iter().map(|s| s.id.as_str()).collect();

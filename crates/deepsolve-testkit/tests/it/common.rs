@@ -6,17 +6,16 @@
 //! It speaks the native protocol, the text-tag protocol (calls written in the reply, results
 //! sent back as `<tool_response>` blocks in a user message), or `auto` (native until the
 //! provider says tools are unsupported). Replies are read with the engine's own
-//! `deepsolve_core::tags::parse_reply` (think blocks, vendor markup, invented results cut), so
+//! `deepsolve_core::parse_reply` (think blocks, vendor markup, invented results cut), so
 //! the testkit's renderings are checked against the engine's reader on every turn.
 
 #![allow(dead_code)]
 
 use deepsolve_core::solve::spine::{self, SOLVE_FINISH_STEP, SpineEffect};
 use deepsolve_core::solve::{SolveRecord, SolveSession, is_solve_tool, solve_tool_specs};
-use deepsolve_core::tags::{ParsedCall, parse_reply};
 use deepsolve_core::{
-    ChatModel, ChatRequest, Completion, Language, Message, ModelError, Role, StreamDelta, Texts,
-    ToolCall, ToolChoice, ToolSpec,
+    ChatModel, ChatRequest, Completion, Language, Message, ModelError, ParsedCall, Role,
+    StreamDelta, Texts, ToolCall, ToolChoice, ToolSpec, parse_reply,
 };
 use deepsolve_testkit::tags::{STOP_SEQUENCES, render_call, render_response};
 use serde_json::{Value, json};
