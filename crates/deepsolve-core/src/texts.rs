@@ -85,6 +85,7 @@ catalog! {
     ToolTimedOut => "tool_timed_out",
     ToolPanicked => "tool_panicked",
     ToolFailed => "tool_failed",
+    ToolInternalError => "tool_internal_error",
     SolvePlanDescription => "solve_plan_description",
     SolveFinishStepDescription => "solve_finish_step_description",
     SolveReplanDescription => "solve_replan_description",

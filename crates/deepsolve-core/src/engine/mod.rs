@@ -114,9 +114,14 @@ pub enum TurnError {
     EmptyProblem,
 }
 
+/// Why an engine cannot be built from its tools.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct EngineError(String);
+pub enum EngineError {
+    #[error("tool '{0}' is registered twice")]
+    DuplicateTool(String),
+    #[error("tool {tool} has an invalid schema: {message}")]
+    InvalidSchema { tool: String, message: String },
+}
 
 /// The solve tools, described in one language.
 struct SolveTools {
@@ -138,8 +143,7 @@ fn mount_solve_tools(language: Language) -> Result<SolveTools, EngineError> {
     let mounted = solve_tool_specs(&Texts::builtin(language))
         .into_iter()
         .map(|spec| Mounted::new(spec, None).map(Arc::new))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(EngineError)?;
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(SolveTools { language, mounted })
 }
 
@@ -153,14 +157,9 @@ impl Engine {
         for tool in tools {
             let spec = tool.spec().clone();
             if is_solve_tool(&spec.name) || work_tools.iter().any(|m| m.spec.name == spec.name) {
-                return Err(EngineError(format!(
-                    "tool '{}' is registered twice",
-                    spec.name
-                )));
+                return Err(EngineError::DuplicateTool(spec.name));
             }
-            work_tools.push(Arc::new(
-                Mounted::new(spec, Some(tool)).map_err(EngineError)?,
-            ));
+            work_tools.push(Arc::new(Mounted::new(spec, Some(tool))?));
         }
         Ok(Engine {
             solve_tools,

@@ -128,7 +128,7 @@ impl TurnRun<'_> {
     fn take_results(&mut self, results: Vec<CallResult>) -> bool {
         let mut step_done = false;
         for result in results {
-            let visible = head_tail(&result.output.content, MAX_BYTES, MAX_LINES, &self.texts);
+            let visible = head_tail(result.model_content(), MAX_BYTES, MAX_LINES, &self.texts);
             self.ctx.push(Message::tool_result(&result.call, visible));
             self.artifacts
                 .extend(result.output.artifacts.iter().cloned());

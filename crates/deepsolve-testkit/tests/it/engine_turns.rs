@@ -53,7 +53,11 @@ impl Tool for Reason {
 
     async fn run(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let query = args["query"].as_str().unwrap_or_default();
-        Ok(ToolOutput::ok(format!("{query}\n=> 6 = 2 * 3\nAnswer: 42")))
+        match query {
+            "break" => Err(ToolError::internal("the derivation service is down")),
+            "refuse" => Err(ToolError::actionable("the query names no quantity")),
+            _ => Ok(ToolOutput::ok(format!("{query}\n=> 6 = 2 * 3\nAnswer: 42"))),
+        }
     }
 }
 
@@ -247,6 +251,20 @@ pub const SCENARIOS: &[Scenario] = &[
             }];
         },
         replies: || vec![Reply::text("x = 2."), Reply::text("x = 2 or x = 3.")],
+    },
+    // A tool that fails: internally (the model gets a neutral message), and for its input.
+    Scenario {
+        name: "failing-tool",
+        protocol: Protocol::Native,
+        configure: unchanged,
+        replies: || {
+            vec![
+                plan(&["factor"]),
+                Reply::calls(vec![reason("break"), reason("refuse")]),
+                finish("S1", "(x-2)(x-3)"),
+                Reply::text("x = 2 or x = 3."),
+            ]
+        },
     },
 ];
 
@@ -596,6 +614,8 @@ async fn chinese_turns_carry_no_english_engine_text_and_the_chinese_texts_arrive
         "replan_budget_spent",
         "replan_no_reason",
         "replan_empty_steps",
+        "tool_failed",
+        "tool_internal_error",
     ] {
         assert!(exercised.contains(name), "no turn exercised {name}");
     }

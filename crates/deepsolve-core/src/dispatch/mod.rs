@@ -1,0 +1,174 @@
+//! Tool dispatch for one round: every call judged in order (`judge`), solve tools run inline,
+//! work tools in parallel with timeouts (`run`) — and exactly one result for every call,
+//! always.
+
+mod judge;
+mod repetition;
+mod run;
+mod toolbox;
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::config::SolveConfig;
+use crate::json_repair::{JsonError, parse_lenient};
+use crate::message::ToolCall;
+use crate::solve::{SessionHandle, SpineEffect};
+use crate::texts::Texts;
+use crate::tool::{ToolContext, ToolOutput};
+
+use judge::{Candidate, Round, Verdict};
+use run::{Bounds, Ran, run_work};
+
+pub use repetition::{FORCE_AT, REFUSE_AT, RepetitionGuard, signature};
+pub use toolbox::{Mounted, Toolbox};
+
+/// The result of one call, in call order.
+pub struct CallResult {
+    pub call: ToolCall,
+    pub args: Value,
+    /// What the call's event and the turn record carry.
+    pub output: ToolOutput,
+    /// What the model is shown instead, when it differs (an internal tool error).
+    pub for_model: Option<String>,
+    pub duration_ms: u64,
+    pub effect: SpineEffect,
+}
+
+impl CallResult {
+    /// What the model is shown (before truncation).
+    pub fn model_content(&self) -> &str {
+        self.for_model.as_deref().unwrap_or(&self.output.content)
+    }
+}
+
+pub struct BatchInput<'a> {
+    pub calls: &'a [ToolCall],
+    pub toolbox: &'a Toolbox,
+    pub session: &'a SessionHandle,
+    pub config: &'a SolveConfig,
+    pub guard: &'a mut RepetitionGuard,
+    pub deadline: Instant,
+    pub base_ctx: &'a ToolContext,
+    pub texts: &'a Texts,
+}
+
+pub struct BatchOutput {
+    pub results: Vec<CallResult>,
+    /// The repetition guard reached its forced-answer threshold.
+    pub force_answer: bool,
+}
+
+/// A call judged, waiting to run (or already answered).
+struct Judged<'a> {
+    call: &'a ToolCall,
+    args: Value,
+    verdict: Verdict,
+}
+
+/// Decide what to do with each call, run the spine inline and the work tools in parallel.
+/// `on_start` is told about each call (with its parsed arguments) before anything runs.
+pub async fn run_batch(
+    input: BatchInput<'_>,
+    on_start: &(dyn Fn(&ToolCall, &Value) + Sync),
+    on_done: &(dyn Fn(&CallResult) + Sync),
+) -> BatchOutput {
+    let parsed: Vec<Result<Value, JsonError>> = input
+        .calls
+        .iter()
+        .map(|c| parse_lenient(&c.arguments))
+        .collect();
+    let signatures: Vec<String> = input
+        .calls
+        .iter()
+        .zip(&parsed)
+        .map(|(c, p)| signature(&c.name, p.as_ref().unwrap_or(&Value::Null)))
+        .collect();
+    let streaks = input.guard.observe(&signatures);
+    let force_answer = streaks.iter().any(|s| *s >= FORCE_AT);
+    let mut round = Round {
+        toolbox: input.toolbox,
+        session: input.session,
+        config: input.config,
+        texts: input.texts,
+        limit: input.config.max_parallel_tool_calls as usize,
+        has_work: input
+            .calls
+            .iter()
+            .any(|c| input.toolbox.is_work_tool(&c.name)),
+        first_of: HashMap::new(),
+    };
+    let judged: Vec<Judged<'_>> = input
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(index, call)| {
+            let args = parsed[index].clone().unwrap_or(Value::Null);
+            on_start(call, &args);
+            let verdict = round.judge(Candidate {
+                index,
+                call,
+                parsed: &parsed[index],
+                signature: &signatures[index],
+                streak: streaks[index],
+            });
+            Judged {
+                call,
+                args,
+                verdict,
+            }
+        })
+        .collect();
+    let bounds = Bounds {
+        config: input.config,
+        deadline: input.deadline,
+        texts: input.texts,
+    };
+    let runs = judged
+        .into_iter()
+        .map(|j| execute(j, input.base_ctx, &bounds, on_done));
+    BatchOutput {
+        results: futures::future::join_all(runs).await,
+        force_answer,
+    }
+}
+
+/// One judged call to its result: a work tool runs under its own child context.
+async fn execute(
+    judged: Judged<'_>,
+    base_ctx: &ToolContext,
+    bounds: &Bounds<'_>,
+    on_done: &(dyn Fn(&CallResult) + Sync),
+) -> CallResult {
+    let started = Instant::now();
+    let (ran, effect) = match judged.verdict {
+        Verdict::Done { output, effect } => (
+            Ran {
+                output,
+                for_model: None,
+            },
+            effect,
+        ),
+        Verdict::Work(tool) => {
+            let ctx = ToolContext {
+                call_id: judged.call.id.clone(),
+                cancel: base_ctx.cancel.child_token(),
+                ..base_ctx.clone()
+            };
+            let ran = run_work(tool.as_ref(), judged.args.clone(), &ctx, bounds).await;
+            (ran, SpineEffect::None)
+        }
+    };
+    let result = CallResult {
+        call: judged.call.clone(),
+        args: judged.args,
+        output: ran.output,
+        for_model: ran.for_model,
+        duration_ms: started.elapsed().as_millis() as u64,
+        effect,
+    };
+    on_done(&result);
+    result
+}
