@@ -4,6 +4,8 @@
 //! ([`SECTIONS`]); the final text is re-read by `parse_reply` — this only keeps the live view
 //! clean.
 
+use std::sync::LazyLock;
+
 use crate::wire::markup::{FENCE, SECTIONS, SectionKind, THINK_CLOSE};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,19 +37,28 @@ impl Default for VisibleFilter {
     }
 }
 
-/// What opens a section, and the mode it starts: fenced code, and every markup section.
-fn openers() -> Vec<(&'static str, Mode)> {
-    let sections = SECTIONS.iter().map(|s| {
-        let mode = match s.kind {
+/// What opens a section, and the mode it starts.
+#[derive(Debug, Clone, Copy)]
+struct Opener {
+    open: &'static str,
+    mode: Mode,
+}
+
+/// Fenced code, and every markup section.
+static OPENERS: LazyLock<Vec<Opener>> = LazyLock::new(|| {
+    let sections = SECTIONS.iter().map(|s| Opener {
+        open: s.open,
+        mode: match s.kind {
             SectionKind::Think => Mode::Think,
             SectionKind::InventedResponse | SectionKind::Calls(_) => Mode::Hidden(s.close),
-        };
-        (s.open, mode)
+        },
     });
-    std::iter::once((FENCE, Mode::Fenced))
-        .chain(sections)
-        .collect()
-}
+    let fence = Opener {
+        open: FENCE,
+        mode: Mode::Fenced,
+    };
+    std::iter::once(fence).chain(sections).collect()
+});
 
 /// The length of the longest suffix of `s` that is a proper prefix of one of `tokens`.
 fn partial_suffix(s: &str, tokens: &[&str]) -> usize {
@@ -105,20 +116,23 @@ impl VisibleFilter {
     }
 
     fn visible(&mut self, out: &mut Vec<Piece>) -> bool {
-        let openers = openers();
-        let first = openers
+        let first = OPENERS
             .iter()
-            .filter_map(|(open, mode)| self.buf.find(open).map(|i| (i, *open, *mode)))
-            .min_by_key(|(i, _, _)| *i);
-        if let Some((i, open, mode)) = first {
-            let keep_opener = mode == Mode::Fenced;
-            let end = if keep_opener { i + open.len() } else { i };
+            .filter_map(|o| self.buf.find(o.open).map(|i| (i, o)))
+            .min_by_key(|(i, _)| *i);
+        if let Some((i, opener)) = first {
+            let keep_opener = opener.mode == Mode::Fenced;
+            let end = if keep_opener {
+                i + opener.open.len()
+            } else {
+                i
+            };
             emit(out, Piece::Text(self.buf[..end].to_string()));
-            self.buf.drain(..i + open.len());
-            self.mode = mode;
+            self.buf.drain(..i + opener.open.len());
+            self.mode = opener.mode;
             return true;
         }
-        let tokens: Vec<&str> = openers.iter().map(|(o, _)| *o).collect();
+        let tokens: Vec<&str> = OPENERS.iter().map(|o| o.open).collect();
         let hold = partial_suffix(&self.buf, &tokens);
         let ready = self.buf.len() - hold;
         emit(out, Piece::Text(self.buf[..ready].to_string()));

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::session::{PlanVersion, SolveSession, SolveStep};
+use super::session::{NewSteps, PlanVersion, SolveRecord, SolveSession, SolveStep};
 use crate::model::ToolSpec;
 use crate::texts::{Text, Texts};
 use crate::tool::ToolOutput;
@@ -158,7 +158,7 @@ pub fn plan(session: &mut SolveSession, args: &Value, texts: &Texts) -> SpineRes
     if session.record.has_plan() {
         return SpineResult::refused(texts.get(Text::PlanExists));
     }
-    let (steps, cut) = session.make_steps(&goals_of(args));
+    let NewSteps { steps, cut } = session.make_steps(&goals_of(args));
     if steps.is_empty() {
         return SpineResult::refused(texts.get(Text::PlanEmptySteps));
     }
@@ -183,37 +183,50 @@ pub fn plan(session: &mut SolveSession, args: &Value, texts: &Texts) -> SpineRes
 
 pub fn finish_step(session: &mut SolveSession, args: &Value, texts: &Texts) -> SpineResult {
     let record = &mut session.record;
-    if !record.has_plan() {
-        return SpineResult::refused(texts.get(Text::FinishNoPlan));
-    }
     let step_id = str_arg(args, "step_id");
     // Reasoning never reaches a folded summary.
     let summary = crate::wire::markup::split_think(str_arg(args, "summary")).visible;
     let summary = summary.trim();
+    match finishable(record, step_id, summary, texts) {
+        Ok(index) => close_step(record, index, summary, texts),
+        Err(refusal) => SpineResult::refused(refusal),
+    }
+}
+
+/// The index of the step `step_id` when it may be finished with `summary`, or the refusal.
+fn finishable(
+    record: &SolveRecord,
+    step_id: &str,
+    summary: &str,
+    texts: &Texts,
+) -> Result<usize, String> {
+    if !record.has_plan() {
+        return Err(texts.get(Text::FinishNoPlan).to_string());
+    }
     let Some(index) = record.steps.iter().position(|s| s.id == step_id) else {
         let ids: Vec<&str> = record.steps.iter().map(|s| s.id.as_str()).collect();
-        return SpineResult::refused(texts.render(
+        return Err(texts.render(
             Text::FinishUnknownStep,
             &[("step_id", &step_id), ("ids", &ids.join(", "))],
         ));
     };
     if record.steps[index].done {
-        return SpineResult::refused(
-            texts.render(Text::FinishAlreadyDone, &[("step_id", &step_id)]),
-        );
+        return Err(texts.render(Text::FinishAlreadyDone, &[("step_id", &step_id)]));
     }
-    let current = record.current().map(|s| (s.id.clone(), s.goal.clone()));
-    if let Some((current_id, current_goal)) = current
-        && current_id != step_id
-    {
-        return SpineResult::refused(texts.render(
+    if let Some(current) = record.current().filter(|s| s.id != step_id) {
+        return Err(texts.render(
             Text::FinishSkipped,
-            &[("current_id", &current_id), ("current_goal", &current_goal)],
+            &[("current_id", &current.id), ("current_goal", &current.goal)],
         ));
     }
     if summary.is_empty() {
-        return SpineResult::refused(texts.get(Text::FinishEmptySummary));
+        return Err(texts.get(Text::FinishEmptySummary).to_string());
     }
+    Ok(index)
+}
+
+/// Mark step `index` done with `summary`; the result names the next step.
+fn close_step(record: &mut SolveRecord, index: usize, summary: &str, texts: &Texts) -> SpineResult {
     let step = &mut record.steps[index];
     step.done = true;
     step.summary = Some(summary.to_string());
@@ -223,9 +236,8 @@ pub fn finish_step(session: &mut SolveSession, args: &Value, texts: &Texts) -> S
         goal: step.goal.clone(),
         summary: summary.to_string(),
     };
-    let next = record.current().map(step_json);
-    let all_done = next.is_none();
-    let instruction = match record.current() {
+    let next = record.current();
+    let instruction = match next {
         None => texts.get(Text::FinishInstructionDone).to_string(),
         Some(next) => texts.render(
             Text::FinishInstructionNext,
@@ -236,8 +248,8 @@ pub fn finish_step(session: &mut SolveSession, args: &Value, texts: &Texts) -> S
         json!({
             "status": "step_done",
             "completed": completed,
-            "next": next,
-            "all_done": all_done,
+            "next": next.map(step_json),
+            "all_done": next.is_none(),
             "instruction": instruction,
         }),
         effect,
@@ -259,7 +271,7 @@ pub fn replan(session: &mut SolveSession, args: &Value, texts: &Texts) -> SpineR
     if reason.is_empty() {
         return SpineResult::refused(texts.get(Text::ReplanNoReason));
     }
-    let (steps, cut) = session.make_steps(&goals_of(args));
+    let NewSteps { steps, cut } = session.make_steps(&goals_of(args));
     if steps.is_empty() {
         return SpineResult::refused(texts.get(Text::ReplanEmptySteps));
     }
