@@ -68,6 +68,31 @@ struct Judged<'a> {
     verdict: Verdict,
 }
 
+/// A round's calls as read: arguments parsed leniently, signatures, and repetition streaks.
+struct Read {
+    parsed: Vec<Result<Value, JsonError>>,
+    signatures: Vec<String>,
+    streaks: Vec<u32>,
+}
+
+impl Read {
+    fn new(calls: &[ToolCall], guard: &mut RepetitionGuard) -> Self {
+        let parsed: Vec<Result<Value, JsonError>> =
+            calls.iter().map(|c| parse_lenient(&c.arguments)).collect();
+        let signatures: Vec<String> = calls
+            .iter()
+            .zip(&parsed)
+            .map(|(c, p)| signature(&c.name, p.as_ref().unwrap_or(&Value::Null)))
+            .collect();
+        let streaks = guard.observe(&signatures);
+        Read {
+            parsed,
+            signatures,
+            streaks,
+        }
+    }
+}
+
 /// Decide what to do with each call, run the spine inline and the work tools in parallel.
 /// `on_start` is told about each call (with its parsed arguments) before anything runs.
 pub async fn run_batch(
@@ -75,52 +100,9 @@ pub async fn run_batch(
     on_start: &(dyn Fn(&ToolCall, &Value) + Sync),
     on_done: &(dyn Fn(&CallResult) + Sync),
 ) -> BatchOutput {
-    let parsed: Vec<Result<Value, JsonError>> = input
-        .calls
-        .iter()
-        .map(|c| parse_lenient(&c.arguments))
-        .collect();
-    let signatures: Vec<String> = input
-        .calls
-        .iter()
-        .zip(&parsed)
-        .map(|(c, p)| signature(&c.name, p.as_ref().unwrap_or(&Value::Null)))
-        .collect();
-    let streaks = input.guard.observe(&signatures);
-    let force_answer = streaks.iter().any(|s| *s >= FORCE_AT);
-    let mut round = Round {
-        toolbox: input.toolbox,
-        session: input.session,
-        config: input.config,
-        texts: input.texts,
-        limit: input.config.max_parallel_tool_calls as usize,
-        has_work: input
-            .calls
-            .iter()
-            .any(|c| input.toolbox.is_work_tool(&c.name)),
-        first_of: HashMap::new(),
-    };
-    let judged: Vec<Judged<'_>> = input
-        .calls
-        .iter()
-        .enumerate()
-        .map(|(index, call)| {
-            let args = parsed[index].clone().unwrap_or(Value::Null);
-            on_start(call, &args);
-            let verdict = round.judge(Candidate {
-                index,
-                call,
-                parsed: &parsed[index],
-                signature: &signatures[index],
-                streak: streaks[index],
-            });
-            Judged {
-                call,
-                args,
-                verdict,
-            }
-        })
-        .collect();
+    let read = Read::new(input.calls, input.guard);
+    let force_answer = read.streaks.iter().any(|s| *s >= FORCE_AT);
+    let judged = judge_all(&input, &read, on_start);
     let bounds = Bounds {
         config: input.config,
         deadline: input.deadline,
@@ -133,6 +115,47 @@ pub async fn run_batch(
         results: futures::future::join_all(runs).await,
         force_answer,
     }
+}
+
+/// Every call through the gates, in call order (solve tools run as they are judged).
+fn judge_all<'a>(
+    input: &BatchInput<'a>,
+    read: &Read,
+    on_start: &(dyn Fn(&ToolCall, &Value) + Sync),
+) -> Vec<Judged<'a>> {
+    let mut round = Round {
+        toolbox: input.toolbox,
+        session: input.session,
+        config: input.config,
+        texts: input.texts,
+        limit: input.config.max_parallel_tool_calls as usize,
+        has_work: input
+            .calls
+            .iter()
+            .any(|c| input.toolbox.is_work_tool(&c.name)),
+        first_of: HashMap::new(),
+    };
+    input
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(index, call)| {
+            let args = read.parsed[index].clone().unwrap_or(Value::Null);
+            on_start(call, &args);
+            let verdict = round.judge(Candidate {
+                index,
+                call,
+                parsed: &read.parsed[index],
+                signature: &read.signatures[index],
+                streak: read.streaks[index],
+            });
+            Judged {
+                call,
+                args,
+                verdict,
+            }
+        })
+        .collect()
 }
 
 /// One judged call to its result: a work tool runs under its own child context.

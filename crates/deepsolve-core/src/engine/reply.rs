@@ -100,28 +100,35 @@ impl TurnRun<'_> {
             c.reasoning.push_str(&parsed.reasoning);
         }
         c.text = parsed.visible;
-        let mut unreadable = Vec::new();
-        if c.tool_calls.is_empty() {
-            for call in parsed.calls {
-                match call {
-                    ParsedCall::Call { name, arguments } => {
-                        let id = self.next_call_id();
-                        c.tool_calls.push(ToolCall {
-                            id,
-                            name,
-                            arguments,
-                        });
-                    }
-                    ParsedCall::Malformed { raw, error } => {
-                        unreadable.push(Unreadable { raw, error });
-                    }
-                }
-            }
-        }
+        let unreadable = if c.tool_calls.is_empty() {
+            self.take_text_calls(parsed.calls, &mut c.tool_calls)
+        } else {
+            Vec::new()
+        };
         Interpreted {
             completion: c,
             unreadable,
         }
+    }
+
+    /// Calls read from the reply's text join `calls` (with ids); the unreadable ones return.
+    fn take_text_calls(
+        &mut self,
+        parsed: Vec<ParsedCall>,
+        calls: &mut Vec<ToolCall>,
+    ) -> Vec<Unreadable> {
+        let mut unreadable = Vec::new();
+        for call in parsed {
+            match call {
+                ParsedCall::Call { name, arguments } => calls.push(ToolCall {
+                    id: self.next_call_id(),
+                    name,
+                    arguments,
+                }),
+                ParsedCall::Malformed { raw, error } => unreadable.push(Unreadable { raw, error }),
+            }
+        }
+        unreadable
     }
 
     /// Ids for calls read from text: unique within the turn (and across turns, by turn id).
