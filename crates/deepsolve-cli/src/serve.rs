@@ -101,7 +101,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .settings
             .llm
             .context_window
-            .unwrap_or(deepsolve_core::engine::DEFAULT_CONTEXT_WINDOW),
+            .unwrap_or(deepsolve_core::DEFAULT_CONTEXT_WINDOW),
         max_running_turns: args.max_turns.max(1),
         workspace_root: Some(data_dir()?.join("turns")),
         settings_path: Some(loaded.path.clone()),

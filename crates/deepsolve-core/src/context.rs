@@ -33,7 +33,7 @@ impl Entry {
     }
 }
 
-pub struct Context {
+pub(crate) struct Context {
     prefix: Vec<Message>,
     prefix_tokens: u64,
     working: Vec<Entry>,
@@ -43,7 +43,7 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(prefix: Vec<Message>, texts: Arc<Texts>) -> Self {
+    pub(crate) fn new(prefix: Vec<Message>, texts: Arc<Texts>) -> Self {
         let prefix_tokens = prefix.iter().map(tokens::message_tokens).sum();
         Context {
             prefix,
@@ -55,7 +55,7 @@ impl Context {
     }
 
     /// Replace the system prompt (only when the protocol switches mid-turn).
-    pub fn set_system(&mut self, content: String) {
+    pub(crate) fn set_system(&mut self, content: String) {
         if let Some(first) = self.prefix.first_mut() {
             self.prefix_tokens -= tokens::message_tokens(first);
             first.content = content;
@@ -63,7 +63,7 @@ impl Context {
         }
     }
 
-    pub fn push(&mut self, message: Message) {
+    pub(crate) fn push(&mut self, message: Message) {
         let tokens = tokens::message_tokens(&message);
         self.working.push(Entry {
             message,
@@ -74,7 +74,7 @@ impl Context {
 
     /// The request's messages: prefix, working messages, then the ephemeral tail (progress
     /// block, notices), normalised.
-    pub fn request_messages(&self, tail: Option<String>) -> Vec<Message> {
+    pub(crate) fn request_messages(&self, tail: Option<String>) -> Vec<Message> {
         let mut messages = Vec::with_capacity(self.prefix.len() + self.working.len() + 1);
         messages.extend(self.prefix.iter().cloned());
         messages.extend(self.working.iter().map(|e| e.message.clone()));
@@ -85,27 +85,27 @@ impl Context {
     }
 
     /// Estimated prompt tokens of a request with this tail.
-    pub fn estimate(&self, tail_tokens: u64) -> u64 {
+    pub(crate) fn estimate(&self, tail_tokens: u64) -> u64 {
         let raw =
             self.prefix_tokens + self.working.iter().map(|e| e.tokens).sum::<u64>() + tail_tokens;
         (raw as f64 * self.calibration).round() as u64
     }
 
     /// Learn from the provider's count for a request we estimated at `estimated`.
-    pub fn calibrate(&mut self, estimated_raw: u64, reported: u64) {
+    pub(crate) fn calibrate(&mut self, estimated_raw: u64, reported: u64) {
         if estimated_raw > 0 && reported > 0 {
             self.calibration = (reported as f64 / estimated_raw as f64).clamp(0.5, 2.0);
         }
     }
 
-    pub fn raw_estimate(&self, tail_tokens: u64) -> u64 {
+    pub(crate) fn raw_estimate(&self, tail_tokens: u64) -> u64 {
         self.prefix_tokens + self.working.iter().map(|e| e.tokens).sum::<u64>() + tail_tokens
     }
 
     /// The fold: drop the finished step's chatter, keeping only the last exchange (the
     /// `solve_finish_step` call and its result), so the model still sees its step accepted and
     /// what comes next; the progress block carries the rest.
-    pub fn fold(&mut self) {
+    pub(crate) fn fold(&mut self) {
         let keep_from = self
             .working
             .iter()
@@ -115,7 +115,7 @@ impl Context {
     }
 
     /// Snip the oldest unsnipped tool output to a stub. Returns false when nothing is left.
-    pub fn snip_oldest_tool_output(&mut self) -> bool {
+    pub(crate) fn snip_oldest_tool_output(&mut self) -> bool {
         let stub = self.texts.get(Text::OutputSnipped);
         let target = self
             .working
@@ -131,7 +131,7 @@ impl Context {
     }
 
     /// Replace the largest tool output of the current step with a stub (ultimatum path).
-    pub fn drop_largest_tool_output(&mut self) -> bool {
+    pub(crate) fn drop_largest_tool_output(&mut self) -> bool {
         let stub = self.texts.get(Text::OutputSnipped);
         let largest = self
             .working

@@ -79,7 +79,7 @@ fn strip_fence(s: &str) -> &str {
 
 /// Best-effort repair of near-JSON: single-quoted strings, Python literals, trailing commas,
 /// raw newlines inside strings, unquoted keys, text around the object, and missing closers.
-pub fn repair(input: &str) -> String {
+pub(crate) fn repair(input: &str) -> String {
     let s = slice_from_first_opener(input);
     let mut out = String::with_capacity(s.len() + 8);
     let mut stack: Vec<char> = Vec::new();

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use crate::message::{Message, Role};
 
 /// `no_result` is what a call without a result is answered with.
-pub fn normalize(messages: Vec<Message>, no_result: &str) -> Vec<Message> {
+pub(crate) fn normalize(messages: Vec<Message>, no_result: &str) -> Vec<Message> {
     let paired = pair_tool_calls(messages, no_result);
     merge_and_clean(paired)
 }

@@ -4,18 +4,18 @@
 use crate::solve::SolveRecord;
 use crate::texts::{Text, Texts};
 
-pub const PROGRESS_MARKER: &str = "[deepsolve:progress]";
+pub(crate) const PROGRESS_MARKER: &str = "[deepsolve:progress]";
 const PROBLEM_CHARS: usize = 2000;
 /// From this many rounds left, the block says how many remain.
 const ROUNDS_LEFT_NOTE_AT: u32 = 2;
 
-pub struct Position {
-    pub round: u32,
-    pub max_rounds: u32,
-    pub settlement_rounds: u32,
+pub(crate) struct Position {
+    pub(crate) round: u32,
+    pub(crate) max_rounds: u32,
+    pub(crate) settlement_rounds: u32,
 }
 
-pub fn render(problem: &str, record: &SolveRecord, at: &Position, texts: &Texts) -> String {
+pub(crate) fn render(problem: &str, record: &SolveRecord, at: &Position, texts: &Texts) -> String {
     let mut out = format!("{PROGRESS_MARKER} {}", header(record, at, texts));
     if let Some(note) = rounds_left_note(at, texts) {
         out.push_str(" · ");
@@ -43,7 +43,7 @@ pub fn render(problem: &str, record: &SolveRecord, at: &Position, texts: &Texts)
 
 /// `\n  [x] S1 goal — summary`: the language-neutral checklist line (the record in a later
 /// turn's history uses it too).
-pub fn step_line(step: &crate::solve::SolveStep) -> String {
+pub(crate) fn step_line(step: &crate::solve::SolveStep) -> String {
     let mark = if step.done { "[x]" } else { "[ ]" };
     let mut line = format!("\n  {mark} {} {}", step.id, step.goal);
     if let Some(summary) = &step.summary {

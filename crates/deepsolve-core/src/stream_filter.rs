@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use crate::wire::markup::{FENCE, SECTIONS, SectionKind, THINK_CLOSE};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Piece {
+pub(crate) enum Piece {
     Text(String),
     Reasoning(String),
 }
@@ -23,7 +23,7 @@ enum Mode {
 }
 
 #[derive(Debug)]
-pub struct VisibleFilter {
+pub(crate) struct VisibleFilter {
     buf: String,
     mode: Mode,
 }
@@ -77,7 +77,7 @@ fn partial_suffix(s: &str, tokens: &[&str]) -> usize {
 }
 
 impl VisibleFilter {
-    pub fn push(&mut self, text: &str) -> Vec<Piece> {
+    pub(crate) fn push(&mut self, text: &str) -> Vec<Piece> {
         self.buf.push_str(text);
         let mut out = Vec::new();
         while self.step(&mut out) {}
@@ -85,7 +85,7 @@ impl VisibleFilter {
     }
 
     /// Flush at the end of the stream: held-back text that never became a tag is shown.
-    pub fn finish(&mut self) -> Vec<Piece> {
+    pub(crate) fn finish(&mut self) -> Vec<Piece> {
         let rest = std::mem::take(&mut self.buf);
         match self.mode {
             Mode::Visible | Mode::Fenced if !rest.is_empty() => vec![Piece::Text(rest)],

@@ -158,6 +158,11 @@ impl Texts {
         Text::ALL.iter().map(|t| t.name())
     }
 
+    /// The `{name}` placeholders of a template.
+    pub fn placeholders(template: &str) -> BTreeSet<&str> {
+        placeholders(template)
+    }
+
     pub fn language(&self) -> Language {
         self.language
     }
@@ -204,7 +209,7 @@ fn is_placeholder_char(c: char) -> bool {
 }
 
 /// The `{name}` placeholders of a template (a `{` not followed by `name}` is literal text).
-pub fn placeholders(template: &str) -> BTreeSet<&str> {
+pub(crate) fn placeholders(template: &str) -> BTreeSet<&str> {
     let mut found = BTreeSet::new();
     let mut rest = template;
     while let Some(open) = rest.find('{') {
@@ -222,7 +227,7 @@ pub fn placeholders(template: &str) -> BTreeSet<&str> {
 
 /// Fill `{name}` placeholders in one pass: values are never re-scanned, and a `{` that opens
 /// no known placeholder is kept as it is.
-pub fn fill(template: &str, args: &[(&str, &dyn Display)]) -> String {
+pub(crate) fn fill(template: &str, args: &[(&str, &dyn Display)]) -> String {
     let mut out = String::with_capacity(template.len() + 64);
     let mut rest = template;
     while let Some(open) = rest.find('{') {

@@ -3,12 +3,12 @@
 
 use crate::texts::{Text, Texts};
 
-pub const MAX_BYTES: usize = 10 * 1024;
-pub const MAX_LINES: usize = 256;
+pub(crate) const MAX_BYTES: usize = 10 * 1024;
+pub(crate) const MAX_LINES: usize = 256;
 
 /// Keep the head and the tail of `text` within `max_bytes` and `max_lines`, with a marker
 /// saying how much was left out. Returns the text unchanged when it fits.
-pub fn head_tail(text: &str, max_bytes: usize, max_lines: usize, texts: &Texts) -> String {
+pub(crate) fn head_tail(text: &str, max_bytes: usize, max_lines: usize, texts: &Texts) -> String {
     let lines = text.split_inclusive('\n').count();
     if text.len() <= max_bytes && lines <= max_lines {
         return text.to_string();

@@ -17,7 +17,7 @@
 //! a history into the native shape the policies read (assistant `tool_calls`, `tool`
 //! messages), so every policy plays tags mode unchanged.
 
-use deepsolve_core::json_repair::parse_lenient;
+use deepsolve_core::parse_lenient;
 use deepsolve_core::{Message, Role, ToolCall};
 use serde_json::Value;
 

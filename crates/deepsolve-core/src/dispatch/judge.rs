@@ -37,30 +37,30 @@ fn refuse(message: impl Into<String>) -> Verdict {
 
 /// The round's shared context for judging its calls.
 pub(super) struct Round<'a> {
-    pub toolbox: &'a Toolbox,
-    pub session: &'a SessionHandle,
-    pub config: &'a SolveConfig,
-    pub texts: &'a Texts,
+    pub(super) toolbox: &'a Toolbox,
+    pub(super) session: &'a SessionHandle,
+    pub(super) config: &'a SolveConfig,
+    pub(super) texts: &'a Texts,
     /// Calls past this index are skipped.
-    pub limit: usize,
+    pub(super) limit: usize,
     /// The round calls a work tool (a `solve_finish_step` beside it is refused).
-    pub has_work: bool,
+    pub(super) has_work: bool,
     /// The first call of each signature this round, for duplicates.
-    pub first_of: HashMap<String, String>,
+    pub(super) first_of: HashMap<String, String>,
 }
 
 /// One call as it comes to be judged.
 pub(super) struct Candidate<'a> {
-    pub index: usize,
-    pub call: &'a ToolCall,
-    pub parsed: &'a Result<Value, JsonError>,
-    pub signature: &'a str,
+    pub(super) index: usize,
+    pub(super) call: &'a ToolCall,
+    pub(super) parsed: &'a Result<Value, JsonError>,
+    pub(super) signature: &'a str,
     /// Rounds in a row this exact call was made.
-    pub streak: u32,
+    pub(super) streak: u32,
 }
 
 impl Round<'_> {
-    pub fn judge(&mut self, c: Candidate<'_>) -> Verdict {
+    pub(super) fn judge(&mut self, c: Candidate<'_>) -> Verdict {
         let texts = self.texts;
         if c.index >= self.limit {
             return refuse(texts.render(Text::RefuseOverLimit, &[("limit", &self.limit)]));

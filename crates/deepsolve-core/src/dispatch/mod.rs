@@ -22,43 +22,42 @@ use crate::tool::{ToolContext, ToolOutput};
 use judge::{Candidate, Round, Verdict};
 use run::{Bounds, Ran, run_work};
 
-pub use repetition::{FORCE_AT, REFUSE_AT, RepetitionGuard, signature};
-pub use toolbox::{Mounted, Toolbox};
+pub(crate) use repetition::{FORCE_AT, RepetitionGuard, signature};
+pub(crate) use toolbox::{Mounted, Toolbox};
 
 /// The result of one call, in call order.
-pub struct CallResult {
-    pub call: ToolCall,
-    pub args: Value,
+pub(crate) struct CallResult {
+    pub(crate) call: ToolCall,
     /// What the call's event and the turn record carry.
-    pub output: ToolOutput,
+    pub(crate) output: ToolOutput,
     /// What the model is shown instead, when it differs (an internal tool error).
-    pub for_model: Option<String>,
-    pub duration_ms: u64,
-    pub effect: SpineEffect,
+    pub(crate) for_model: Option<String>,
+    pub(crate) duration_ms: u64,
+    pub(crate) effect: SpineEffect,
 }
 
 impl CallResult {
     /// What the model is shown (before truncation).
-    pub fn model_content(&self) -> &str {
+    pub(crate) fn model_content(&self) -> &str {
         self.for_model.as_deref().unwrap_or(&self.output.content)
     }
 }
 
-pub struct BatchInput<'a> {
-    pub calls: &'a [ToolCall],
-    pub toolbox: &'a Toolbox,
-    pub session: &'a SessionHandle,
-    pub config: &'a SolveConfig,
-    pub guard: &'a mut RepetitionGuard,
-    pub deadline: Instant,
-    pub base_ctx: &'a ToolContext,
-    pub texts: &'a Texts,
+pub(crate) struct BatchInput<'a> {
+    pub(crate) calls: &'a [ToolCall],
+    pub(crate) toolbox: &'a Toolbox,
+    pub(crate) session: &'a SessionHandle,
+    pub(crate) config: &'a SolveConfig,
+    pub(crate) guard: &'a mut RepetitionGuard,
+    pub(crate) deadline: Instant,
+    pub(crate) base_ctx: &'a ToolContext,
+    pub(crate) texts: &'a Texts,
 }
 
-pub struct BatchOutput {
-    pub results: Vec<CallResult>,
+pub(crate) struct BatchOutput {
+    pub(crate) results: Vec<CallResult>,
     /// The repetition guard reached its forced-answer threshold.
-    pub force_answer: bool,
+    pub(crate) force_answer: bool,
 }
 
 /// A call judged, waiting to run (or already answered).
@@ -95,7 +94,7 @@ impl Read {
 
 /// Decide what to do with each call, run the spine inline and the work tools in parallel.
 /// `on_start` is told about each call (with its parsed arguments) before anything runs.
-pub async fn run_batch(
+pub(crate) async fn run_batch(
     input: BatchInput<'_>,
     on_start: &(dyn Fn(&ToolCall, &Value) + Sync),
     on_done: &(dyn Fn(&CallResult) + Sync),
@@ -180,13 +179,12 @@ async fn execute(
                 cancel: base_ctx.cancel.child_token(),
                 ..base_ctx.clone()
             };
-            let ran = run_work(tool.as_ref(), judged.args.clone(), &ctx, bounds).await;
+            let ran = run_work(tool.as_ref(), judged.args, &ctx, bounds).await;
             (ran, SpineEffect::None)
         }
     };
     let result = CallResult {
         call: judged.call.clone(),
-        args: judged.args,
         output: ran.output,
         for_model: ran.for_model,
         duration_ms: started.elapsed().as_millis() as u64,

@@ -6,19 +6,19 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 /// From this many rounds in a row, the call is refused…
-pub const REFUSE_AT: u32 = 3;
+pub(crate) const REFUSE_AT: u32 = 3;
 /// …and from this many, the turn goes to a forced answer.
-pub const FORCE_AT: u32 = 5;
+pub(crate) const FORCE_AT: u32 = 5;
 
 /// Tracks how many rounds in a row each exact call was made.
 #[derive(Default)]
-pub struct RepetitionGuard {
+pub(crate) struct RepetitionGuard {
     streaks: HashMap<String, u32>,
 }
 
 impl RepetitionGuard {
     /// Record a round's call signatures; returns each one's streak (rounds in a row).
-    pub fn observe(&mut self, sigs: &[String]) -> Vec<u32> {
+    pub(crate) fn observe(&mut self, sigs: &[String]) -> Vec<u32> {
         let mut next = HashMap::new();
         let streaks = sigs
             .iter()
@@ -34,7 +34,7 @@ impl RepetitionGuard {
 }
 
 /// A stable text for `(name, arguments)`, keys sorted at every depth.
-pub fn signature(name: &str, args: &Value) -> String {
+pub(crate) fn signature(name: &str, args: &Value) -> String {
     let mut out = format!("{name}:");
     canonical(args, &mut out);
     out

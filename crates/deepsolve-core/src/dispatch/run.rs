@@ -15,8 +15,8 @@ use crate::tool::{Tool, ToolContext, ToolError, ToolOutput};
 /// What a work call produced: the output (for events and the record) and, when the model
 /// must be shown something else, that.
 pub(super) struct Ran {
-    pub output: ToolOutput,
-    pub for_model: Option<String>,
+    pub(super) output: ToolOutput,
+    pub(super) for_model: Option<String>,
 }
 
 impl Ran {
@@ -30,9 +30,9 @@ impl Ran {
 
 /// The limits of one call.
 pub(super) struct Bounds<'a> {
-    pub config: &'a SolveConfig,
-    pub deadline: Instant,
-    pub texts: &'a Texts,
+    pub(super) config: &'a SolveConfig,
+    pub(super) deadline: Instant,
+    pub(super) texts: &'a Texts,
 }
 
 /// Run one work tool with its timeout; a panic or an error becomes an error result.

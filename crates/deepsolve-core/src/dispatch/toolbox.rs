@@ -10,14 +10,14 @@ use crate::tool::ToolRef;
 
 /// A tool with its compiled argument validator (a solve tool has no implementation here:
 /// the spine runs it).
-pub struct Mounted {
-    pub spec: ToolSpec,
-    pub tool: Option<ToolRef>,
+pub(crate) struct Mounted {
+    pub(crate) spec: ToolSpec,
+    pub(crate) tool: Option<ToolRef>,
     validator: jsonschema::Validator,
 }
 
 impl Mounted {
-    pub fn new(spec: ToolSpec, tool: Option<ToolRef>) -> Result<Self, EngineError> {
+    pub(crate) fn new(spec: ToolSpec, tool: Option<ToolRef>) -> Result<Self, EngineError> {
         let validator = jsonschema::validator_for(&spec.parameters).map_err(|e| {
             EngineError::InvalidSchema {
                 tool: spec.name.clone(),
@@ -32,7 +32,7 @@ impl Mounted {
     }
 
     /// The validator's messages, joined, when the arguments do not fit the schema.
-    pub fn validate(&self, args: &Value) -> Result<(), String> {
+    pub(crate) fn validate(&self, args: &Value) -> Result<(), String> {
         let errors: Vec<String> = self
             .validator
             .iter_errors(args)
@@ -54,30 +54,30 @@ impl Mounted {
 }
 
 /// The tools offered in one turn, by name.
-pub struct Toolbox {
+pub(crate) struct Toolbox {
     mounted: Vec<Arc<Mounted>>,
 }
 
 impl Toolbox {
-    pub fn new(mounted: Vec<Arc<Mounted>>) -> Self {
+    pub(crate) fn new(mounted: Vec<Arc<Mounted>>) -> Self {
         Toolbox { mounted }
     }
 
-    pub fn specs(&self) -> Vec<ToolSpec> {
+    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
         self.mounted.iter().map(|m| m.spec.clone()).collect()
     }
 
     /// The work tools' implementations (for turn start/finish hooks).
-    pub fn work_tools(&self) -> impl Iterator<Item = &ToolRef> {
+    pub(crate) fn work_tools(&self) -> impl Iterator<Item = &ToolRef> {
         self.mounted.iter().filter_map(|m| m.tool.as_ref())
     }
 
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         self.mounted.iter().map(|m| m.spec.name.clone()).collect()
     }
 
     /// Exact name first, then a unique case-insensitive match.
-    pub fn resolve(&self, name: &str) -> Option<&Arc<Mounted>> {
+    pub(crate) fn resolve(&self, name: &str) -> Option<&Arc<Mounted>> {
         let name = name.trim();
         if let Some(m) = self.mounted.iter().find(|m| m.spec.name == name) {
             return Some(m);
@@ -93,7 +93,7 @@ impl Toolbox {
     }
 
     /// A call names a work tool (not a solve tool) this turn offers.
-    pub fn is_work_tool(&self, name: &str) -> bool {
+    pub(crate) fn is_work_tool(&self, name: &str) -> bool {
         self.resolve(name)
             .is_some_and(|m| !crate::solve::is_solve_tool(&m.spec.name))
     }

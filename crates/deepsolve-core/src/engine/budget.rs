@@ -49,13 +49,13 @@ pub(super) struct Budget {
     deadline: Instant,
     /// Wall-clock time spent before a resume.
     spent_before: Duration,
-    pub usage: Usage,
-    pub rounds: u32,
+    pub(super) usage: Usage,
+    pub(super) rounds: u32,
 }
 
 impl Budget {
     /// The budget of a turn, continuing from `resume`'s spending when there is one.
-    pub fn new(cfg: &SolveConfig, context_window: u64, resume: Option<&Checkpoint>) -> Self {
+    pub(super) fn new(cfg: &SolveConfig, context_window: u64, resume: Option<&Checkpoint>) -> Self {
         let started = Instant::now();
         let spent_before = Duration::from_millis(resume.map_or(0, |r| r.elapsed_ms));
         Budget {
@@ -73,38 +73,38 @@ impl Budget {
         }
     }
 
-    pub fn window(&self) -> u64 {
+    pub(super) fn window(&self) -> u64 {
         self.window
     }
 
-    pub fn max_rounds(&self) -> u32 {
+    pub(super) fn max_rounds(&self) -> u32 {
         self.max_rounds
     }
 
-    pub fn deadline(&self) -> Instant {
+    pub(super) fn deadline(&self) -> Instant {
         self.deadline
     }
 
     /// The deadline of the forced answer: the turn's, or a grace period from now.
-    pub fn forced_answer_deadline(&self) -> Instant {
+    pub(super) fn forced_answer_deadline(&self) -> Instant {
         self.deadline.max(Instant::now() + FORCED_ANSWER_GRACE)
     }
 
-    pub fn elapsed_ms(&self) -> u64 {
+    pub(super) fn elapsed_ms(&self) -> u64 {
         (self.spent_before + self.started.elapsed()).as_millis() as u64
     }
 
     /// Rounds including the settlement rounds after the budget.
-    pub fn max_total_rounds(&self) -> u32 {
+    pub(super) fn max_total_rounds(&self) -> u32 {
         self.max_rounds + self.settlement_rounds
     }
 
-    pub fn rounds_left(&self) -> bool {
+    pub(super) fn rounds_left(&self) -> bool {
         self.rounds < self.max_total_rounds()
     }
 
     /// Why no further round may start (in the order they are checked), if one may not.
-    pub fn exhausted(&self) -> Option<StopReason> {
+    pub(super) fn exhausted(&self) -> Option<StopReason> {
         if Instant::now() >= self.deadline {
             return Some(StopReason::TurnTimeout);
         }
@@ -115,7 +115,7 @@ impl Budget {
     }
 
     /// Where round `round` stands, for the progress block.
-    pub fn position(&self, round: u32) -> Position {
+    pub(super) fn position(&self, round: u32) -> Position {
         Position {
             round,
             max_rounds: self.max_rounds,
@@ -124,37 +124,37 @@ impl Budget {
     }
 
     /// The round budget is spent: settlement rounds only.
-    pub fn in_settlement(&self, round: u32) -> bool {
+    pub(super) fn in_settlement(&self, round: u32) -> bool {
         round > self.max_rounds
     }
 
     /// The token notice is due (two thirds of the token budget spent).
-    pub fn token_notice_due(&self) -> bool {
+    pub(super) fn token_notice_due(&self) -> bool {
         let (num, den) = TOKEN_NOTICE_AT;
         self.token_budget > 0 && self.usage.total() * den >= self.token_budget * num
     }
 
-    pub fn token_budget(&self) -> u64 {
+    pub(super) fn token_budget(&self) -> u64 {
         self.token_budget
     }
 
     /// Room kept free in the window for the reply.
-    pub fn reserve(&self) -> u64 {
+    pub(super) fn reserve(&self) -> u64 {
         u64::from(self.max_tokens).min(self.window / RESERVE_DIVISOR)
     }
 
     /// The output budget of the forced answer.
-    pub fn forced_answer_tokens(&self) -> u32 {
+    pub(super) fn forced_answer_tokens(&self) -> u32 {
         self.reserve().max(MIN_FORCED_ANSWER_TOKENS) as u32
     }
 
     /// The prompt size at which the forced answer drops tool outputs.
-    pub fn forced_answer_limit(&self) -> u64 {
+    pub(super) fn forced_answer_limit(&self) -> u64 {
         (self.window as f64 * self.ultimatum_at) as u64
     }
 
     /// The prompt size past which no round starts (a forced answer instead).
-    pub fn ultimatum_limit(&self) -> u64 {
+    pub(super) fn ultimatum_limit(&self) -> u64 {
         self.forced_answer_limit().saturating_sub(self.reserve())
     }
 
@@ -163,12 +163,12 @@ impl Budget {
         ((self.window as f64 * COMPACT_AT) as u64).min(self.ultimatum_limit())
     }
 
-    pub fn max_tokens(&self) -> u32 {
+    pub(super) fn max_tokens(&self) -> u32 {
         self.max_tokens
     }
 
     /// The larger output budget for the one retry, given the prompt's size.
-    pub fn retry_max_tokens(&self, prompt_tokens: u64) -> u32 {
+    pub(super) fn retry_max_tokens(&self, prompt_tokens: u64) -> u32 {
         let room = self.window.saturating_sub(prompt_tokens);
         self.max_tokens
             .saturating_mul(OUTPUT_RETRY_FACTOR)

@@ -30,27 +30,27 @@ pub(super) struct ReplyState {
 
 impl ReplyState {
     /// The next round's output budget (`configured` unless a retry asked for more).
-    pub fn take_max_tokens(&mut self, configured: u32) -> u32 {
+    pub(super) fn take_max_tokens(&mut self, configured: u32) -> u32 {
         self.next_max_tokens.take().unwrap_or(configured)
     }
 
     /// Text held back from replies cut off by the output limit, emptied.
-    pub fn take_answer_parts(&mut self) -> String {
+    pub(super) fn take_answer_parts(&mut self) -> String {
         std::mem::take(&mut self.answer_parts).concat()
     }
 }
 
 /// A call-shaped block the model wrote that could not be read.
 pub(super) struct Unreadable {
-    pub raw: String,
-    pub error: MarkupError,
+    pub(super) raw: String,
+    pub(super) error: MarkupError,
 }
 
 /// A completion as the protocol read it.
 pub(super) struct Interpreted {
     /// Visible text only; calls written as markup moved to `tool_calls`.
-    pub completion: Completion,
-    pub unreadable: Vec<Unreadable>,
+    pub(super) completion: Completion,
+    pub(super) unreadable: Vec<Unreadable>,
 }
 
 impl Interpreted {

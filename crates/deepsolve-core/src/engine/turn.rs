@@ -36,15 +36,15 @@ pub(super) enum Ending {
 
 /// The turn's final answer, where it came from, and why the turn stopped.
 pub(super) struct Final {
-    pub answer: Option<String>,
-    pub source: Option<AnswerSource>,
-    pub stop: StopReason,
+    pub(super) answer: Option<String>,
+    pub(super) source: Option<AnswerSource>,
+    pub(super) stop: StopReason,
     /// What went wrong, for `model_error`.
-    pub error: Option<String>,
+    pub(super) error: Option<String>,
 }
 
 impl Final {
-    pub fn answered(text: String, source: AnswerSource, stop: StopReason) -> Self {
+    pub(super) fn answered(text: String, source: AnswerSource, stop: StopReason) -> Self {
         Final {
             answer: Some(text),
             source: Some(source),
@@ -53,7 +53,7 @@ impl Final {
         }
     }
 
-    pub fn without_answer(stop: StopReason) -> Self {
+    pub(super) fn without_answer(stop: StopReason) -> Self {
         Final {
             answer: None,
             source: None,
@@ -65,28 +65,28 @@ impl Final {
 
 /// A finished turn: the outcome, and whether it found the model to lack native tools.
 pub(super) struct TurnEnd {
-    pub outcome: TurnOutcome,
-    pub fell_back_to_tags: bool,
+    pub(super) outcome: TurnOutcome,
+    pub(super) fell_back_to_tags: bool,
 }
 
 pub(super) struct TurnRun<'a> {
-    pub model: &'a dyn ChatModel,
-    pub emit: Emitter<'a>,
-    pub problem: String,
-    pub texts: Arc<Texts>,
-    pub cfg: SolveConfig,
-    pub toolbox: Toolbox,
-    pub specs: Vec<ToolSpec>,
-    pub session: SessionHandle,
-    pub ctx: Context,
-    pub cancel: CancellationToken,
-    pub tool_ctx: ToolContext,
-    pub wire: Wire,
-    pub budget: Budget,
-    pub nudged: Nudged,
-    pub reply: ReplyState,
-    pub guard: RepetitionGuard,
-    pub artifacts: Vec<Artifact>,
+    pub(super) model: &'a dyn ChatModel,
+    pub(super) emit: Emitter<'a>,
+    pub(super) problem: String,
+    pub(super) texts: Arc<Texts>,
+    pub(super) cfg: SolveConfig,
+    pub(super) toolbox: Toolbox,
+    pub(super) specs: Vec<ToolSpec>,
+    pub(super) session: SessionHandle,
+    pub(super) ctx: Context,
+    pub(super) cancel: CancellationToken,
+    pub(super) tool_ctx: ToolContext,
+    pub(super) wire: Wire,
+    pub(super) budget: Budget,
+    pub(super) nudged: Nudged,
+    pub(super) reply: ReplyState,
+    pub(super) guard: RepetitionGuard,
+    pub(super) artifacts: Vec<Artifact>,
 }
 
 /// The system prompt: the playbook, and the protocol's tools manifest.
@@ -150,7 +150,7 @@ fn tool_context(spec: &TurnSpec, cancel: &CancellationToken) -> ToolContext {
 }
 
 impl<'a> TurnRun<'a> {
-    pub fn new(
+    pub(super) fn new(
         model: &'a dyn ChatModel,
         spec: TurnSpec,
         toolbox: Toolbox,
@@ -189,7 +189,7 @@ impl<'a> TurnRun<'a> {
         }
     }
 
-    pub async fn run(mut self) -> TurnEnd {
+    pub(super) async fn run(mut self) -> TurnEnd {
         self.announce_start();
         for tool in self.toolbox.work_tools() {
             tool.turn_started(&self.tool_ctx).await;
@@ -265,7 +265,7 @@ impl<'a> TurnRun<'a> {
         }
     }
 
-    pub fn record(&self) -> SolveRecord {
+    pub(super) fn record(&self) -> SolveRecord {
         self.session
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -273,7 +273,7 @@ impl<'a> TurnRun<'a> {
             .clone()
     }
 
-    pub fn emit_plan(&self, record: &SolveRecord) {
+    pub(super) fn emit_plan(&self, record: &SolveRecord) {
         self.emit.emit(EventKind::Plan {
             analysis: record.analysis.clone(),
             steps: record.step_views(),
@@ -284,7 +284,7 @@ impl<'a> TurnRun<'a> {
 
     /// Switch to the fallback protocol (`auto`) for the rest of the turn, system prompt
     /// included.
-    pub fn fall_back_to_tags(&mut self) {
+    pub(super) fn fall_back_to_tags(&mut self) {
         if self.wire.fall_back() {
             let prompt = system_prompt(&self.texts, &self.specs, self.wire.protocol());
             self.ctx.set_system(prompt);
@@ -292,7 +292,7 @@ impl<'a> TurnRun<'a> {
     }
 
     /// A request in the turn's protocol, with `tail` as the ephemeral last message.
-    pub fn request(
+    pub(super) fn request(
         &self,
         tail: Option<String>,
         tool_choice: ToolChoice,

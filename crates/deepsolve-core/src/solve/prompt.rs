@@ -64,7 +64,7 @@ fn tool_line(name: &str, lang: Language) -> Option<&'static str> {
 
 /// The playbook for the mounted tools, in the texts' language. Unknown tools are listed by
 /// name with their description.
-pub fn playbook(texts: &Texts, mounted: &[(&str, &str)]) -> String {
+pub(crate) fn playbook(texts: &Texts, mounted: &[(&str, &str)]) -> String {
     let lines: Vec<String> = mounted
         .iter()
         .filter(|(name, _)| !is_solve_tool(name))

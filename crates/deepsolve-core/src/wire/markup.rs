@@ -14,7 +14,7 @@ use crate::texts::{Text, Texts};
 
 /// What a section of markup is.
 #[derive(Debug, Clone, Copy)]
-pub enum SectionKind {
+pub(crate) enum SectionKind {
     /// A tool result the model wrote itself: it and everything after it is cut.
     InventedResponse,
     /// Reasoning written inline.
@@ -25,19 +25,19 @@ pub enum SectionKind {
 
 /// One kind of markup: how it opens and closes (`None`: it runs to the end), and what it is.
 #[derive(Debug, Clone, Copy)]
-pub struct Section {
-    pub open: &'static str,
-    pub close: Option<&'static str>,
-    pub kind: SectionKind,
+pub(crate) struct Section {
+    pub(crate) open: &'static str,
+    pub(crate) close: Option<&'static str>,
+    pub(crate) kind: SectionKind,
 }
 
-pub const RESPONSE_OPEN: &str = "<tool_response";
-pub const THINK_OPEN: &str = "<think>";
-pub const THINK_CLOSE: &str = "</think>";
-pub const FENCE: &str = "```";
+pub(crate) const RESPONSE_OPEN: &str = "<tool_response";
+pub(crate) const THINK_OPEN: &str = "<think>";
+pub(crate) const THINK_CLOSE: &str = "</think>";
+pub(crate) const FENCE: &str = "```";
 
 /// Every markup section, calls in the order they are tried.
-pub const SECTIONS: &[Section] = &[
+pub(crate) const SECTIONS: &[Section] = &[
     Section {
         open: RESPONSE_OPEN,
         close: None,
@@ -171,14 +171,14 @@ fn cut_at_invented_response(text: &str) -> Kept<'_> {
 
 /// Content with its inline reasoning taken out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ThinkSplit {
-    pub visible: String,
-    pub reasoning: String,
+pub(crate) struct ThinkSplit {
+    pub(crate) visible: String,
+    pub(crate) reasoning: String,
 }
 
 /// Split `<think>…</think>` out of content. A `</think>` with no opening tag means the
 /// server stripped the opener: everything before it is reasoning.
-pub fn split_think(text: &str) -> ThinkSplit {
+pub(crate) fn split_think(text: &str) -> ThinkSplit {
     let mut visible = String::with_capacity(text.len());
     let mut reasoning = String::new();
     let mut rest = text;
@@ -250,9 +250,9 @@ fn fenced_ranges(text: &str) -> Vec<Span> {
 
 /// Content with its call sections taken out.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Extracted {
-    pub visible: String,
-    pub calls: Vec<ParsedCall>,
+pub(crate) struct Extracted {
+    pub(crate) visible: String,
+    pub(crate) calls: Vec<ParsedCall>,
 }
 
 /// A call section's opening tag at `at`, outside fenced code.
@@ -284,7 +284,7 @@ fn next_call_section(text: &str, from: usize, fences: &[Span]) -> Option<Found> 
 }
 
 /// Take every call section outside fenced code out of the text, in order of appearance.
-pub fn extract_calls(text: &str) -> Extracted {
+pub(crate) fn extract_calls(text: &str) -> Extracted {
     let fences = fenced_ranges(text);
     let mut out = Extracted {
         visible: String::with_capacity(text.len()),

@@ -8,13 +8,9 @@ use crate::texts::Texts;
 
 /// The provider's native tool calling.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Native;
+pub(crate) struct Native;
 
 impl ToolProtocol for Native {
-    fn name(&self) -> &'static str {
-        "native"
-    }
-
     fn manifest(&self, _specs: &[ToolSpec], _texts: &Texts) -> Option<String> {
         None
     }

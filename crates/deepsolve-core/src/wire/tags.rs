@@ -13,17 +13,13 @@ use crate::normalize::normalize;
 use crate::texts::{Text, Texts};
 
 /// Stop sequences sent in tags mode.
-pub const STOP_SEQUENCES: [&str; 2] = ["<tool_response>", "\n<tool_response>"];
+pub(crate) const STOP_SEQUENCES: [&str; 2] = ["<tool_response>", "\n<tool_response>"];
 
 /// The text-tag protocol.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Tags;
+pub(crate) struct Tags;
 
 impl ToolProtocol for Tags {
-    fn name(&self) -> &'static str {
-        "tags"
-    }
-
     fn manifest(&self, specs: &[ToolSpec], texts: &Texts) -> Option<String> {
         Some(manifest(specs, texts))
     }
@@ -56,7 +52,7 @@ pub fn render_response(name: &str, id: &str, content: &str) -> String {
 
 /// Rewrite a normalised history for the text protocol: calls become `<tool_call>` text in
 /// the assistant message, results become `<tool_response>` blocks in a user message.
-pub fn to_text_protocol(messages: Vec<Message>, texts: &Texts) -> Vec<Message> {
+pub(crate) fn to_text_protocol(messages: Vec<Message>, texts: &Texts) -> Vec<Message> {
     let converted = messages
         .into_iter()
         .map(|m| match m.role {

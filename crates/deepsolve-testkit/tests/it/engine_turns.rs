@@ -388,7 +388,7 @@ const ZH_TOOL: &str = "仔细完成一段困难的子推导";
 /// The pieces of a text between its placeholders and line breaks, trimmed.
 fn pieces(template: &str) -> Vec<String> {
     let mut marked = template.to_string();
-    for name in deepsolve_core::texts::placeholders(template) {
+    for name in Texts::placeholders(template) {
         marked = marked.replace(&format!("{{{name}}}"), "\n");
     }
     marked
