@@ -1,4 +1,4 @@
-//! History normalisation before every request (DESIGN §5.1): every tool call paired with
+//! History normalisation before every request: every tool call paired with
 //! exactly one result, no orphans, no empty messages, one leading system message, and no two
 //! consecutive user messages.
 
@@ -62,7 +62,7 @@ fn merge_and_clean(messages: Vec<Message>) -> Vec<Message> {
             continue;
         }
         if msg.role == Role::System && !out.is_empty() {
-            // Only one leading system message: later ones become user context (DESIGN R6).
+            // Only one leading system message: later ones become user context.
             let mut demoted = Message::user(msg.content);
             demoted.role = Role::User;
             out.push(demoted);

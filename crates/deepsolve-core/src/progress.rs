@@ -1,4 +1,4 @@
-//! The pinned progress block (DESIGN §5.6, R1): rendered from engine state before every
+//! The pinned progress block: rendered from engine state before every
 //! request, so the plan, the finished steps' summaries and the current step survive folding.
 
 use crate::solve::SolveRecord;

@@ -13,7 +13,7 @@ use crate::config::SolveConfig;
 use crate::model::{ToolSpec, Usage};
 
 /// Server-side context for a tool call. It never travels through the model's arguments, so a
-/// model cannot forge a turn id, a workspace or a user (DESIGN R4).
+/// model cannot forge a turn id, a workspace or a user.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     pub turn_id: String,

@@ -1,4 +1,4 @@
-//! Head+tail truncation of what the model sees (DESIGN §5.3): the full text still goes to
+//! Head+tail truncation of what the model sees: the full text still goes to
 //! events, the turn log and artifacts.
 
 use crate::texts::{Text, Texts};

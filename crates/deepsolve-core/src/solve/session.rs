@@ -1,4 +1,4 @@
-//! `SolveSession`: the plan and its bookkeeping for one turn (DESIGN §4.4).
+//! `SolveSession`: the plan and its bookkeeping for one turn.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! The three solve tools (DESIGN §4.1–4.3): their schemas and their effect on the session.
+//! The three solve tools: their schemas and their effect on the session.
 //! Pure functions over `SolveSession`; the loop decides when they may run.
 
 use serde_json::{Value, json};
