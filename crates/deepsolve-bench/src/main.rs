@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use deepsolve_core::{
-    ChatModel, ChatRequest, Completion, DeltaSink, Engine, ModelError, NullSink, SolveConfig, Tool,
-    ToolContext, ToolError, ToolOutput, ToolSpec, TurnSpec, tokens,
+    ChatModel, ChatRequest, Completion, DeltaSink, Engine, ModelError, NullSink, SolveConfig,
+    Tool, ToolContext, ToolError, ToolOutput, ToolSpec, TurnSpec, message_tokens,
+    warm_up_tokenizer,
 };
 use deepsolve_protocol::StopReason;
 use deepsolve_testkit::{ScriptedModel, WellBehaved};
@@ -82,7 +83,7 @@ impl<M: ChatModel> ChatModel for Timed<M> {
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, ModelError> {
         let start = Instant::now();
-        let prompt: u64 = request.messages.iter().map(tokens::message_tokens).sum();
+        let prompt: u64 = request.messages.iter().map(message_tokens).sum();
         let result = self.inner.complete(request, on_delta).await;
         let end = Instant::now();
         self.calls
@@ -164,7 +165,7 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async {
         let engine = Engine::new(vec![Arc::new(Lookup::new())])?;
-        tokens::warm_up();
+        warm_up_tokenizer();
         for n in 0..WARMUP_TURNS {
             one_turn(&engine, true, n).await?;
         }

@@ -87,7 +87,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .settings
             .llm
             .context_window
-            .unwrap_or(deepsolve_core::engine::DEFAULT_CONTEXT_WINDOW),
+            .unwrap_or(deepsolve_core::DEFAULT_CONTEXT_WINDOW),
         max_running_turns: max_turns,
         workspace_root: Some(deepsolve_app::default_workspace_root()?),
         settings_path: Some(loaded.path.clone()),

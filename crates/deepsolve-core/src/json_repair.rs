@@ -3,9 +3,32 @@
 
 use serde_json::Value;
 
+use crate::texts::{Text, Texts};
+
+/// Arguments no repair could read. `detail` is the JSON parser's message for the raw text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonError {
+    pub detail: String,
+}
+
+impl JsonError {
+    /// What the model is told, in the turn's language.
+    pub fn describe(&self, texts: &Texts) -> String {
+        texts.render(Text::InvalidJson, &[("detail", &self.detail)])
+    }
+}
+
+impl std::fmt::Display for JsonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe(&Texts::builtin(crate::solve::Language::En)))
+    }
+}
+
+impl std::error::Error for JsonError {}
+
 /// Parse model-written arguments into a JSON value.
 /// An empty string means "no arguments" (`{}`), as several servers send for argument-less calls.
-pub fn parse_lenient(raw: &str) -> Result<Value, String> {
+pub fn parse_lenient(raw: &str) -> Result<Value, JsonError> {
     let trimmed = raw.trim();
     if trimmed.is_empty() {
         return Ok(Value::Object(Default::default()));
@@ -22,10 +45,11 @@ pub fn parse_lenient(raw: &str) -> Result<Value, String> {
         .map(unwrap_double_encoded)
         .map_err(|e| {
             let strict = serde_json::from_str::<Value>(trimmed).err();
-            format!(
-                "arguments are not valid JSON ({}); send one JSON object matching the tool's schema",
-                strict.map(|s| s.to_string()).unwrap_or_else(|| e.to_string())
-            )
+            JsonError {
+                detail: strict
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| e.to_string()),
+            }
         })
 }
 
@@ -55,7 +79,7 @@ fn strip_fence(s: &str) -> &str {
 
 /// Best-effort repair of near-JSON: single-quoted strings, Python literals, trailing commas,
 /// raw newlines inside strings, unquoted keys, text around the object, and missing closers.
-pub fn repair(input: &str) -> String {
+pub(crate) fn repair(input: &str) -> String {
     let s = slice_from_first_opener(input);
     let mut out = String::with_capacity(s.len() + 8);
     let mut stack: Vec<char> = Vec::new();
@@ -183,7 +207,7 @@ mod tests {
 
     #[test]
     fn hopeless_input_gives_a_clear_error() {
-        let err = parse_lenient("42 apples").unwrap_err();
+        let err = parse_lenient("42 apples").unwrap_err().to_string();
         assert!(err.contains("not valid JSON"), "{err}");
     }
 

@@ -2,28 +2,37 @@
 //!
 //! No network or process I/O lives here: the loop reaches the world only through the
 //! [`ChatModel`] and [`Tool`] traits, so every behaviour is testable with in-process fakes.
+//!
+//! The public surface is what embedders use: the [`Engine`] and its [`TurnSpec`], the model
+//! and tool traits with their types, events, the solve capability ([`solve`]), the texts the
+//! model reads ([`Texts`]), and the text-tag format for tests that cross-check it. The loop's
+//! parts (dispatch, context, folding, protocols, parsing) stay inside.
 
 pub mod config;
 mod context;
-pub mod dispatch;
-pub mod engine;
+mod dispatch;
+mod engine;
 pub mod event;
-pub mod json_repair;
-pub mod message;
-pub mod model;
-pub mod normalize;
-pub mod outcome;
-pub mod progress;
+mod json_repair;
+mod message;
+mod model;
+mod normalize;
+mod outcome;
+mod progress;
 pub mod solve;
-pub mod stream_filter;
-pub mod tags;
-pub mod tokens;
-pub mod tool;
-pub mod truncate;
+mod stream_filter;
+mod texts;
+mod tokens;
+mod tool;
+mod truncate;
+mod wire;
 
 pub use config::{ClampWarning, ConfigError, SolveConfig};
-pub use engine::{Engine, EngineError, PriorTurn, TurnError, TurnSpec};
+pub use engine::{
+    DEFAULT_CONTEXT_WINDOW, Engine, EngineError, PriorTurn, TurnError, TurnSpec, UNREADABLE_CALL,
+};
 pub use event::{EventKind, EventSink, NullSink, TurnEvent, VecSink};
+pub use json_repair::{JsonError, parse_lenient};
 pub use message::{Message, Role, ToolCall};
 pub use model::{
     ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, ModelError, Protocol, StreamDelta,
@@ -31,4 +40,11 @@ pub use model::{
 };
 pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 pub use solve::{Language, SolveRecord};
+pub use texts::{Text, TextError, Texts};
+pub use tokens::{count as count_tokens, message_tokens, warm_up as warm_up_tokenizer};
 pub use tool::{Artifact, Tool, ToolContext, ToolError, ToolOutput, ToolRef};
+pub use wire::tags::{
+    manifest as tags_manifest, render_call as render_tag_call,
+    render_response as render_tag_response,
+};
+pub use wire::{MarkupError, ParsedCall, ParsedReply, parse_reply};

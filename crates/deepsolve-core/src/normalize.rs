@@ -1,4 +1,4 @@
-//! History normalisation before every request (DESIGN §5.1): every tool call paired with
+//! History normalisation before every request: every tool call paired with
 //! exactly one result, no orphans, no empty messages, one leading system message, and no two
 //! consecutive user messages.
 
@@ -6,16 +6,15 @@ use std::collections::HashSet;
 
 use crate::message::{Message, Role};
 
-pub const NO_RESULT: &str = "aborted: no result";
-
-pub fn normalize(messages: Vec<Message>) -> Vec<Message> {
-    let paired = pair_tool_calls(messages);
+/// `no_result` is what a call without a result is answered with.
+pub(crate) fn normalize(messages: Vec<Message>, no_result: &str) -> Vec<Message> {
+    let paired = pair_tool_calls(messages, no_result);
     merge_and_clean(paired)
 }
 
 /// Give every assistant tool call exactly one result, right after its assistant message, and
 /// drop results that answer no call (or a call already answered).
-fn pair_tool_calls(messages: Vec<Message>) -> Vec<Message> {
+fn pair_tool_calls(messages: Vec<Message>, no_result: &str) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::with_capacity(messages.len());
     let mut iter = messages.into_iter().peekable();
     while let Some(msg) = iter.next() {
@@ -37,7 +36,7 @@ fn pair_tool_calls(messages: Vec<Message>) -> Vec<Message> {
                         .iter()
                         .position(|r| r.tool_call_id.as_deref() == Some(&call.id))
                         .map(|i| results.remove(i))
-                        .unwrap_or_else(|| Message::tool_result(call, NO_RESULT));
+                        .unwrap_or_else(|| Message::tool_result(call, no_result));
                     out.push(result);
                 }
             }
@@ -63,7 +62,7 @@ fn merge_and_clean(messages: Vec<Message>) -> Vec<Message> {
             continue;
         }
         if msg.role == Role::System && !out.is_empty() {
-            // Only one leading system message: later ones become user context (DESIGN R6).
+            // Only one leading system message: later ones become user context.
             let mut demoted = Message::user(msg.content);
             demoted.role = Role::User;
             out.push(demoted);
@@ -78,6 +77,12 @@ fn merge_and_clean(messages: Vec<Message>) -> Vec<Message> {
 mod tests {
     use super::*;
     use crate::message::ToolCall;
+
+    const NO_RESULT: &str = "aborted: no result";
+
+    fn normalize(messages: Vec<Message>) -> Vec<Message> {
+        super::normalize(messages, NO_RESULT)
+    }
 
     fn call(id: &str) -> ToolCall {
         ToolCall {

@@ -1,70 +1,93 @@
-//! The pinned progress block (DESIGN §5.6, R1): rendered from engine state before every
+//! The pinned progress block: rendered from engine state before every
 //! request, so the plan, the finished steps' summaries and the current step survive folding.
 
 use crate::solve::SolveRecord;
+use crate::texts::{Text, Texts};
 
-pub const PROGRESS_MARKER: &str = "[deepsolve:progress]";
+pub(crate) const PROGRESS_MARKER: &str = "[deepsolve:progress]";
 const PROBLEM_CHARS: usize = 2000;
+/// From this many rounds left, the block says how many remain.
+const ROUNDS_LEFT_NOTE_AT: u32 = 2;
 
-pub struct Position {
-    pub round: u32,
-    pub max_rounds: u32,
-    pub settlement_rounds: u32,
+pub(crate) struct Position {
+    pub(crate) round: u32,
+    pub(crate) max_rounds: u32,
+    pub(crate) settlement_rounds: u32,
 }
 
-pub fn render(problem: &str, record: &SolveRecord, at: &Position) -> String {
-    let mut out = format!(
-        "{PROGRESS_MARKER} round {} of {} · replans {} of {}",
-        at.round.min(at.max_rounds),
-        at.max_rounds,
-        record.replans_used,
-        record.replans_max
-    );
-    out.push_str(&rounds_left_note(at));
+pub(crate) fn render(problem: &str, record: &SolveRecord, at: &Position, texts: &Texts) -> String {
+    let mut out = format!("{PROGRESS_MARKER} {}", header(record, at, texts));
+    if let Some(note) = rounds_left_note(at, texts) {
+        out.push_str(" · ");
+        out.push_str(&note);
+    }
     let problem: String = problem.chars().take(PROBLEM_CHARS).collect();
-    out.push_str("\nProblem: ");
-    out.push_str(&problem);
-    out.push_str("\nPlan: ");
-    out.push_str(&record.analysis);
+    out.push('\n');
+    out.push_str(&texts.render(Text::ProgressProblem, &[("problem", &problem)]));
+    out.push('\n');
+    out.push_str(&texts.render(Text::PlanAnalysis, &[("analysis", &record.analysis)]));
     let current = record.current().map(|s| s.id.as_str());
     for step in &record.steps {
-        let mark = if step.done { "[x]" } else { "[ ]" };
-        out.push_str(&format!("\n  {mark} {} {}", step.id, step.goal));
-        if let Some(summary) = &step.summary {
-            out.push_str(" — ");
-            out.push_str(summary);
-        }
+        out.push_str(&step_line(step));
         if Some(step.id.as_str()) == current {
-            out.push_str("   <- current");
+            out.push_str("   ");
+            out.push_str(texts.get(Text::ProgressCurrent));
         }
     }
     if record.all_done() {
-        out.push_str("\nAll steps are done: write the final answer now.");
+        out.push('\n');
+        out.push_str(texts.get(Text::ProgressAllDone));
     }
     out
 }
 
-fn rounds_left_note(at: &Position) -> String {
-    if at.round > at.max_rounds {
-        format!(
-            " · settlement round {} of {}: the round budget is spent — finish now",
-            at.round - at.max_rounds,
-            at.settlement_rounds
-        )
-    } else {
-        let left = at.max_rounds - at.round;
-        if left <= 2 {
-            format!(" · {left} rounds left after this one")
-        } else {
-            String::new()
-        }
+/// `\n  [x] S1 goal — summary`: the language-neutral checklist line (the record in a later
+/// turn's history uses it too).
+pub(crate) fn step_line(step: &crate::solve::SolveStep) -> String {
+    let mark = if step.done { "[x]" } else { "[ ]" };
+    let mut line = format!("\n  {mark} {} {}", step.id, step.goal);
+    if let Some(summary) = &step.summary {
+        line.push_str(" — ");
+        line.push_str(summary);
     }
+    line
+}
+
+fn header(record: &SolveRecord, at: &Position, texts: &Texts) -> String {
+    texts.render(
+        Text::ProgressHeader,
+        &[
+            ("round", &at.round.min(at.max_rounds)),
+            ("max_rounds", &at.max_rounds),
+            ("replans_used", &record.replans_used),
+            ("replans_max", &record.replans_max),
+        ],
+    )
+}
+
+fn rounds_left_note(at: &Position, texts: &Texts) -> Option<String> {
+    if at.round > at.max_rounds {
+        return Some(texts.render(
+            Text::ProgressSettlement,
+            &[
+                ("round", &(at.round - at.max_rounds)),
+                ("settlement_rounds", &at.settlement_rounds),
+            ],
+        ));
+    }
+    let left = at.max_rounds - at.round;
+    (left <= ROUNDS_LEFT_NOTE_AT)
+        .then(|| texts.render(Text::ProgressRoundsLeft, &[("left", &left)]))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::solve::SolveStep;
+    use crate::solve::{Language, SolveStep};
+
+    fn en() -> std::sync::Arc<Texts> {
+        Texts::builtin(Language::En)
+    }
 
     fn step(id: &str, done: bool, summary: Option<&str>) -> SolveStep {
         SolveStep {
@@ -93,7 +116,7 @@ mod tests {
             max_rounds: 12,
             settlement_rounds: 2,
         };
-        let text = render("Solve x^2-5x+6=0", &record, &at);
+        let text = render("Solve x^2-5x+6=0", &record, &at, &en());
         assert!(text.starts_with("[deepsolve:progress] round 5 of 12 · replans 0 of 2"));
         assert!(text.contains("Problem: Solve x^2-5x+6=0"));
         assert!(text.contains("  [x] S1 goal S1 — x=2"));
@@ -112,6 +135,7 @@ mod tests {
                 max_rounds: 12,
                 settlement_rounds: 2,
             },
+            &en(),
         );
         assert!(near.contains("1 rounds left"));
         let over = render(
@@ -122,6 +146,7 @@ mod tests {
                 max_rounds: 12,
                 settlement_rounds: 2,
             },
+            &en(),
         );
         assert!(over.contains("settlement round 1 of 2"));
     }

@@ -1,30 +1,15 @@
 //! Live filtering of streamed content: `<think>` goes to reasoning, tool-call markup and
 //! invented `<tool_response>`s are never shown as answer text. Partial tags at a chunk
-//! boundary are held back until they resolve. (The final text is re-read by `tags::parse_reply`;
-//! this only keeps the live view clean.)
+//! boundary are held back until they resolve. The markup is the reply parser's own table
+//! ([`SECTIONS`]); the final text is re-read by `parse_reply` — this only keeps the live view
+//! clean.
 
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
-const FENCE: &str = "```";
+use std::sync::LazyLock;
 
-/// Openers of hidden sections and what closes them (`None`: hidden to the end).
-const HIDDEN: &[(&str, Option<&str>)] = &[
-    ("<tool_response", None),
-    ("<tool_call>", Some("</tool_call>")),
-    (
-        "<｜DSML｜function_calls>",
-        Some("</｜DSML｜function_calls>"),
-    ),
-    (
-        "<|tool_calls_section_begin|>",
-        Some("<|tool_calls_section_end|>"),
-    ),
-    ("<|tool_call_begin|>", Some("<|tool_call_end|>")),
-    ("<｜tool▁calls▁begin｜>", Some("<｜tool▁calls▁end｜>")),
-];
+use crate::wire::markup::{FENCE, SECTIONS, SectionKind, THINK_CLOSE};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Piece {
+pub(crate) enum Piece {
     Text(String),
     Reasoning(String),
 }
@@ -38,7 +23,7 @@ enum Mode {
 }
 
 #[derive(Debug)]
-pub struct VisibleFilter {
+pub(crate) struct VisibleFilter {
     buf: String,
     mode: Mode,
 }
@@ -51,6 +36,29 @@ impl Default for VisibleFilter {
         }
     }
 }
+
+/// What opens a section, and the mode it starts.
+#[derive(Debug, Clone, Copy)]
+struct Opener {
+    open: &'static str,
+    mode: Mode,
+}
+
+/// Fenced code, and every markup section.
+static OPENERS: LazyLock<Vec<Opener>> = LazyLock::new(|| {
+    let sections = SECTIONS.iter().map(|s| Opener {
+        open: s.open,
+        mode: match s.kind {
+            SectionKind::Think => Mode::Think,
+            SectionKind::InventedResponse | SectionKind::Calls(_) => Mode::Hidden(s.close),
+        },
+    });
+    let fence = Opener {
+        open: FENCE,
+        mode: Mode::Fenced,
+    };
+    std::iter::once(fence).chain(sections).collect()
+});
 
 /// The length of the longest suffix of `s` that is a proper prefix of one of `tokens`.
 fn partial_suffix(s: &str, tokens: &[&str]) -> usize {
@@ -69,7 +77,7 @@ fn partial_suffix(s: &str, tokens: &[&str]) -> usize {
 }
 
 impl VisibleFilter {
-    pub fn push(&mut self, text: &str) -> Vec<Piece> {
+    pub(crate) fn push(&mut self, text: &str) -> Vec<Piece> {
         self.buf.push_str(text);
         let mut out = Vec::new();
         while self.step(&mut out) {}
@@ -77,7 +85,7 @@ impl VisibleFilter {
     }
 
     /// Flush at the end of the stream: held-back text that never became a tag is shown.
-    pub fn finish(&mut self) -> Vec<Piece> {
+    pub(crate) fn finish(&mut self) -> Vec<Piece> {
         let rest = std::mem::take(&mut self.buf);
         match self.mode {
             Mode::Visible | Mode::Fenced if !rest.is_empty() => vec![Piece::Text(rest)],
@@ -108,26 +116,23 @@ impl VisibleFilter {
     }
 
     fn visible(&mut self, out: &mut Vec<Piece>) -> bool {
-        let mut openers: Vec<(&'static str, Mode)> =
-            vec![(THINK_OPEN, Mode::Think), (FENCE, Mode::Fenced)];
-        openers.extend(
-            HIDDEN
-                .iter()
-                .map(|(open, close)| (*open, Mode::Hidden(*close))),
-        );
-        let first = openers
+        let first = OPENERS
             .iter()
-            .filter_map(|(open, mode)| self.buf.find(open).map(|i| (i, *open, *mode)))
-            .min_by_key(|(i, _, _)| *i);
-        if let Some((i, open, mode)) = first {
-            let keep_opener = mode == Mode::Fenced;
-            let end = if keep_opener { i + open.len() } else { i };
+            .filter_map(|o| self.buf.find(o.open).map(|i| (i, o)))
+            .min_by_key(|(i, _)| *i);
+        if let Some((i, opener)) = first {
+            let keep_opener = opener.mode == Mode::Fenced;
+            let end = if keep_opener {
+                i + opener.open.len()
+            } else {
+                i
+            };
             emit(out, Piece::Text(self.buf[..end].to_string()));
-            self.buf.drain(..i + open.len());
-            self.mode = mode;
+            self.buf.drain(..i + opener.open.len());
+            self.mode = opener.mode;
             return true;
         }
-        let tokens: Vec<&str> = openers.iter().map(|(o, _)| *o).collect();
+        let tokens: Vec<&str> = OPENERS.iter().map(|o| o.open).collect();
         let hold = partial_suffix(&self.buf, &tokens);
         let ready = self.buf.len() - hold;
         emit(out, Piece::Text(self.buf[..ready].to_string()));

@@ -14,7 +14,7 @@ use crate::model::{ToolSpec, Usage};
 use crate::solve::Language;
 
 /// Server-side context for a tool call. It never travels through the model's arguments, so a
-/// model cannot forge a turn id, a workspace or a user (DESIGN R4).
+/// model cannot forge a turn id, a workspace or a user.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     pub turn_id: String,
@@ -103,12 +103,42 @@ pub trait Tool: Send + Sync {
     async fn turn_finished(&self, _ctx: &ToolContext) {}
 
     /// Run with arguments already parsed and validated against `spec().parameters`.
-    /// An `Err` becomes an error result for the model, never a crashed turn.
+    /// An `Err` becomes an error result, never a crashed turn (see [`ToolError`]).
     async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 }
 
+/// Why a tool call failed, and so what the model is shown.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ToolError(pub String);
+pub enum ToolError {
+    /// Something the model can act on — bad input, a failed computation, a resource to wait
+    /// for: the message is the call's result.
+    #[error("{0}")]
+    Actionable(String),
+    /// The tool is broken or misconfigured: the model is shown a short neutral message; the
+    /// detail stays in the call's event and the turn record.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ToolError {
+    pub fn actionable(message: impl Into<String>) -> Self {
+        ToolError::Actionable(message.into())
+    }
+
+    pub fn internal(detail: impl Into<String>) -> Self {
+        ToolError::Internal(detail.into())
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            ToolError::Actionable(m) | ToolError::Internal(m) => m,
+        }
+    }
+
+    /// The model can act on the error (it is shown as is).
+    pub fn is_actionable(&self) -> bool {
+        matches!(self, ToolError::Actionable(_))
+    }
+}
 
 pub type ToolRef = Arc<dyn Tool>;

@@ -1,12 +1,14 @@
-//! Head+tail truncation of what the model sees (DESIGN §5.3): the full text still goes to
+//! Head+tail truncation of what the model sees: the full text still goes to
 //! events, the turn log and artifacts.
 
-pub const MAX_BYTES: usize = 10 * 1024;
-pub const MAX_LINES: usize = 256;
+use crate::texts::{Text, Texts};
+
+pub(crate) const MAX_BYTES: usize = 10 * 1024;
+pub(crate) const MAX_LINES: usize = 256;
 
 /// Keep the head and the tail of `text` within `max_bytes` and `max_lines`, with a marker
 /// saying how much was left out. Returns the text unchanged when it fits.
-pub fn head_tail(text: &str, max_bytes: usize, max_lines: usize) -> String {
+pub(crate) fn head_tail(text: &str, max_bytes: usize, max_lines: usize, texts: &Texts) -> String {
     let lines = text.split_inclusive('\n').count();
     if text.len() <= max_bytes && lines <= max_lines {
         return text.to_string();
@@ -16,11 +18,14 @@ pub fn head_tail(text: &str, max_bytes: usize, max_lines: usize) -> String {
     let head = take_head(text, half_bytes, half_lines);
     let tail = take_tail(&text[head.len()..], half_bytes, half_lines);
     let omitted = &text[head.len()..text.len() - tail.len()];
-    format!(
-        "{head}\n… [{} lines, {} bytes omitted] …\n{tail}",
-        omitted.split_inclusive('\n').count(),
-        omitted.len()
-    )
+    let marker = texts.render(
+        Text::OutputOmitted,
+        &[
+            ("lines", &omitted.split_inclusive('\n').count()),
+            ("bytes", &omitted.len()),
+        ],
+    );
+    format!("{head}\n{marker}\n{tail}")
 }
 
 fn take_head(text: &str, max_bytes: usize, max_lines: usize) -> &str {
@@ -70,6 +75,11 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn head_tail(text: &str, max_bytes: usize, max_lines: usize) -> String {
+        let en = Texts::builtin(crate::solve::Language::En);
+        super::head_tail(text, max_bytes, max_lines, &en)
+    }
 
     #[test]
     fn short_text_is_untouched() {

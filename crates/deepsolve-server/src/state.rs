@@ -45,7 +45,7 @@ impl Default for ServerConfig {
         ServerConfig {
             instance_id: "default".into(),
             defaults: SolveConfig::default(),
-            context_window: deepsolve_core::engine::DEFAULT_CONTEXT_WINDOW,
+            context_window: deepsolve_core::DEFAULT_CONTEXT_WINDOW,
             max_body_bytes: 1024 * 1024,
             max_problem_chars: 100_000,
             max_running_turns: 4096,

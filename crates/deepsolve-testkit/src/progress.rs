@@ -126,7 +126,7 @@ fn pair_after(text: &str, keyword: &str) -> Option<(u32, u32)> {
     Some((first, second.parse().ok()?))
 }
 
-/// `  [x] S1 <goal> — <summary>` or `  [ ] S2 <goal>   <- current`.
+/// `  [x] S1 <goal> — <summary>` or `  [ ] S2 <goal>   <- current` (`<- 当前` in Chinese).
 fn parse_step_line(line: &str) -> Option<(PlanStep, bool)> {
     let rest = line.trim_start().strip_prefix('[')?;
     let mut chars = rest.chars();
@@ -141,7 +141,7 @@ fn parse_step_line(line: &str) -> Option<(PlanStep, bool)> {
     }
     let mut body = rest[id_len..].trim();
     let mut current = false;
-    for marker in ["<- current", "← current"] {
+    for marker in ["<- current", "← current", "<- 当前"] {
         if let Some(stripped) = body.strip_suffix(marker) {
             body = stripped.trim_end();
             current = true;

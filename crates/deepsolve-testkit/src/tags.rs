@@ -1,6 +1,6 @@
 //! The text-tag tool protocol (DESIGN §5.8) as the mock model sees it, read and written here
-//! independently of `deepsolve_core::tags` (two readings of one format catch more bugs than a
-//! shared one).
+//! independently of the engine's reader, `deepsolve_core::parse_reply` (two readings of one
+//! format catch more bugs than a shared one).
 //!
 //! A tags-mode request declares no `tools`; its system prompt lists them, and it stops at
 //! `<tool_response>`. The model calls tools by writing
@@ -17,7 +17,7 @@
 //! a history into the native shape the policies read (assistant `tool_calls`, `tool`
 //! messages), so every policy plays tags mode unchanged.
 
-use deepsolve_core::json_repair::parse_lenient;
+use deepsolve_core::parse_lenient;
 use deepsolve_core::{Message, Role, ToolCall};
 use serde_json::Value;
 

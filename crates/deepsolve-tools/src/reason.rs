@@ -96,12 +96,11 @@ impl Tool for ReasonTool {
             .model
             .complete(&request, &mut ignore)
             .await
-            .map_err(|e| ToolError(format!("the reasoning model failed: {e}")))?;
+            .map_err(|e| ToolError::internal(format!("the reasoning model failed: {e}")))?;
         let text = completion.text.trim();
         if text.is_empty() {
-            return Err(ToolError(
-                "the reasoning model returned no text; derive it yourself or rephrase the query"
-                    .into(),
+            return Err(ToolError::actionable(
+                "the reasoning model returned no text; derive it yourself or rephrase the query",
             ));
         }
         Ok(ToolOutput {

@@ -1,12 +1,10 @@
-//! The solve playbook (system prompt), in English and Chinese. It names only mounted tools.
+//! The solve playbook (system prompt). It names only mounted tools.
 
 use super::spine::is_solve_tool;
+use crate::texts::{Text, Texts};
 
 /// The turn's language is a wire type (the stored turn spec, the API).
 pub use deepsolve_protocol::Language;
-
-const EN: &str = include_str!("prompts/en.md");
-const ZH: &str = include_str!("prompts/zh.md");
 
 /// A mounted work tool as the playbook lists it.
 #[derive(Debug, Clone, Copy)]
@@ -17,33 +15,31 @@ pub struct ToolLine<'a> {
     pub line: Option<&'a str>,
 }
 
-/// The playbook for the mounted tools. A tool without its own line is listed by name with its
-/// description.
-pub fn playbook(lang: Language, mounted: &[ToolLine<'_>]) -> String {
+/// The playbook for the mounted tools, in the texts' language. A tool without its own line is
+/// listed by name with its description.
+pub(crate) fn playbook(texts: &Texts, mounted: &[ToolLine<'_>]) -> String {
     let lines: Vec<String> = mounted
         .iter()
         .filter(|tool| !is_solve_tool(tool.name))
         .map(|tool| {
-            let text = tool
-                .line
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("`{}`: {}", tool.name, tool.description));
+            let text = tool.line.map_or_else(
+                || {
+                    texts.render(
+                        Text::PlaybookToolLine,
+                        &[("name", &tool.name), ("description", &tool.description)],
+                    )
+                },
+                str::to_string,
+            );
             format!("   - {text}")
         })
         .collect();
     let tool_lines = if lines.is_empty() {
-        match lang {
-            Language::En => "   - no work tools are available in this turn: reason it out carefully in your own words".to_string(),
-            Language::Zh => "   - 本回合没有可用的工作工具：请自己仔细推理".to_string(),
-        }
+        format!("   - {}", texts.get(Text::PlaybookNoWorkTools))
     } else {
         lines.join("\n")
     };
-    let template = match lang {
-        Language::En => EN,
-        Language::Zh => ZH,
-    };
-    template.replace("{{tool_lines}}", &tool_lines)
+    texts.render(Text::Playbook, &[("tool_lines", &tool_lines)])
 }
 
 #[cfg(test)]
@@ -56,6 +52,10 @@ mod tests {
             description,
             line: None,
         }
+    }
+
+    fn playbook(language: Language, mounted: &[ToolLine<'_>]) -> String {
+        super::playbook(&Texts::builtin(language), mounted)
     }
 
     #[test]

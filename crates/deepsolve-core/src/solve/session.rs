@@ -24,8 +24,7 @@ impl SolveSession {
     }
 
     /// Number the goals S1, S2, …, dropping empty goals and truncating to `max_steps`.
-    /// Returns the steps and how many were cut.
-    pub fn make_steps(&self, goals: &[String]) -> (Vec<SolveStep>, usize) {
+    pub fn make_steps(&self, goals: &[String]) -> NewSteps {
         let kept: Vec<&String> = goals.iter().filter(|g| !g.trim().is_empty()).collect();
         let cut = kept.len().saturating_sub(self.max_steps);
         let steps = kept
@@ -39,6 +38,13 @@ impl SolveSession {
                 summary: None,
             })
             .collect();
-        (steps, cut)
+        NewSteps { steps, cut }
     }
+}
+
+/// The steps of a new plan, and how many goals past `max_steps` were cut.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSteps {
+    pub steps: Vec<SolveStep>,
+    pub cut: usize,
 }

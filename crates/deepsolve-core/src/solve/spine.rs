@@ -1,10 +1,11 @@
-//! The three solve tools (DESIGN §4.1–4.3): their schemas and their effect on the session.
+//! The three solve tools: their schemas and their effect on the session.
 //! Pure functions over `SolveSession`; the loop decides when they may run.
 
 use serde_json::{Value, json};
 
-use super::session::{PlanVersion, SolveSession, SolveStep};
+use super::session::{NewSteps, PlanVersion, SolveRecord, SolveSession, SolveStep};
 use crate::model::ToolSpec;
+use crate::texts::{Text, Texts};
 use crate::tool::ToolOutput;
 
 pub const SOLVE_PLAN: &str = "solve_plan";
@@ -16,10 +17,10 @@ pub fn is_solve_tool(name: &str) -> bool {
     SOLVE_TOOL_NAMES.contains(&name)
 }
 
-fn steps_schema() -> Value {
+fn steps_schema(texts: &Texts) -> Value {
     json!({
         "type": "array",
-        "description": "Ordered steps; each goal is a short imperative sentence.",
+        "description": texts.get(Text::ParamSteps),
         "items": {
             "type": "object",
             "properties": {"goal": {"type": "string"}},
@@ -28,16 +29,17 @@ fn steps_schema() -> Value {
     })
 }
 
-pub fn solve_tool_specs() -> Vec<ToolSpec> {
+/// The three solve tools as offered to the model, described in the texts' language.
+pub fn solve_tool_specs(texts: &Texts) -> Vec<ToolSpec> {
     vec![
         ToolSpec {
             name: SOLVE_PLAN.into(),
-            description: "Commit to a plan before solving: a one- or two-sentence analysis of the problem and the approach, and an ordered list of steps (usually 2-6; one is fine for a simple problem; at most 12). Call exactly once, first.".into(),
+            description: texts.get(Text::SolvePlanDescription).into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "analysis": {"type": "string", "description": "What the problem asks and how you will solve it."},
-                    "steps": steps_schema()
+                    "analysis": {"type": "string", "description": texts.get(Text::ParamAnalysis)},
+                    "steps": steps_schema(texts)
                 },
                 "required": ["analysis"],
                 "additionalProperties": false
@@ -45,12 +47,12 @@ pub fn solve_tool_specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: SOLVE_FINISH_STEP.into(),
-            description: "Close the current step once its work is really done and you have read the results. The summary (key result, values) becomes the step's record; the step's intermediate tool output is then folded out of the context. Call it alone, in a round of its own.".into(),
+            description: texts.get(Text::SolveFinishStepDescription).into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "step_id": {"type": "string", "description": "The current step's id, e.g. S1."},
-                    "summary": {"type": "string", "description": "The step's conclusion: key results and values."}
+                    "step_id": {"type": "string", "description": texts.get(Text::ParamStepId)},
+                    "summary": {"type": "string", "description": texts.get(Text::ParamSummary)}
                 },
                 "required": ["step_id", "summary"],
                 "additionalProperties": false
@@ -58,12 +60,12 @@ pub fn solve_tool_specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: SOLVE_REPLAN.into(),
-            description: "Replace the plan when the approach failed or proved wrong. Limited budget: use it only for a real change of direction.".into(),
+            description: texts.get(Text::SolveReplanDescription).into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "reason": {"type": "string", "description": "Why the old plan failed and what changes."},
-                    "steps": steps_schema()
+                    "reason": {"type": "string", "description": texts.get(Text::ParamReason)},
+                    "steps": steps_schema(texts)
                 },
                 "required": ["reason"],
                 "additionalProperties": false
@@ -143,26 +145,22 @@ fn str_arg<'a>(args: &'a Value, key: &str) -> &'a str {
         .trim()
 }
 
-const EMPTY_STEPS: &str = "solve_plan needs a non-empty 'steps' array, each with a 'goal'.";
-
-fn truncation_note(cut: usize, max: usize) -> Option<String> {
+fn truncation_note(cut: usize, max: usize, texts: &Texts) -> Option<String> {
     (cut > 0).then(|| {
-        format!(
-            "The plan had {} steps; only the first {max} were kept. Fold the rest into them.",
-            cut + max
+        texts.render(
+            Text::PlanTruncated,
+            &[("total", &(cut + max)), ("max", &max)],
         )
     })
 }
 
-pub fn plan(session: &mut SolveSession, args: &Value) -> SpineResult {
+pub fn plan(session: &mut SolveSession, args: &Value, texts: &Texts) -> SpineResult {
     if session.record.has_plan() {
-        return SpineResult::refused(
-            "A plan already exists; solve_plan can be called only once per turn. To change the plan, call solve_replan with a reason (it has a limited budget); otherwise continue with the current step.",
-        );
+        return SpineResult::refused(texts.get(Text::PlanExists));
     }
-    let (steps, cut) = session.make_steps(&goals_of(args));
+    let NewSteps { steps, cut } = session.make_steps(&goals_of(args));
     if steps.is_empty() {
-        return SpineResult::refused(EMPTY_STEPS);
+        return SpineResult::refused(texts.get(Text::PlanEmptySteps));
     }
     session.record.analysis = str_arg(args, "analysis").to_string();
     session.record.steps = steps;
@@ -172,49 +170,63 @@ pub fn plan(session: &mut SolveSession, args: &Value) -> SpineResult {
         "analysis": session.record.analysis,
         "steps": session.record.steps.iter().map(step_json).collect::<Vec<_>>(),
         "next": next,
-        "instruction": format!(
-            "Work the first step now ({}) with the tools available; when its work is done and you have read the results, call solve_finish_step.",
-            session.record.steps[0].id
+        "instruction": texts.render(
+            Text::PlanInstruction,
+            &[("step", &session.record.steps[0].id)],
         ),
     });
-    if let Some(note) = truncation_note(cut, session.max_steps) {
+    if let Some(note) = truncation_note(cut, session.max_steps, texts) {
         body["truncated"] = json!(note);
     }
     SpineResult::done(body, SpineEffect::Planned)
 }
 
-pub fn finish_step(session: &mut SolveSession, args: &Value) -> SpineResult {
+pub fn finish_step(session: &mut SolveSession, args: &Value, texts: &Texts) -> SpineResult {
     let record = &mut session.record;
-    if !record.has_plan() {
-        return SpineResult::refused("No plan yet. Call solve_plan before solve_finish_step.");
-    }
     let step_id = str_arg(args, "step_id");
     // Reasoning never reaches a folded summary.
-    let (summary, _) = crate::tags::split_think(str_arg(args, "summary"));
+    let summary = crate::wire::markup::split_think(str_arg(args, "summary")).visible;
     let summary = summary.trim();
+    match finishable(record, step_id, summary, texts) {
+        Ok(index) => close_step(record, index, summary, texts),
+        Err(refusal) => SpineResult::refused(refusal),
+    }
+}
+
+/// The index of the step `step_id` when it may be finished with `summary`, or the refusal.
+fn finishable(
+    record: &SolveRecord,
+    step_id: &str,
+    summary: &str,
+    texts: &Texts,
+) -> Result<usize, String> {
+    if !record.has_plan() {
+        return Err(texts.get(Text::FinishNoPlan).to_string());
+    }
     let Some(index) = record.steps.iter().position(|s| s.id == step_id) else {
         let ids: Vec<&str> = record.steps.iter().map(|s| s.id.as_str()).collect();
-        return SpineResult::refused(format!(
-            "Unknown step_id '{step_id}'. Valid ids: {}.",
-            ids.join(", ")
+        return Err(texts.render(
+            Text::FinishUnknownStep,
+            &[("step_id", &step_id), ("ids", &ids.join(", "))],
         ));
     };
     if record.steps[index].done {
-        return SpineResult::refused(format!("Step {step_id} is already done."));
+        return Err(texts.render(Text::FinishAlreadyDone, &[("step_id", &step_id)]));
     }
-    let current = record.current().map(|s| (s.id.clone(), s.goal.clone()));
-    if let Some((current_id, current_goal)) = current
-        && current_id != step_id
-    {
-        return SpineResult::refused(format!(
-            "Do not skip steps: the current step is {current_id} ({current_goal}). Finish it first."
+    if let Some(current) = record.current().filter(|s| s.id != step_id) {
+        return Err(texts.render(
+            Text::FinishSkipped,
+            &[("current_id", &current.id), ("current_goal", &current.goal)],
         ));
     }
     if summary.is_empty() {
-        return SpineResult::refused(
-            "solve_finish_step needs a non-empty 'summary' with the step's key result.",
-        );
+        return Err(texts.get(Text::FinishEmptySummary).to_string());
     }
+    Ok(index)
+}
+
+/// Mark step `index` done with `summary`; the result names the next step.
+fn close_step(record: &mut SolveRecord, index: usize, summary: &str, texts: &Texts) -> SpineResult {
     let step = &mut record.steps[index];
     step.done = true;
     step.summary = Some(summary.to_string());
@@ -224,47 +236,44 @@ pub fn finish_step(session: &mut SolveSession, args: &Value) -> SpineResult {
         goal: step.goal.clone(),
         summary: summary.to_string(),
     };
-    let next = record.current().map(step_json);
-    let all_done = next.is_none();
-    let instruction = match record.current() {
-        None => "Write the final answer now.".to_string(),
-        Some(next) => format!("Continue with step {} now: {}.", next.id, next.goal),
+    let next = record.current();
+    let instruction = match next {
+        None => texts.get(Text::FinishInstructionDone).to_string(),
+        Some(next) => texts.render(
+            Text::FinishInstructionNext,
+            &[("step", &next.id), ("goal", &next.goal)],
+        ),
     };
     SpineResult::done(
         json!({
             "status": "step_done",
             "completed": completed,
-            "next": next,
-            "all_done": all_done,
+            "next": next.map(step_json),
+            "all_done": next.is_none(),
             "instruction": instruction,
         }),
         effect,
     )
 }
 
-pub fn replan(session: &mut SolveSession, args: &Value) -> SpineResult {
+pub fn replan(session: &mut SolveSession, args: &Value, texts: &Texts) -> SpineResult {
     let record = &mut session.record;
     if record.replans_used >= record.replans_max {
-        return SpineResult {
-            output: ToolOutput::error(
-                json!({
-                    "status": "budget_exhausted",
-                    "instruction": "Replan budget is spent. Do not replan again — finish the problem with the best of what you have."
-                })
-                .to_string(),
-            ),
-            effect: SpineEffect::None,
-        };
+        return SpineResult::refused(
+            json!({
+                "status": "budget_exhausted",
+                "instruction": texts.get(Text::ReplanBudgetSpent),
+            })
+            .to_string(),
+        );
     }
     let reason = str_arg(args, "reason").to_string();
     if reason.is_empty() {
-        return SpineResult::refused("solve_replan needs a 'reason': why the old plan failed.");
+        return SpineResult::refused(texts.get(Text::ReplanNoReason));
     }
-    let (steps, cut) = session.make_steps(&goals_of(args));
+    let NewSteps { steps, cut } = session.make_steps(&goals_of(args));
     if steps.is_empty() {
-        return SpineResult::refused(
-            "solve_replan needs a non-empty 'steps' array, each with a 'goal'.",
-        );
+        return SpineResult::refused(texts.get(Text::ReplanEmptySteps));
     }
     let record = &mut session.record;
     let old_steps = std::mem::replace(&mut record.steps, steps);
@@ -283,27 +292,46 @@ pub fn replan(session: &mut SolveSession, args: &Value) -> SpineResult {
         "replans_max": record.replans_max,
         "steps": record.steps.iter().map(step_json).collect::<Vec<_>>(),
         "next": step_json(&record.steps[0]),
-        "instruction": format!("Work step {} of the new plan now.", record.steps[0].id),
+        "instruction": texts.render(Text::ReplanInstruction, &[("step", &record.steps[0].id)]),
     });
-    if let Some(note) = truncation_note(cut, session.max_steps) {
+    if let Some(note) = truncation_note(cut, session.max_steps, texts) {
         body["truncated"] = json!(note);
     }
     SpineResult::done(body, SpineEffect::Replanned { reason })
 }
 
 /// Dispatch a solve tool by name.
-pub fn handle(session: &mut SolveSession, name: &str, args: &Value) -> SpineResult {
+pub fn handle(session: &mut SolveSession, name: &str, args: &Value, texts: &Texts) -> SpineResult {
     match name {
-        SOLVE_PLAN => plan(session, args),
-        SOLVE_FINISH_STEP => finish_step(session, args),
-        SOLVE_REPLAN => replan(session, args),
-        other => SpineResult::refused(format!("{other} is not a solve tool")),
+        SOLVE_PLAN => plan(session, args, texts),
+        SOLVE_FINISH_STEP => finish_step(session, args, texts),
+        SOLVE_REPLAN => replan(session, args, texts),
+        other => SpineResult::refused(texts.render(Text::NotASolveTool, &[("tool", &other)])),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solve::Language;
+
+    const EMPTY_STEPS: &str = "solve_plan needs a non-empty 'steps' array, each with a 'goal'.";
+
+    fn en() -> std::sync::Arc<Texts> {
+        Texts::builtin(Language::En)
+    }
+
+    fn plan(session: &mut SolveSession, args: &Value) -> SpineResult {
+        super::plan(session, args, &en())
+    }
+
+    fn finish_step(session: &mut SolveSession, args: &Value) -> SpineResult {
+        super::finish_step(session, args, &en())
+    }
+
+    fn replan(session: &mut SolveSession, args: &Value) -> SpineResult {
+        super::replan(session, args, &en())
+    }
 
     fn body(r: &SpineResult) -> Value {
         serde_json::from_str(&r.output.content).unwrap_or(Value::Null)

@@ -22,7 +22,7 @@ pub enum StoreError {
 }
 
 /// Sanitise an id to `[A-Za-z0-9_-]` so it can never be used as anything but a key.
-pub fn sanitize_id(raw: &str) -> Result<String, StoreError> {
+pub(crate) fn sanitize_id(raw: &str) -> Result<String, StoreError> {
     let ok = !raw.is_empty()
         && raw.len() <= 128
         && raw

@@ -199,6 +199,7 @@ pub struct Echo {
     pub delay: Duration,
     pub panic: bool,
     pub output: Option<String>,
+    pub error: Option<ToolError>,
     pub runs: std::sync::atomic::AtomicU32,
 }
 
@@ -218,6 +219,7 @@ impl Echo {
             delay: Duration::ZERO,
             panic: false,
             output: None,
+            error: None,
             runs: Default::default(),
         }
     }
@@ -234,9 +236,12 @@ impl Tool for Echo {
         if self.panic {
             panic!("tool bug");
         }
+        if let Some(error) = &self.error {
+            return Err(error.clone());
+        }
         tokio::select! {
             _ = tokio::time::sleep(self.delay) => {}
-            _ = ctx.cancel.cancelled() => return Err(ToolError("cancelled".into())),
+            _ = ctx.cancel.cancelled() => return Err(ToolError::actionable("cancelled")),
         }
         Ok(ToolOutput::ok(self.output.clone().unwrap_or_else(|| {
             format!("echo: {}", args["q"].as_str().unwrap_or_default())

@@ -635,6 +635,56 @@ async fn a_slow_tool_times_out_and_a_panicking_tool_becomes_an_error() {
 }
 
 #[tokio::test]
+async fn an_internal_tool_error_shows_the_model_a_neutral_message_and_keeps_the_detail() {
+    let broken = Arc::new(Echo {
+        error: Some(ToolError::internal(
+            "the sandbox did not start: /dev/fuse missing",
+        )),
+        ..Echo::named("broken")
+    });
+    let picky = Arc::new(Echo {
+        error: Some(ToolError::actionable("q must name a variable")),
+        ..Echo::named("picky")
+    });
+    let model = Fake::seq(vec![
+        plan(&["a"]),
+        calls(vec![
+            ("broken", json!({"q": "x"})),
+            ("picky", json!({"q": "y"})),
+        ]),
+        finish("S1", "ok"),
+        text("answer"),
+    ]);
+    let run = run_with(model, vec![broken, picky], |_| {}).await;
+    let r = run.results();
+    let of = |name: &str| r.iter().find(|x| x.0 == name).unwrap().2.clone();
+    assert_eq!(
+        of("broken"),
+        "broken failed: the sandbox did not start: /dev/fuse missing",
+        "the event keeps the detail"
+    );
+    assert_eq!(of("picky"), "picky failed: q must name a variable");
+    let seen: Vec<&str> = run.requests[2]
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert!(
+        seen.contains(&"picky failed: q must name a variable"),
+        "{seen:?}"
+    );
+    let neutral = seen
+        .iter()
+        .find(|c| c.starts_with("broken failed"))
+        .unwrap();
+    assert!(
+        neutral.contains("internal error") && !neutral.contains("fuse"),
+        "{neutral}"
+    );
+}
+
+#[tokio::test]
 async fn long_results_are_truncated_for_the_model_but_kept_in_events() {
     let long: String = (0..2000).map(|i| format!("line {i}\n")).collect();
     let tool = Arc::new(Echo {

@@ -300,9 +300,9 @@ impl Tool for MakeFile {
         let dir = ctx
             .workspace
             .as_ref()
-            .ok_or_else(|| ToolError("no workspace".into()))?;
+            .ok_or_else(|| ToolError::internal("no workspace"))?;
         std::fs::write(dir.join("page.html"), HOSTILE_HTML)
-            .map_err(|e| ToolError(e.to_string()))?;
+            .map_err(|e| ToolError::internal(e.to_string()))?;
         let mut out = ToolOutput::ok("wrote page.html");
         out.artifacts.push(Artifact {
             path: "page.html".into(),

@@ -6,17 +6,16 @@
 //! It speaks the native protocol, the text-tag protocol (calls written in the reply, results
 //! sent back as `<tool_response>` blocks in a user message), or `auto` (native until the
 //! provider says tools are unsupported). Replies are read with the engine's own
-//! `deepsolve_core::tags::parse_reply` (think blocks, vendor markup, invented results cut), so
+//! `deepsolve_core::parse_reply` (think blocks, vendor markup, invented results cut), so
 //! the testkit's renderings are checked against the engine's reader on every turn.
 
 #![allow(dead_code)]
 
 use deepsolve_core::solve::spine::{self, SOLVE_FINISH_STEP, SpineEffect};
 use deepsolve_core::solve::{SolveSession, is_solve_tool, solve_tool_specs};
-use deepsolve_core::tags::{ParsedCall, parse_reply};
 use deepsolve_core::{
-    ChatModel, ChatRequest, Completion, Message, ModelError, Role, StreamDelta, ToolCall,
-    ToolChoice, ToolSpec,
+    ChatModel, ChatRequest, Completion, Language, Message, ModelError, ParsedCall, Role,
+    StreamDelta, Texts, ToolCall, ToolChoice, ToolSpec, parse_reply,
 };
 use deepsolve_protocol::SolveRecord;
 use deepsolve_testkit::tags::{STOP_SEQUENCES, render_call, render_response};
@@ -125,6 +124,10 @@ impl Outcome {
     }
 }
 
+fn english() -> std::sync::Arc<Texts> {
+    Texts::builtin(Language::En)
+}
+
 pub const PROBLEM: &str = "Find all real x with x^2 - 5x + 6 = 0.";
 
 fn work_spec(name: &str) -> ToolSpec {
@@ -161,7 +164,7 @@ pub struct Sim<'m, M: ChatModel> {
 impl<'m, M: ChatModel> Sim<'m, M> {
     pub fn new(model: &'m M, cfg: SimConfig) -> Self {
         let tags = cfg.protocol == SimProtocol::Tags;
-        let mut tools = solve_tool_specs();
+        let mut tools = solve_tool_specs(&english());
         tools.extend(cfg.work_tools.iter().map(|t| work_spec(t)));
         Sim {
             model,
@@ -470,7 +473,7 @@ impl<'m, M: ChatModel> Sim<'m, M> {
                     "finish the step in a later round, after reading these results".to_string();
                 return (msg, none, false);
             }
-            let r = spine::handle(&mut self.session, &call.name, &args);
+            let r = spine::handle(&mut self.session, &call.name, &args, &english());
             return (r.output.content, r.effect, false);
         }
         if !self.session.record.has_plan() {

@@ -1,12 +1,12 @@
 //! The text-tag protocol end to end: tags-mode requests read into the neutral view, the
 //! tags / inventing / reasoning / vendor-markup policies driven to their endings by the
 //! simulated engine (in-process and over HTTP), the invariants that catch a careless engine,
-//! and the testkit's renderings cross-checked against the engine's own `deepsolve_core::tags`.
+//! and the testkit's renderings cross-checked against the engine's own (`deepsolve_core::parse_reply`, `render_tag_call`, …).
 
 use crate::common::{FOLD_STYLES, SimConfig, SimProtocol, Stop, WireModel, run};
 use deepsolve_core::solve::solve_tool_specs;
-use deepsolve_core::tags::{ParsedCall, parse_reply};
 use deepsolve_core::{ChatRequest, ModelError, ToolSpec};
+use deepsolve_core::{ParsedCall, parse_reply};
 use deepsolve_testkit::tags::{
     self, INVENTED_MARKER, MarkupStyle, STOP_SEQUENCES, render_call, render_response,
 };
@@ -203,7 +203,9 @@ async fn tags_mode_over_http_reads_the_wire_history() {
 // --- reading tags-mode requests ---
 
 fn specs() -> Vec<ToolSpec> {
-    let mut specs = solve_tool_specs();
+    let mut specs = solve_tool_specs(&deepsolve_core::Texts::builtin(
+        deepsolve_core::Language::En,
+    ));
     specs.push(ToolSpec {
         name: "reason".into(),
         description: "Derive a result.".into(),
@@ -217,7 +219,10 @@ fn specs() -> Vec<ToolSpec> {
 fn tags_body(messages: Vec<Value>) -> Value {
     let system = format!(
         "You solve problems.{}",
-        deepsolve_core::tags::manifest(&specs())
+        deepsolve_core::tags_manifest(
+            &specs(),
+            &deepsolve_core::Texts::builtin(deepsolve_core::Language::En)
+        )
     );
     let mut all = vec![json!({"role": "system", "content": system})];
     all.extend(messages);
@@ -247,8 +252,8 @@ fn a_tags_history_reads_like_a_native_one() {
     let work_args = r#"{"query":"[S1] a: derive"}"#;
     let body = tags_body(vec![
         json!({"role": "user", "content": "Solve x+1=2."}),
-        json!({"role": "assistant", "content": deepsolve_core::tags::render_call("solve_plan", plan_args)}),
-        json!({"role": "user", "content": deepsolve_core::tags::render_response("solve_plan", "call_7", &planned.to_string())}),
+        json!({"role": "assistant", "content": deepsolve_core::render_tag_call("solve_plan", plan_args)}),
+        json!({"role": "user", "content": deepsolve_core::render_tag_response("solve_plan", "call_7", &planned.to_string())}),
         json!({"role": "assistant", "content": format!("Working on S1.\n{}", render_call("reason", work_args))}),
         json!({"role": "user", "content": format!("{}\n\n[deepsolve:progress] round 3 of 12 · replans 0 of 2\nProblem: Solve x+1=2.\nPlan: an\n  [ ] S1 a   <- current",
             render_response("reason", "call_8", "Derivation…\nAnswer: 1"))}),
@@ -335,16 +340,15 @@ fn the_engine_history_renderings_read_back() {
     let args = r#"{"query":"q"}"#;
     let (visible, calls) = tags::parse_calls(&format!(
         "Text.\n{}",
-        deepsolve_core::tags::render_call("reason", args)
+        deepsolve_core::render_tag_call("reason", args)
     ));
     assert_eq!(visible.trim(), "Text.");
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].0, "reason");
     let parsed_args: Value = serde_json::from_str(&calls[0].1).unwrap_or(Value::Null);
     assert_eq!(parsed_args, json!({"query": "q"}));
-    let (responses, rest) = tags::parse_responses(&deepsolve_core::tags::render_response(
-        "reason", "c1", "a\nb",
-    ));
+    let (responses, rest) =
+        tags::parse_responses(&deepsolve_core::render_tag_response("reason", "c1", "a\nb"));
     assert_eq!(responses.len(), 1);
     assert_eq!(
         (responses[0].id.as_str(), responses[0].content.as_str()),

@@ -76,13 +76,13 @@ impl Tool for ExecTool {
         let workspace = self
             .sandbox
             .prepare_workspace(&workspace)
-            .map_err(|e| ToolError(e.to_string()))?;
+            .map_err(|e| ToolError::internal(e.to_string()))?;
         let before = Snapshot::take(&workspace);
         let outcome = self
             .sandbox
             .run_command(command, &workspace, budget, &ctx.cancel)
             .await
-            .map_err(|e| ToolError(e.to_string()))?;
+            .map_err(|e| ToolError::internal(e.to_string()))?;
         let artifacts = sandboxed::artifacts(Snapshot::take(&workspace).changes_since(&before));
         let mut r = Report::default();
         r.line(status_line(&outcome, budget));

@@ -105,7 +105,7 @@ impl CodeExecutionTool {
 
     async fn permit(&self, wait: Duration) -> Result<OwnedSemaphorePermit, ToolError> {
         let busy = || {
-            ToolError(format!(
+            ToolError::actionable(format!(
                 "all {} Python sandboxes are in use by other turns; try again shortly",
                 self.max_interpreters
             ))
@@ -156,8 +156,12 @@ impl CodeExecutionTool {
         };
         match handle.await {
             Ok(Ok(interp)) => Ok(interp),
-            Ok(Err(e)) => Err(ToolError(format!("the Python sandbox did not start: {e}"))),
-            Err(e) => Err(ToolError(format!("the Python sandbox did not start: {e}"))),
+            Ok(Err(e)) => Err(ToolError::internal(format!(
+                "the Python sandbox did not start: {e}"
+            ))),
+            Err(e) => Err(ToolError::internal(format!(
+                "the Python sandbox did not start: {e}"
+            ))),
         }
     }
 }
@@ -236,7 +240,9 @@ impl Tool for CodeExecutionTool {
             Err(e) => {
                 slot.lost = Some(e.to_string());
                 slot.starting = Some(self.start(workspace));
-                return Err(ToolError(format!("{e}; the interpreter will be restarted")));
+                return Err(ToolError::internal(format!(
+                    "{e}; the interpreter will be restarted"
+                )));
             }
         };
         let artifacts =

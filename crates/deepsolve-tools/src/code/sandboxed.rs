@@ -32,7 +32,7 @@ pub fn call_timeout(args: &Value, max: Duration) -> Duration {
 /// The turn's workspace, or an error: code never runs without one (fail closed).
 pub fn workspace(ctx: &ToolContext, tool: &str) -> Result<PathBuf, ToolError> {
     ctx.workspace.clone().ok_or_else(|| {
-        ToolError(format!(
+        ToolError::internal(format!(
             "{tool} is unavailable: this turn has no workspace to run code in"
         ))
     })

@@ -193,7 +193,7 @@ async fn the_engine_limit_leaves_room_for_the_tools_own_timeout() {
         .run(json!({"code": "1"}), &ctx("t", None))
         .await
         .unwrap_err();
-    assert!(err.0.contains("no workspace"), "fail closed: {err}");
+    assert!(err.message().contains("no workspace"), "fail closed: {err}");
 }
 
 #[tokio::test]
@@ -277,7 +277,10 @@ async fn interpreters_are_capped_across_turns() {
         .run(json!({"code": "1", "timeout_s": 1}), &cb)
         .await
         .unwrap_err();
-    assert!(err.0.contains("all 1 Python sandboxes are in use"), "{err}");
+    assert!(
+        err.message().contains("all 1 Python sandboxes are in use"),
+        "{err}"
+    );
     tool.turn_finished(&ca).await;
     let out = call(&tool, json!({"code": "2"}), &cb).await;
     assert_eq!(

@@ -79,5 +79,5 @@ async fn an_empty_reply_is_an_error_for_the_model() {
     });
     let tool = ReasonTool::new(model, 1000, 0.2);
     let err = tool.run(json!({"query": "q"}), &ctx()).await.unwrap_err();
-    assert!(err.0.contains("no text"));
+    assert!(err.message().contains("no text"));
 }

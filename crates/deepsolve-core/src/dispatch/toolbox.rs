@@ -1,0 +1,100 @@
+//! The tools of a turn: each with its compiled argument validator, found by name.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::engine::EngineError;
+use crate::model::ToolSpec;
+use crate::tool::ToolRef;
+
+/// A tool with its compiled argument validator (a solve tool has no implementation here:
+/// the spine runs it).
+pub(crate) struct Mounted {
+    pub(crate) spec: ToolSpec,
+    pub(crate) tool: Option<ToolRef>,
+    validator: jsonschema::Validator,
+}
+
+impl Mounted {
+    pub(crate) fn new(spec: ToolSpec, tool: Option<ToolRef>) -> Result<Self, EngineError> {
+        let validator = jsonschema::validator_for(&spec.parameters).map_err(|e| {
+            EngineError::InvalidSchema {
+                tool: spec.name.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        Ok(Mounted {
+            spec,
+            tool,
+            validator,
+        })
+    }
+
+    /// The validator's messages, joined, when the arguments do not fit the schema.
+    pub(crate) fn validate(&self, args: &Value) -> Result<(), String> {
+        let errors: Vec<String> = self
+            .validator
+            .iter_errors(args)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{e} at {path}")
+                }
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("; "))
+        }
+    }
+}
+
+/// The tools offered in one turn, by name.
+pub(crate) struct Toolbox {
+    mounted: Vec<Arc<Mounted>>,
+}
+
+impl Toolbox {
+    pub(crate) fn new(mounted: Vec<Arc<Mounted>>) -> Self {
+        Toolbox { mounted }
+    }
+
+    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
+        self.mounted.iter().map(|m| m.spec.clone()).collect()
+    }
+
+    /// The work tools' implementations (for turn start/finish hooks).
+    pub(crate) fn work_tools(&self) -> impl Iterator<Item = &ToolRef> {
+        self.mounted.iter().filter_map(|m| m.tool.as_ref())
+    }
+
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.mounted.iter().map(|m| m.spec.name.clone()).collect()
+    }
+
+    /// Exact name first, then a unique case-insensitive match.
+    pub(crate) fn resolve(&self, name: &str) -> Option<&Arc<Mounted>> {
+        let name = name.trim();
+        if let Some(m) = self.mounted.iter().find(|m| m.spec.name == name) {
+            return Some(m);
+        }
+        let mut ci = self
+            .mounted
+            .iter()
+            .filter(|m| m.spec.name.eq_ignore_ascii_case(name));
+        match (ci.next(), ci.next()) {
+            (Some(m), None) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// A call names a work tool (not a solve tool) this turn offers.
+    pub(crate) fn is_work_tool(&self, name: &str) -> bool {
+        self.resolve(name)
+            .is_some_and(|m| !crate::solve::is_solve_tool(&m.spec.name))
+    }
+}

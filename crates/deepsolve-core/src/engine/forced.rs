@@ -1,0 +1,118 @@
+//! The one forced-answer path: when a budget or a guard ends the turn, the model is asked
+//! once more, without tools, under the ultimatum; failing that, the finished steps'
+//! summaries are the answer.
+
+use super::ULTIMATUM_MARKER;
+use super::call::CallFailure;
+use super::turn::{Final, TurnRun};
+use crate::event::{EventKind, RoundRole, WarningKind};
+use crate::model::{Completion, ToolChoice};
+use crate::outcome::{AnswerSource, StopReason};
+use crate::solve::SolveRecord;
+use crate::texts::{Text, Texts};
+
+impl TurnRun<'_> {
+    pub(super) async fn force_answer(&mut self, stop: StopReason) -> Final {
+        if stop == StopReason::Cancelled || self.cancel.is_cancelled() {
+            return Final::without_answer(StopReason::Cancelled);
+        }
+        self.emit.emit(EventKind::Warning {
+            kind: WarningKind::ForcedAnswer,
+            message: format!("{stop}: asking the model for a final answer without tools"),
+        });
+        let tail = self.ultimatum_tail();
+        let tail_tokens = crate::tokens::count(&tail);
+        self.make_room_for_the_answer(tail_tokens);
+        self.budget.rounds += 1;
+        self.emit.emit(EventKind::RoundStarted {
+            round: self.budget.rounds,
+            max_rounds: self.budget.max_rounds(),
+            context_tokens: self.ctx.estimate(tail_tokens),
+            context_window: self.budget.window(),
+        });
+        let max_tokens = self.budget.forced_answer_tokens();
+        let request = self.request(Some(tail), ToolChoice::None, max_tokens);
+        let deadline = self.budget.forced_answer_deadline();
+        match self.call_model(&request, deadline).await {
+            Ok(c) => {
+                if let Some(text) = self.forced_text(c) {
+                    return Final::answered(text, AnswerSource::Forced, stop);
+                }
+            }
+            Err(CallFailure::Cancelled) => return Final::without_answer(StopReason::Cancelled),
+            Err(CallFailure::Deadline) => self.emit.emit(EventKind::Warning {
+                kind: WarningKind::ForcedAnswer,
+                message: "the forced answer did not arrive in time".into(),
+            }),
+            Err(CallFailure::Model(e)) => self.emit.emit(EventKind::Warning {
+                kind: WarningKind::ForcedAnswer,
+                message: format!("the forced answer failed: {e}"),
+            }),
+        }
+        self.summaries_answer(stop)
+    }
+
+    /// The next round's tail with the ultimatum at its end.
+    fn ultimatum_tail(&self) -> String {
+        let mut tail = self.tail(self.budget.rounds + 1).unwrap_or_default();
+        if !tail.is_empty() {
+            tail.push_str("\n\n");
+        }
+        tail.push_str(ULTIMATUM_MARKER);
+        tail.push(' ');
+        tail.push_str(self.texts.get(Text::Ultimatum));
+        tail
+    }
+
+    /// Drop the largest tool outputs until the prompt fits under the ultimatum threshold.
+    fn make_room_for_the_answer(&mut self, tail_tokens: u64) {
+        let limit = self.budget.forced_answer_limit();
+        while self.ctx.estimate(tail_tokens) > limit && self.ctx.drop_largest_tool_output() {}
+    }
+
+    /// The forced reply's text, joined with any text cut off before; `None` when empty.
+    fn forced_text(&mut self, c: Completion) -> Option<String> {
+        let c = self.interpret(c).completion;
+        self.record_round(&c, RoundRole::Answer);
+        let mut text = self.reply.take_answer_parts();
+        text.push_str(&c.text);
+        let text = text.trim();
+        (!text.is_empty()).then(|| text.to_string())
+    }
+
+    /// The answer of last resort: the step summaries, if any step was finished.
+    pub(super) fn summaries_answer(&self, stop: StopReason) -> Final {
+        let answer = summary_answer(&self.record(), &self.texts);
+        Final {
+            source: answer.as_ref().map(|_| AnswerSource::StepSummaries),
+            answer,
+            stop,
+            error: None,
+        }
+    }
+}
+
+/// The finished steps' summaries, labelled as such.
+fn summary_answer(record: &SolveRecord, texts: &Texts) -> Option<String> {
+    let summaries = record.summaries();
+    if summaries.is_empty() {
+        return None;
+    }
+    let mut out = format!("{}\n", texts.get(Text::SummaryAnswerHeader));
+    for (id, goal, summary) in summaries {
+        out.push('\n');
+        out.push_str(&texts.render(
+            Text::SummaryAnswerStep,
+            &[("id", &id), ("goal", &goal), ("summary", &summary)],
+        ));
+    }
+    let open: Vec<String> = record.open_steps().map(|s| s.id.clone()).collect();
+    if !open.is_empty() {
+        out.push_str("\n\n");
+        out.push_str(&texts.render(
+            Text::SummaryAnswerNotDone,
+            &[("open_steps", &open.join(", "))],
+        ));
+    }
+    Some(out)
+}

@@ -1,0 +1,273 @@
+//! `Engine::run_turn`: the deep-solve loop. One turn, start to end: rounds of model calls and
+//! tool dispatch under the solve spine, folding after every finished step, budgets, gates, and
+//! one forced-answer path.
+//!
+//! - `turn`: a running turn's state, built from its spec; its start and its end.
+//! - `rounds`: the round loop and what a failed model call leads to.
+//! - `call`: one streaming model call.
+//! - `reply`: taking in a completion (calls, cut-off text, silence, an answer).
+//! - `work`: a round of tool calls and what finished steps lead to (fold, checkpoint).
+//! - `gates`: the plan and finish gates before an answer is accepted.
+//! - `tail`: the ephemeral last message (progress block, notices).
+//! - `forced`: the one forced-answer path and the answer of last resort.
+//! - `budget`: rounds, tokens, time and context, with their named thresholds.
+
+mod budget;
+mod call;
+mod forced;
+mod gates;
+mod reply;
+mod rounds;
+mod tail;
+mod turn;
+mod work;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::SolveConfig;
+use crate::dispatch::{Mounted, Toolbox};
+use crate::event::EventSink;
+use crate::model::{ChatModel, Protocol};
+use crate::outcome::{Checkpoint, TurnOutcome};
+use crate::solve::{Language, SolveSession, SolveSessionStore, StoreError};
+use crate::solve::{is_solve_tool, solve_tool_specs};
+use crate::texts::Texts;
+use crate::tool::ToolRef;
+use crate::wire::Wire;
+
+use turn::TurnRun;
+
+pub use budget::DEFAULT_CONTEXT_WINDOW;
+
+/// The name under which an unreadable text-protocol call is recorded.
+pub const UNREADABLE_CALL: &str = "unreadable_tool_call";
+
+/// Markers of the blocks the engine injects (language-neutral, like tool names).
+pub(crate) const NUDGE_MARKER: &str = "[deepsolve:nudge]";
+pub(crate) const NOTICE_MARKER: &str = "[deepsolve:notice]";
+pub(crate) const CONTINUE_MARKER: &str = "[deepsolve:continue]";
+pub(crate) const ULTIMATUM_MARKER: &str = "[deepsolve:ultimatum]";
+pub(crate) const RECORD_MARKER: &str = "[deepsolve:record]";
+
+/// A previous turn of the same conversation (a wire type: the store and the facade give it).
+pub use deepsolve_protocol::PriorTurn;
+
+/// Everything a turn needs, resolved server-side.
+#[derive(Debug, Clone)]
+pub struct TurnSpec {
+    pub turn_id: String,
+    pub session_id: Option<String>,
+    pub user_id: Option<String>,
+    pub problem: String,
+    pub history: Vec<PriorTurn>,
+    pub language: Language,
+    pub config: SolveConfig,
+    pub context_window: u64,
+    /// Work tools to offer this turn (by name); the solve tools are always offered.
+    pub tools: Vec<String>,
+    pub workspace: Option<PathBuf>,
+    /// The first event `seq` (non-zero when a turn is resumed).
+    pub first_seq: u64,
+    pub protocol: Protocol,
+    /// Continue an interrupted turn from its last step checkpoint (`None`: a fresh turn).
+    pub resume: Option<Checkpoint>,
+}
+
+impl TurnSpec {
+    pub fn new(turn_id: impl Into<String>, problem: impl Into<String>) -> Self {
+        TurnSpec {
+            turn_id: turn_id.into(),
+            session_id: None,
+            user_id: None,
+            problem: problem.into(),
+            history: Vec::new(),
+            language: Language::En,
+            config: SolveConfig::default(),
+            context_window: DEFAULT_CONTEXT_WINDOW,
+            tools: Vec::new(),
+            workspace: None,
+            first_seq: 0,
+            protocol: Protocol::Native,
+            resume: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TurnError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("unknown tool '{name}' requested for this turn (available: {available})")]
+    UnknownTool { name: String, available: String },
+    #[error("the problem is empty")]
+    EmptyProblem,
+}
+
+/// Why an engine cannot be built from its tools.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    #[error("tool '{0}' is registered twice")]
+    DuplicateTool(String),
+    #[error("tool {tool} has an invalid schema: {message}")]
+    InvalidSchema { tool: String, message: String },
+}
+
+/// The solve tools, described in one language.
+struct SolveTools {
+    language: Language,
+    mounted: Vec<Arc<Mounted>>,
+}
+
+/// The engine: registered tools and the live solve sessions. Shared by all turns.
+pub struct Engine {
+    /// The solve tools in every built-in language.
+    solve_tools: Vec<SolveTools>,
+    work_tools: Vec<Arc<Mounted>>,
+    sessions: Arc<SolveSessionStore>,
+    /// Models found to lack native tool calling (protocol `auto`), for the process.
+    no_native_tools: Mutex<HashSet<String>>,
+}
+
+fn mount_solve_tools(language: Language) -> Result<SolveTools, EngineError> {
+    let mounted = solve_tool_specs(&Texts::builtin(language))
+        .into_iter()
+        .map(|spec| Mounted::new(spec, None).map(Arc::new))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(SolveTools { language, mounted })
+}
+
+impl Engine {
+    pub fn new(tools: Vec<ToolRef>) -> Result<Self, EngineError> {
+        let solve_tools = Texts::LANGUAGES
+            .into_iter()
+            .map(mount_solve_tools)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut work_tools: Vec<Arc<Mounted>> = Vec::new();
+        for tool in tools {
+            let spec = tool.spec().clone();
+            if is_solve_tool(&spec.name) || work_tools.iter().any(|m| m.spec.name == spec.name) {
+                return Err(EngineError::DuplicateTool(spec.name));
+            }
+            work_tools.push(Arc::new(Mounted::new(spec, Some(tool))?));
+        }
+        Ok(Engine {
+            solve_tools,
+            work_tools,
+            sessions: Arc::new(SolveSessionStore::default()),
+            no_native_tools: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// Bound the live solve sessions (one per running turn).
+    pub fn with_session_capacity(mut self, capacity: usize) -> Self {
+        self.sessions = Arc::new(SolveSessionStore::new(capacity));
+        self
+    }
+
+    pub fn work_tool_names(&self) -> Vec<String> {
+        self.work_tools
+            .iter()
+            .map(|m| m.spec.name.clone())
+            .collect()
+    }
+
+    pub fn sessions(&self) -> &SolveSessionStore {
+        &self.sessions
+    }
+
+    fn toolbox(&self, requested: &[String], language: Language) -> Result<Toolbox, TurnError> {
+        let mut mounted = self
+            .solve_tools
+            .iter()
+            .find(|s| s.language == language)
+            .map(|s| s.mounted.clone())
+            .unwrap_or_default();
+        for name in requested {
+            let tool = self
+                .work_tools
+                .iter()
+                .find(|m| &m.spec.name == name)
+                .ok_or_else(|| TurnError::UnknownTool {
+                    name: name.clone(),
+                    available: self.work_tool_names().join(", "),
+                })?;
+            if !mounted.iter().any(|m| &m.spec.name == name) {
+                mounted.push(tool.clone());
+            }
+        }
+        Ok(Toolbox::new(mounted))
+    }
+
+    fn lacks_native_tools(&self, model: &str) -> bool {
+        self.no_native_tools
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(model)
+    }
+
+    fn remember_lacks_native_tools(&self, model: &str) {
+        self.no_native_tools
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(model.to_string());
+    }
+
+    fn open_session(&self, spec: &TurnSpec) -> Result<crate::solve::SessionHandle, TurnError> {
+        let session_id = spec.session_id.clone();
+        let mut session = SolveSession::new(
+            session_id.unwrap_or_else(|| spec.turn_id.clone()),
+            spec.config.max_replans,
+            spec.config.max_steps,
+        );
+        if let Some(resume) = &spec.resume {
+            session.record = resume.record.clone();
+            session.record.replans_max = spec.config.max_replans;
+        }
+        Ok(self.sessions.open(&spec.turn_id, session)?)
+    }
+
+    /// Run one turn to its end. Errors are only for a turn that cannot start; everything
+    /// after the start ends in a `TurnOutcome` with a typed stop reason.
+    pub async fn run_turn(
+        &self,
+        model: &dyn ChatModel,
+        spec: TurnSpec,
+        sink: &dyn EventSink,
+        cancel: CancellationToken,
+    ) -> Result<TurnOutcome, TurnError> {
+        if spec.problem.trim().is_empty() {
+            return Err(TurnError::EmptyProblem);
+        }
+        let toolbox = self.toolbox(&spec.tools, spec.language)?;
+        let session = self.open_session(&spec)?;
+        let _close = CloseOnDrop {
+            store: &self.sessions,
+            turn_id: spec.turn_id.clone(),
+        };
+        let wire = Wire::new(spec.protocol, self.lacks_native_tools(model.name()));
+        let end = TurnRun::new(model, spec, toolbox, session, wire, sink, cancel)
+            .run()
+            .await;
+        if end.fell_back_to_tags {
+            self.remember_lacks_native_tools(model.name());
+        }
+        Ok(end.outcome)
+    }
+}
+
+/// Removes the session from the store however the turn ends (even if its future is dropped).
+struct CloseOnDrop<'a> {
+    store: &'a SolveSessionStore,
+    turn_id: String,
+}
+
+impl Drop for CloseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.store.close(&self.turn_id);
+    }
+}

@@ -1,0 +1,215 @@
+//! Taking in one completion: its content read by the protocol, the round recorded, then
+//! tool calls, a reply cut off by the output limit, silence, or an answer for the gates.
+
+use super::budget::{MAX_EMPTY_ROUNDS, MAX_FORMAT_ERRORS};
+use super::turn::{Ending, TurnRun};
+use super::{CONTINUE_MARKER, NUDGE_MARKER};
+use crate::event::{EventKind, RoundRole, WarningKind};
+use crate::message::{Message, ToolCall};
+use crate::model::{Completion, FinishReason};
+use crate::outcome::StopReason;
+use crate::texts::Text;
+use crate::wire::{MarkupError, ParsedCall};
+
+/// What the replies of a turn have left behind for the next one.
+#[derive(Default)]
+pub(super) struct ReplyState {
+    /// Rounds in a row without visible output.
+    empty_rounds: u32,
+    /// Rounds in a row with unreadable calls.
+    format_errors: u32,
+    /// The one larger-output retry was used.
+    retried_output: bool,
+    /// The output budget of the next round, when it is not the configured one.
+    next_max_tokens: Option<u32>,
+    /// Text of replies cut off by the output limit, joined with their continuation.
+    answer_parts: Vec<String>,
+    /// Calls read from text so far (for their ids).
+    calls_read: u64,
+}
+
+impl ReplyState {
+    /// The next round's output budget (`configured` unless a retry asked for more).
+    pub(super) fn take_max_tokens(&mut self, configured: u32) -> u32 {
+        self.next_max_tokens.take().unwrap_or(configured)
+    }
+
+    /// Text held back from replies cut off by the output limit, emptied.
+    pub(super) fn take_answer_parts(&mut self) -> String {
+        std::mem::take(&mut self.answer_parts).concat()
+    }
+}
+
+/// A call-shaped block the model wrote that could not be read.
+pub(super) struct Unreadable {
+    pub(super) raw: String,
+    pub(super) error: MarkupError,
+}
+
+/// A completion as the protocol read it.
+pub(super) struct Interpreted {
+    /// Visible text only; calls written as markup moved to `tool_calls`.
+    pub(super) completion: Completion,
+    pub(super) unreadable: Vec<Unreadable>,
+}
+
+impl Interpreted {
+    fn has_calls(&self) -> bool {
+        !self.completion.tool_calls.is_empty() || !self.unreadable.is_empty()
+    }
+}
+
+impl TurnRun<'_> {
+    /// Take in one completion. `Some` ends the loop.
+    pub(super) async fn absorb(&mut self, c: Completion) -> Option<Ending> {
+        let reply = self.interpret(c);
+        let role = if reply.completion.tool_calls.is_empty() {
+            RoundRole::Answer
+        } else {
+            RoundRole::Narration
+        };
+        self.record_round(&reply.completion, role);
+        self.count_format_errors(&reply);
+        if reply.has_calls() {
+            self.reply.empty_rounds = 0;
+            let ending = self.work_round(reply).await;
+            if ending.is_none() && self.reply.format_errors >= MAX_FORMAT_ERRORS {
+                return Some(Ending::Force(StopReason::FormatErrors));
+            }
+            return ending;
+        }
+        self.absorb_text(reply.completion)
+    }
+
+    /// Read the reply's content: reasoning out, invented results cut, markup calls taken
+    /// (when the provider gave no native calls).
+    pub(super) fn interpret(&mut self, mut c: Completion) -> Interpreted {
+        let parsed = self.wire.protocol().read_reply(&c.text);
+        if parsed.cut_invented {
+            self.emit.emit(EventKind::Warning {
+                kind: WarningKind::InventedToolResponse,
+                message:
+                    "the model wrote its own <tool_response>; it was cut before anything saw it"
+                        .into(),
+            });
+        }
+        if !parsed.reasoning.is_empty() {
+            if !c.reasoning.is_empty() {
+                c.reasoning.push('\n');
+            }
+            c.reasoning.push_str(&parsed.reasoning);
+        }
+        c.text = parsed.visible;
+        let unreadable = if c.tool_calls.is_empty() {
+            self.take_text_calls(parsed.calls, &mut c.tool_calls)
+        } else {
+            Vec::new()
+        };
+        Interpreted {
+            completion: c,
+            unreadable,
+        }
+    }
+
+    /// Calls read from the reply's text join `calls` (with ids); the unreadable ones return.
+    fn take_text_calls(
+        &mut self,
+        parsed: Vec<ParsedCall>,
+        calls: &mut Vec<ToolCall>,
+    ) -> Vec<Unreadable> {
+        let mut unreadable = Vec::new();
+        for call in parsed {
+            match call {
+                ParsedCall::Call { name, arguments } => calls.push(ToolCall {
+                    id: self.next_call_id(),
+                    name,
+                    arguments,
+                }),
+                ParsedCall::Malformed { raw, error } => unreadable.push(Unreadable { raw, error }),
+            }
+        }
+        unreadable
+    }
+
+    /// Ids for calls read from text: unique within the turn (and across turns, by turn id).
+    pub(super) fn next_call_id(&mut self) -> String {
+        self.reply.calls_read += 1;
+        format!("call_{}_{}", self.tool_ctx.turn_id, self.reply.calls_read)
+    }
+
+    /// The round's usage and its `round_finished` event.
+    pub(super) fn record_round(&mut self, c: &Completion, role: RoundRole) {
+        self.budget.usage.add(&c.usage);
+        self.emit.emit(EventKind::RoundFinished {
+            round: self.budget.rounds,
+            role,
+            finish_reason: c.finish_reason.as_str().to_string(),
+            usage: c.usage,
+        });
+    }
+
+    fn count_format_errors(&mut self, reply: &Interpreted) {
+        if reply.unreadable.is_empty() {
+            self.reply.format_errors = 0;
+        } else {
+            self.reply.format_errors += 1;
+        }
+    }
+
+    /// A reply without calls: cut off, silent, or an answer.
+    fn absorb_text(&mut self, c: Completion) -> Option<Ending> {
+        let visible = !c.text.trim().is_empty();
+        if c.finish_reason == FinishReason::Length {
+            if visible {
+                self.ask_to_continue(c.text);
+                return None;
+            }
+            if !self.reply.retried_output {
+                self.retry_with_more_output();
+                return None;
+            }
+        }
+        if !visible && self.reply.answer_parts.is_empty() {
+            return self.silent_round();
+        }
+        self.reply.empty_rounds = 0;
+        let mut text = self.reply.take_answer_parts();
+        text.push_str(&c.text);
+        self.finish_gate(text.trim().to_string())
+    }
+
+    /// Visible text cut off by the output limit: kept, and the model asked to go on.
+    fn ask_to_continue(&mut self, text: String) {
+        self.reply.answer_parts.push(text.clone());
+        self.ctx.push(Message::assistant(text));
+        let nudge = self.texts.get(Text::NudgeContinue);
+        self.ctx
+            .push(Message::user(format!("{CONTINUE_MARKER} {nudge}")));
+    }
+
+    /// The whole output budget spent without visible output (a reasoning model): once, the
+    /// round again with a larger budget.
+    fn retry_with_more_output(&mut self) {
+        self.reply.retried_output = true;
+        let larger = self.budget.retry_max_tokens(self.ctx.estimate(0));
+        self.reply.next_max_tokens = Some(larger);
+        self.emit.emit(EventKind::Warning {
+            kind: WarningKind::Length,
+            message: format!(
+                "the model spent its whole output budget without visible output; retrying once with max_tokens = {larger}"
+            ),
+        });
+    }
+
+    /// Nothing visible and no calls: nudged to act, until silence ends the turn.
+    fn silent_round(&mut self) -> Option<Ending> {
+        self.reply.empty_rounds += 1;
+        if self.reply.empty_rounds >= MAX_EMPTY_ROUNDS {
+            return Some(Ending::Force(StopReason::EmptyRounds));
+        }
+        let nudge = self.texts.get(Text::NudgeActNow);
+        self.ctx
+            .push(Message::user(format!("{NUDGE_MARKER} {nudge}")));
+        None
+    }
+}

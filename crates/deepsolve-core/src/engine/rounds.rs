@@ -1,0 +1,135 @@
+//! The round loop: limits checked, the context compacted, one model call per round, and what
+//! a failed call leads to (a retry, a protocol switch, a forced answer, the end).
+
+use super::call::CallFailure;
+use super::turn::{Ending, TurnRun};
+use crate::event::{EventKind, WarningKind};
+use crate::model::{ChatRequest, Completion, ModelError, ToolChoice};
+use crate::outcome::StopReason;
+
+/// A round ready to be sent.
+struct Round {
+    request: ChatRequest,
+    /// The uncalibrated prompt estimate, to learn from the provider's count.
+    raw_estimate: u64,
+}
+
+/// What a failed model call leads to.
+enum AfterFailure {
+    /// Try the round again (something was snipped, or the protocol switched).
+    Retry,
+    End(Ending),
+}
+
+impl TurnRun<'_> {
+    pub(super) async fn rounds_loop(&mut self) -> Ending {
+        loop {
+            let round = match self.start_round() {
+                Ok(round) => round,
+                Err(ending) => return ending,
+            };
+            let completion = match self
+                .call_model(&round.request, self.budget.deadline())
+                .await
+            {
+                Ok(c) => c,
+                Err(failure) => match self.after_failure(failure) {
+                    AfterFailure::Retry => continue,
+                    AfterFailure::End(ending) => return ending,
+                },
+            };
+            self.calibrate(round.raw_estimate, &completion);
+            if let Some(ending) = self.absorb(completion).await {
+                return ending;
+            }
+        }
+    }
+
+    /// Check the limits, fit the context, count the round and build its request; or the
+    /// ending when no round may start.
+    fn start_round(&mut self) -> Result<Round, Ending> {
+        if self.cancel.is_cancelled() {
+            return Err(Ending::Cancelled);
+        }
+        if let Some(stop) = self.budget.exhausted() {
+            return Err(Ending::Force(stop));
+        }
+        let round = self.budget.rounds + 1;
+        let tail = self.tail(round);
+        let tail_tokens = tail.as_deref().map(crate::tokens::count).unwrap_or(0);
+        let estimate = self.compact_if_needed(tail_tokens);
+        if estimate > self.budget.ultimatum_limit() {
+            return Err(Ending::Force(StopReason::ContextLimit));
+        }
+        self.budget.rounds = round;
+        self.emit.emit(EventKind::RoundStarted {
+            round,
+            max_rounds: self.budget.max_rounds(),
+            context_tokens: estimate,
+            context_window: self.budget.window(),
+        });
+        let max_tokens = self.reply.take_max_tokens(self.budget.max_tokens());
+        Ok(Round {
+            raw_estimate: self.ctx.raw_estimate(tail_tokens),
+            request: self.request(tail, ToolChoice::Auto, max_tokens),
+        })
+    }
+
+    fn after_failure(&mut self, failure: CallFailure) -> AfterFailure {
+        let error = match failure {
+            CallFailure::Cancelled => return AfterFailure::End(Ending::Cancelled),
+            CallFailure::Deadline => {
+                return AfterFailure::End(Ending::Force(StopReason::TurnTimeout));
+            }
+            CallFailure::Model(error) => error,
+        };
+        match error {
+            ModelError::ContextLength { message } => self.after_context_length(message),
+            ModelError::ToolsUnsupported { message } if self.wire.can_fall_back() => {
+                self.after_tools_unsupported(&message)
+            }
+            e @ ModelError::StreamCut { .. } => {
+                self.emit.emit(EventKind::Warning {
+                    kind: WarningKind::StreamCut,
+                    message: format!("{e}; salvaging with a forced answer"),
+                });
+                AfterFailure::End(Ending::Force(StopReason::ModelError))
+            }
+            e => AfterFailure::End(Ending::ModelFailed(e)),
+        }
+    }
+
+    /// The provider found the prompt too long: snip one more output, or force the answer.
+    fn after_context_length(&mut self, message: String) -> AfterFailure {
+        self.emit.emit(EventKind::Warning {
+            kind: WarningKind::ContextLength,
+            message,
+        });
+        if self.ctx.snip_oldest_tool_output() {
+            return AfterFailure::Retry;
+        }
+        AfterFailure::End(Ending::Force(StopReason::ContextLimit))
+    }
+
+    /// `auto` without native tools: the round again, in the text-tag protocol.
+    fn after_tools_unsupported(&mut self, message: &str) -> AfterFailure {
+        self.emit.emit(EventKind::Warning {
+            kind: WarningKind::Protocol,
+            message: format!(
+                "the provider does not support native tool calling ({message}); switching to the text-tag protocol"
+            ),
+        });
+        self.fall_back_to_tags();
+        // The failed call does not count as a round.
+        self.budget.rounds -= 1;
+        AfterFailure::Retry
+    }
+
+    /// Learn the provider's token count for the prompt we estimated.
+    fn calibrate(&mut self, raw_estimate: u64, completion: &Completion) {
+        if !completion.usage.estimated {
+            self.ctx
+                .calibrate(raw_estimate, completion.usage.prompt_tokens);
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! A running turn: its state, built from the spec; its start, its rounds, its end.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::budget::Budget;
+use super::gates::Nudged;
+use super::reply::ReplyState;
+use super::{PriorTurn, RECORD_MARKER, TurnSpec};
+use crate::config::SolveConfig;
+use crate::context::Context;
+use crate::dispatch::{RepetitionGuard, Toolbox};
+use crate::event::{Emitter, EventKind, EventSink};
+use crate::message::Message;
+use crate::model::{ChatModel, ChatRequest, ModelError, ToolChoice, ToolSpec};
+use crate::outcome::{AnswerSource, StopReason, TurnOutcome};
+use crate::progress;
+use crate::solve::{SessionHandle, SolveRecord, ToolLine, playbook};
+use crate::texts::{Text, Texts};
+use crate::tool::{Artifact, ToolContext};
+use crate::wire::{ToolProtocol, Wire};
+
+/// How the round loop ended.
+pub(super) enum Ending {
+    /// The model answered of its own accord.
+    Answered {
+        text: String,
+        stop: StopReason,
+    },
+    /// A budget or guard ended the turn: a forced answer follows.
+    Force(StopReason),
+    Cancelled,
+    ModelFailed(ModelError),
+}
+
+/// The turn's final answer, where it came from, and why the turn stopped.
+pub(super) struct Final {
+    pub(super) answer: Option<String>,
+    pub(super) source: Option<AnswerSource>,
+    pub(super) stop: StopReason,
+    /// What went wrong, for `model_error`.
+    pub(super) error: Option<String>,
+}
+
+impl Final {
+    pub(super) fn answered(text: String, source: AnswerSource, stop: StopReason) -> Self {
+        Final {
+            answer: Some(text),
+            source: Some(source),
+            stop,
+            error: None,
+        }
+    }
+
+    pub(super) fn without_answer(stop: StopReason) -> Self {
+        Final {
+            answer: None,
+            source: None,
+            stop,
+            error: None,
+        }
+    }
+}
+
+/// A finished turn: the outcome, and whether it found the model to lack native tools.
+pub(super) struct TurnEnd {
+    pub(super) outcome: TurnOutcome,
+    pub(super) fell_back_to_tags: bool,
+}
+
+pub(super) struct TurnRun<'a> {
+    pub(super) model: &'a dyn ChatModel,
+    pub(super) emit: Emitter<'a>,
+    pub(super) problem: String,
+    pub(super) texts: Arc<Texts>,
+    pub(super) cfg: SolveConfig,
+    pub(super) toolbox: Toolbox,
+    pub(super) specs: Vec<ToolSpec>,
+    pub(super) session: SessionHandle,
+    pub(super) ctx: Context,
+    pub(super) cancel: CancellationToken,
+    pub(super) tool_ctx: ToolContext,
+    pub(super) wire: Wire,
+    pub(super) budget: Budget,
+    pub(super) nudged: Nudged,
+    pub(super) reply: ReplyState,
+    pub(super) guard: RepetitionGuard,
+    pub(super) artifacts: Vec<Artifact>,
+}
+
+/// The system prompt: the playbook, and the protocol's tools manifest.
+/// Each mounted work tool is listed with its own line in the turn's language.
+pub(super) fn system_prompt(
+    texts: &Texts,
+    toolbox: &Toolbox,
+    protocol: &dyn ToolProtocol,
+) -> String {
+    let mounted: Vec<ToolLine<'_>> = toolbox
+        .work_tools()
+        .map(|tool| {
+            let spec = tool.spec();
+            ToolLine {
+                name: &spec.name,
+                description: &spec.description,
+                line: tool.playbook_line(texts.language()),
+            }
+        })
+        .collect();
+    let mut prompt = playbook(texts, &mounted);
+    if let Some(manifest) = protocol.manifest(&toolbox.specs(), texts) {
+        prompt.push_str(&manifest);
+    }
+    prompt
+}
+
+/// A previous turn's solve record, as the model sees it before that turn's answer.
+fn record_text(record: &SolveRecord, texts: &Texts) -> String {
+    let mut out = format!(
+        "{RECORD_MARKER} {}",
+        texts.render(Text::PlanAnalysis, &[("analysis", &record.analysis)])
+    );
+    for step in &record.steps {
+        out.push_str(&progress::step_line(step));
+    }
+    out
+}
+
+/// A previous turn as the model sees it: the question, then the record and the answer.
+fn history_messages(history: &[PriorTurn], texts: &Texts) -> Vec<Message> {
+    history
+        .iter()
+        .flat_map(|turn| {
+            let mut answer = String::new();
+            if let Some(record) = turn.solve.as_ref().filter(|r| r.has_plan()) {
+                answer.push_str(&record_text(record, texts));
+                answer.push_str("\n\n");
+            }
+            answer.push_str(&turn.answer);
+            [
+                Message::user(turn.problem.clone()),
+                Message::assistant(answer),
+            ]
+        })
+        .collect()
+}
+
+fn tool_context(spec: &TurnSpec, cancel: &CancellationToken) -> ToolContext {
+    ToolContext {
+        turn_id: spec.turn_id.clone(),
+        session_id: spec.session_id.clone(),
+        user_id: spec.user_id.clone(),
+        workspace: spec.workspace.clone(),
+        call_id: String::new(),
+        cancel: cancel.child_token(),
+        deadline: None,
+    }
+}
+
+impl<'a> TurnRun<'a> {
+    pub(super) fn new(
+        model: &'a dyn ChatModel,
+        spec: TurnSpec,
+        toolbox: Toolbox,
+        session: SessionHandle,
+        wire: Wire,
+        sink: &'a dyn EventSink,
+        cancel: CancellationToken,
+    ) -> Self {
+        let specs = toolbox.specs();
+        let texts = Texts::builtin(spec.language);
+        let mut prefix = vec![Message::system(system_prompt(
+            &texts,
+            &toolbox,
+            wire.protocol(),
+        ))];
+        prefix.extend(history_messages(&spec.history, &texts));
+        prefix.push(Message::user(spec.problem.clone()));
+        TurnRun {
+            model,
+            emit: Emitter::new(spec.turn_id.clone(), spec.first_seq, sink),
+            tool_ctx: tool_context(&spec, &cancel),
+            budget: Budget::new(&spec.config, spec.context_window, spec.resume.as_ref()),
+            problem: spec.problem,
+            cfg: spec.config,
+            toolbox,
+            specs,
+            session,
+            ctx: Context::new(prefix, texts.clone()),
+            texts,
+            cancel,
+            wire,
+            nudged: Nudged::default(),
+            reply: ReplyState::default(),
+            guard: RepetitionGuard::default(),
+            artifacts: Vec::new(),
+        }
+    }
+
+    pub(super) async fn run(mut self) -> TurnEnd {
+        self.announce_start();
+        for tool in self.toolbox.work_tools() {
+            tool.turn_started(&self.tool_ctx).await;
+        }
+        let ending = self.rounds_loop().await;
+        for tool in self.toolbox.work_tools() {
+            tool.turn_finished(&self.tool_ctx).await;
+        }
+        let last = match ending {
+            Ending::Answered { text, stop } => Final::answered(text, AnswerSource::Model, stop),
+            Ending::Force(stop) => self.force_answer(stop).await,
+            Ending::Cancelled => Final::without_answer(StopReason::Cancelled),
+            Ending::ModelFailed(e) => self.after_model_failure(&e),
+        };
+        let fell_back_to_tags = self.wire.fell_back();
+        TurnEnd {
+            outcome: self.finish(last),
+            fell_back_to_tags,
+        }
+    }
+
+    fn announce_start(&self) {
+        let resumed = self.budget.rounds > 0;
+        self.emit.emit(EventKind::TurnStarted {
+            model: self.model.name().to_string(),
+            problem: self.problem.clone(),
+            tools: self.toolbox.names(),
+            language: self.texts.language().code().to_string(),
+            resumed,
+        });
+        if resumed {
+            self.emit_plan(&self.record());
+        }
+    }
+
+    /// A model error ends the turn: reported, with the step summaries as the answer.
+    fn after_model_failure(&self, e: &ModelError) -> Final {
+        self.emit.emit(EventKind::Error {
+            kind: e.error_kind(),
+            message: e.to_string(),
+        });
+        Final {
+            error: Some(e.to_string()),
+            ..self.summaries_answer(StopReason::ModelError)
+        }
+    }
+
+    fn finish(self, last: Final) -> TurnOutcome {
+        if let Some(text) = &last.answer {
+            self.emit.emit(EventKind::Answer {
+                text: text.clone(),
+                forced: last.source != Some(AnswerSource::Model),
+            });
+        }
+        let elapsed_ms = self.budget.elapsed_ms();
+        self.emit.emit(EventKind::TurnFinished {
+            stop_reason: last.stop,
+            usage: self.budget.usage,
+            rounds: self.budget.rounds,
+            elapsed_ms,
+        });
+        TurnOutcome {
+            turn_id: self.tool_ctx.turn_id.clone(),
+            answer: last.answer,
+            answer_source: last.source,
+            stop_reason: last.stop,
+            solve: self.record(),
+            usage: self.budget.usage,
+            rounds: self.budget.rounds,
+            elapsed_ms,
+            artifacts: self.artifacts,
+            error: last.error,
+        }
+    }
+
+    pub(super) fn record(&self) -> SolveRecord {
+        self.session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .record
+            .clone()
+    }
+
+    pub(super) fn emit_plan(&self, record: &SolveRecord) {
+        self.emit.emit(EventKind::Plan {
+            analysis: record.analysis.clone(),
+            steps: record.step_views(),
+            replans_used: record.replans_used,
+            replans_max: record.replans_max,
+        });
+    }
+
+    /// Switch to the fallback protocol (`auto`) for the rest of the turn, system prompt
+    /// included.
+    pub(super) fn fall_back_to_tags(&mut self) {
+        if self.wire.fall_back() {
+            let prompt = system_prompt(&self.texts, &self.toolbox, self.wire.protocol());
+            self.ctx.set_system(prompt);
+        }
+    }
+
+    /// A request in the turn's protocol, with `tail` as the ephemeral last message.
+    pub(super) fn request(
+        &self,
+        tail: Option<String>,
+        tool_choice: ToolChoice,
+        max_tokens: u32,
+    ) -> ChatRequest {
+        let messages = self.ctx.request_messages(tail);
+        let wire = self
+            .wire
+            .protocol()
+            .request(messages, &self.specs, &self.texts);
+        ChatRequest {
+            messages: wire.messages,
+            tools: wire.tools,
+            tool_choice,
+            max_tokens,
+            temperature: self.cfg.temperature as f32,
+            stop: wire.stop,
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The text-tag protocol: tools described in the system prompt, called with `<tool_call>`
+//! blocks, results sent back as `<tool_response>` blocks in a user message, and the reply
+//! stopped at `<tool_response>`. The neutral history is rewritten just before the request,
+//! so folding, pairing and gates are the same as in the native protocol.
+
+use serde_json::Value;
+
+use super::{ToolProtocol, WireRequest};
+use crate::json_repair::parse_lenient;
+use crate::message::{Message, Role};
+use crate::model::ToolSpec;
+use crate::normalize::normalize;
+use crate::texts::{Text, Texts};
+
+/// Stop sequences sent in tags mode.
+pub(crate) const STOP_SEQUENCES: [&str; 2] = ["<tool_response>", "\n<tool_response>"];
+
+/// The text-tag protocol.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Tags;
+
+impl ToolProtocol for Tags {
+    fn manifest(&self, specs: &[ToolSpec], texts: &Texts) -> Option<String> {
+        Some(manifest(specs, texts))
+    }
+
+    fn request(&self, messages: Vec<Message>, _specs: &[ToolSpec], texts: &Texts) -> WireRequest {
+        WireRequest {
+            messages: to_text_protocol(messages, texts),
+            tools: Vec::new(),
+            stop: STOP_SEQUENCES.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+/// How a past call is written back into an assistant message in tags mode.
+pub fn render_call(name: &str, arguments: &str) -> String {
+    let args = parse_lenient(arguments).unwrap_or_else(|_| Value::String(arguments.to_string()));
+    let body = serde_json::json!({"name": name, "arguments": args});
+    format!("<tool_call>\n{body}\n</tool_call>")
+}
+
+/// How a result goes back to the model in tags mode.
+pub fn render_response(name: &str, id: &str, content: &str) -> String {
+    let attr = |s: &str| s.replace(['"', '<', '>'], "");
+    format!(
+        "<tool_response name=\"{}\" id=\"{}\">\n{content}\n</tool_response>",
+        attr(name),
+        attr(id)
+    )
+}
+
+/// Rewrite a normalised history for the text protocol: calls become `<tool_call>` text in
+/// the assistant message, results become `<tool_response>` blocks in a user message.
+pub(crate) fn to_text_protocol(messages: Vec<Message>, texts: &Texts) -> Vec<Message> {
+    let converted = messages
+        .into_iter()
+        .map(|m| match m.role {
+            Role::Assistant if !m.tool_calls.is_empty() => {
+                let mut content = m.content.trim_end().to_string();
+                for call in &m.tool_calls {
+                    if !content.is_empty() {
+                        content.push('\n');
+                    }
+                    content.push_str(&render_call(&call.name, &call.arguments));
+                }
+                Message::assistant(content)
+            }
+            Role::Tool => Message::user(render_response(
+                m.name.as_deref().unwrap_or_default(),
+                m.tool_call_id.as_deref().unwrap_or_default(),
+                &m.content,
+            )),
+            _ => m,
+        })
+        .collect();
+    normalize(converted, texts.get(Text::NoResult))
+}
+
+/// The tools section of the system prompt in tags mode.
+pub fn manifest(specs: &[ToolSpec], texts: &Texts) -> String {
+    let mut out = format!("\n\n{}\n", texts.get(Text::TagsManifest));
+    for spec in specs {
+        let parameters = spec.parameters.to_string();
+        let tool = texts.render(
+            Text::TagsManifestTool,
+            &[
+                ("name", &spec.name),
+                ("description", &spec.description),
+                ("parameters", &parameters),
+            ],
+        );
+        out.push_str(&format!("\n{tool}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::markup::{ParsedCall, parse_reply};
+    use proptest::prelude::*;
+
+    fn call(name: &str, args: &str) -> ParsedCall {
+        ParsedCall::Call {
+            name: name.into(),
+            arguments: args.into(),
+        }
+    }
+
+    #[test]
+    fn rendering_round_trips() {
+        let text = render_call("reason", r#"{"query":"q"}"#);
+        assert_eq!(
+            parse_reply(&text).calls,
+            [call("reason", r#"{"query":"q"}"#)]
+        );
+        assert!(
+            render_response("a\"b", "id<1>", "x")
+                .starts_with("<tool_response name=\"ab\" id=\"id1\">")
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn any_rendered_calls_come_back(names in prop::collection::vec("[a-z_]{1,12}", 1..5), q in "[a-zA-Z0-9 ]{0,20}") {
+            let args = serde_json::json!({"query": q}).to_string();
+            let text: String = names.iter().map(|n| render_call(n, &args)).collect::<Vec<_>>().join("\nand\n");
+            let parsed = parse_reply(&text);
+            let want: Vec<ParsedCall> = names.iter().map(|n| call(n, &args)).collect();
+            prop_assert_eq!(parsed.calls, want);
+        }
+    }
+}
