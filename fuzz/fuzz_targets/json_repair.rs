@@ -2,7 +2,7 @@
 //! whatever it returns reads back as itself (repairing is idempotent).
 #![no_main]
 
-use deepsolve_core::json_repair::parse_lenient;
+use deepsolve_core::parse_lenient;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -1,8 +1,8 @@
-//! `deepsolve_core::tags::parse_reply` on arbitrary model text: never panics, and nothing the
+//! `deepsolve_core::parse_reply` on arbitrary model text: never panics, and nothing the
 //! model wrote from its first `<tool_response` on survives in what the engine keeps.
 #![no_main]
 
-use deepsolve_core::tags::parse_reply;
+use deepsolve_core::parse_reply;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -51,6 +51,14 @@ impl Tool for Reason {
         &self.spec
     }
 
+    /// The real `reason` tool's lines, so the playbook reads as in production.
+    fn playbook_line(&self, language: Language) -> Option<&str> {
+        Some(match language {
+            Language::En => "`reason`: a hard sub-derivation, worked carefully",
+            Language::Zh => "`reason`：完成一段困难的子推导",
+        })
+    }
+
     async fn run(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let query = args["query"].as_str().unwrap_or_default();
         match query {
