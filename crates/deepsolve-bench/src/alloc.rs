@@ -3,7 +3,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-pub struct Counting;
+pub(crate) struct Counting;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
@@ -39,13 +39,13 @@ fn record_alloc(size: u64) {
     PEAK.fetch_max(live, Relaxed);
 }
 
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub allocations: u64,
     pub bytes: u64,
     pub live: u64,
 }
 
-pub fn snapshot() -> Snapshot {
+pub(crate) fn snapshot() -> Snapshot {
     Snapshot {
         allocations: ALLOCATIONS.load(Relaxed),
         bytes: BYTES.load(Relaxed),
@@ -53,10 +53,10 @@ pub fn snapshot() -> Snapshot {
     }
 }
 
-pub fn reset_peak() {
+pub(crate) fn reset_peak() {
     PEAK.store(LIVE.load(Relaxed), Relaxed);
 }
 
-pub fn peak() -> u64 {
+pub(crate) fn peak() -> u64 {
     PEAK.load(Relaxed)
 }

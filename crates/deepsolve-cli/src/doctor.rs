@@ -10,7 +10,7 @@ use deepsolve_tools::{Sandbox, Unavailable};
 use crate::ConfigArgs;
 use crate::setup::load_settings;
 
-pub async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
     let loaded = load_settings(args)?;
     let llm = &loaded.settings.llm;
     let exists = if loaded.file_exists {

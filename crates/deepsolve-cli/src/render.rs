@@ -11,18 +11,18 @@ use deepsolve_protocol::{
 };
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-pub trait Renderer {
+pub(crate) trait Renderer {
     fn event(&mut self, event: &TurnEvent);
     fn finish(&mut self, outcome: &TurnOutcome);
 }
 
 /// `--json`: one event per line on stdout and nothing else; the closing reason on stderr.
-pub struct JsonRenderer {
+pub(crate) struct JsonRenderer {
     out: std::io::Stdout,
 }
 
 impl JsonRenderer {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         JsonRenderer {
             out: std::io::stdout(),
         }
@@ -50,7 +50,7 @@ impl Renderer for JsonRenderer {
 /// The human view: the plan as a checklist (a spinner on the current step, ✓ and the summary
 /// when done), a line per tool call with its duration, the answer as Markdown, and a footer.
 /// Without a terminal it prints the same as plain lines.
-pub struct LiveRenderer {
+pub(crate) struct LiveRenderer {
     live: bool,
     multi: MultiProgress,
     status: Option<ProgressBar>,
@@ -61,7 +61,7 @@ pub struct LiveRenderer {
 }
 
 impl LiveRenderer {
-    pub fn new(model: &str) -> Self {
+    pub(crate) fn new(model: &str) -> Self {
         let live = std::io::stdout().is_terminal();
         let multi = MultiProgress::with_draw_target(if live {
             ProgressDrawTarget::stdout()
@@ -80,7 +80,7 @@ impl LiveRenderer {
         r
     }
 
-    pub fn with_workspace(mut self, workspace: Option<PathBuf>) -> Self {
+    pub(crate) fn with_workspace(mut self, workspace: Option<PathBuf>) -> Self {
         self.workspace = workspace;
         self
     }
@@ -367,7 +367,7 @@ fn footer(o: &TurnOutcome) -> String {
 }
 
 /// One line saying why a turn ended without an answer.
-pub fn closing_reason(o: &TurnOutcome) -> String {
+pub(crate) fn closing_reason(o: &TurnOutcome) -> String {
     match o.stop_reason {
         StopReason::Cancelled => "cancelled".into(),
         StopReason::ModelError => format!(

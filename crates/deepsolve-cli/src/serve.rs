@@ -15,7 +15,7 @@ use crate::setup::{build_app, load_settings, report_sandbox};
 
 /// Where the database lives; shared by `serve` and `users`.
 #[derive(Args, Clone, Default)]
-pub struct DatabaseArgs {
+pub(crate) struct DatabaseArgs {
     /// sqlite://PATH or postgres://USER:PASS@HOST/DB (default: an SQLite file in the user's
     /// data directory, e.g. ~/.local/share/deepsolve/deepsolve.db).
     #[arg(
@@ -28,7 +28,7 @@ pub struct DatabaseArgs {
 }
 
 #[derive(Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Listen address. Without any user (`deepsolve users add`), only loopback is allowed.
     #[arg(long, env = "DEEPSOLVE_ADDR", default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
@@ -46,7 +46,7 @@ pub struct ServeArgs {
 }
 
 /// The database URL: the flag, or the default SQLite file (its directory created).
-pub fn database_url(args: &DatabaseArgs) -> anyhow::Result<String> {
+pub(crate) fn database_url(args: &DatabaseArgs) -> anyhow::Result<String> {
     if let Some(url) = &args.database {
         return Ok(url.clone());
     }
@@ -62,14 +62,14 @@ fn data_dir() -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-pub async fn open_store(args: &DatabaseArgs) -> anyhow::Result<Store> {
+pub(crate) async fn open_store(args: &DatabaseArgs) -> anyhow::Result<Store> {
     let url = database_url(args)?;
     Store::open(&url, StoreOptions::default())
         .await
         .with_context(|| format!("cannot open the database {}", redact_url(&url)))
 }
 
-pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging();
     let loaded = load_settings(&args.config)?;
     let max_turns = args.max_turns.max(1);

@@ -9,7 +9,7 @@ use crate::ConfigArgs;
 use crate::setup::load_settings;
 
 #[derive(Subcommand)]
-pub enum SettingsAction {
+pub(crate) enum SettingsAction {
     /// Print the effective settings (or one key) as JSON; secrets are redacted.
     Get { key: Option<String> },
     /// Write KEY=VALUE into the settings file (validated and clamped, written atomically).
@@ -18,7 +18,7 @@ pub enum SettingsAction {
     Path,
 }
 
-pub fn run(action: SettingsAction, args: &ConfigArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(action: SettingsAction, args: &ConfigArgs) -> anyhow::Result<ExitCode> {
     match action {
         SettingsAction::Path => {
             println!("{}", load_settings(args)?.path.display());

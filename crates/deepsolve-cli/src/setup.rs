@@ -8,7 +8,7 @@ use crate::ConfigArgs;
 
 /// Load the layered settings; `--base-url` and `--model` are `--set`s of their keys.
 /// Clamp warnings go to stderr (stdout may be an NDJSON stream).
-pub fn load_settings(args: &ConfigArgs) -> anyhow::Result<Loaded> {
+pub(crate) fn load_settings(args: &ConfigArgs) -> anyhow::Result<Loaded> {
     let mut sets = args.sets.clone();
     if let Some(url) = &args.base_url {
         sets.push(format!("llm.base_url={url}"));
@@ -29,7 +29,10 @@ pub fn load_settings(args: &ConfigArgs) -> anyhow::Result<Loaded> {
 }
 
 /// The app on the loaded settings (model clients, sandbox, mounted tools, engine).
-pub async fn build_app(loaded: &Loaded, session_capacity: Option<usize>) -> anyhow::Result<App> {
+pub(crate) async fn build_app(
+    loaded: &Loaded,
+    session_capacity: Option<usize>,
+) -> anyhow::Result<App> {
     let mut builder = AppBuilder::from_settings(loaded).await?;
     if let Some(capacity) = session_capacity {
         builder = builder.session_capacity(capacity);
@@ -38,7 +41,7 @@ pub async fn build_app(loaded: &Loaded, session_capacity: Option<usize>) -> anyh
 }
 
 /// Say on stderr, in one line, why the code tools are off, or that they run unisolated.
-pub fn report_sandbox(app: &App) {
+pub(crate) fn report_sandbox(app: &App) {
     match app.sandbox() {
         Err(why) => eprintln!("warning: code tools are off: {why} (see `deepsolve doctor`)"),
         Ok(sandbox) => {

@@ -12,7 +12,7 @@ use crate::render::{JsonRenderer, LiveRenderer, Renderer};
 use crate::setup::{build_app, load_settings, report_sandbox};
 use crate::{LangArg, ProtocolArg, SolveArgs};
 
-pub async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
     let loaded = load_settings(&args.config)?;
     let app = build_app(&loaded, None).await?;
     let offered = app.tools_for_turn(&args.tools)?;

@@ -10,7 +10,7 @@ use deepsolve_store::Role;
 use crate::serve::{DatabaseArgs, open_store};
 
 #[derive(Subcommand)]
-pub enum UsersAction {
+pub(crate) enum UsersAction {
     /// Create a user and print its first token (shown once; only its hash is stored).
     Add {
         name: String,
@@ -29,7 +29,7 @@ pub enum UsersAction {
     List,
 }
 
-pub async fn run(action: UsersAction, database: &DatabaseArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(action: UsersAction, database: &DatabaseArgs) -> anyhow::Result<ExitCode> {
     let store = open_store(database).await?;
     match action {
         UsersAction::Add { name, admin } => {

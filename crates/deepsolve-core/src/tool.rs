@@ -43,7 +43,8 @@ impl ToolContext {
 }
 
 /// Files and citation sources are wire types (events, the turn record).
-pub use deepsolve_protocol::{Artifact, Source};
+pub use deepsolve_protocol::Artifact;
+use deepsolve_protocol::Source;
 
 /// What a tool returns. `content` is what the model will see (the loop truncates it);
 /// everything else goes to events and the turn record.

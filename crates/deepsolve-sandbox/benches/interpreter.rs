@@ -2,6 +2,9 @@
 //! `print(1)` p50 < 20 ms). Run: `cargo bench -p deepsolve-sandbox --bench interpreter`.
 //! Needs bubblewrap and the Debian maths stack (scripts/install-deps).
 
+// A measuring harness: a failed setup step should stop it loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::time::{Duration, Instant};
 
 use deepsolve_sandbox::{

@@ -17,7 +17,7 @@ use crate::process::SandboxChild;
 /// Where the workspace appears inside the sandbox.
 pub const WORKDIR: &str = "/workspace";
 /// The uid and gid the sandboxed code runs as (inside, and on the host when we drop root).
-pub const NOBODY: u32 = 65534;
+pub(crate) const NOBODY: u32 = 65534;
 
 /// How the sandbox's processes run on the host; decided once by `Sandbox::detect`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +51,7 @@ pub enum HostUser {
 
 /// Top-level host entries a sandbox needs to run the system's programs, computed once.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RootLayout {
+pub(crate) struct RootLayout {
     /// `(name, target)` for merged-/usr symlinks such as `/bin -> usr/bin`.
     symlinks: Vec<(String, PathBuf)>,
     /// Real directories to bind read-only (older, non-merged layouts).
@@ -76,7 +76,7 @@ const ETC_ALLOW: &[&str] = &[
 ];
 
 impl RootLayout {
-    pub fn of_host() -> Self {
+    pub(crate) fn of_host() -> Self {
         let mut layout = RootLayout::default();
         for name in ["bin", "sbin", "lib", "lib32", "lib64", "libx32"] {
             let path = Path::new("/").join(name);
@@ -96,7 +96,7 @@ impl RootLayout {
 
 /// The environment every sandboxed process gets: nothing inherited, so no API key or other
 /// secret of ours can reach it. Threads count against the process limit, hence one BLAS thread.
-pub fn sandbox_env(home: &str) -> Vec<(&'static str, String)> {
+pub(crate) fn sandbox_env(home: &str) -> Vec<(&'static str, String)> {
     vec![
         ("PATH", "/usr/bin:/bin".into()),
         ("HOME", home.into()),
@@ -111,7 +111,7 @@ pub fn sandbox_env(home: &str) -> Vec<(&'static str, String)> {
 }
 
 /// The bwrap arguments that build the sandbox, up to and including `--`.
-pub fn bwrap_args(
+pub(crate) fn bwrap_args(
     layout: &RootLayout,
     limits: &Limits,
     workspace: Option<&Path>,
@@ -189,7 +189,7 @@ impl Args {
 }
 
 /// One process to start in the sandbox.
-pub struct Launch<'a> {
+pub(crate) struct Launch<'a> {
     /// Program and arguments as seen inside the sandbox.
     pub argv: Vec<OsString>,
     /// The turn's workspace on the host (already prepared).
@@ -202,13 +202,13 @@ pub struct Launch<'a> {
 }
 
 /// A started process: its handle and the read ends of its stdout and stderr.
-pub struct Spawned {
+pub(crate) struct Spawned {
     pub child: SandboxChild,
     pub stdout: std::io::PipeReader,
     pub stderr: std::io::PipeReader,
 }
 
-pub fn spawn(
+pub(crate) fn spawn(
     backend: &Backend,
     layout: &RootLayout,
     launch: Launch<'_>,

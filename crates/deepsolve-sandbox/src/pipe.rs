@@ -16,7 +16,7 @@ use crate::capture::Capture;
 const CHUNK: usize = 64 * 1024;
 
 /// Where read bytes go.
-pub trait Sink {
+pub(crate) trait Sink {
     fn push(&mut self, bytes: &[u8]);
 }
 
@@ -32,14 +32,14 @@ impl Sink for Vec<u8> {
     }
 }
 
-pub struct InPipe {
+pub(crate) struct InPipe {
     fd: AsyncFd<OwnedFd>,
     buf: Vec<u8>,
     eof: bool,
 }
 
 impl InPipe {
-    pub fn new(fd: impl Into<OwnedFd>) -> io::Result<Self> {
+    pub(crate) fn new(fd: impl Into<OwnedFd>) -> io::Result<Self> {
         let fd: OwnedFd = fd.into();
         set_nonblocking(&fd)?;
         // SAFETY: the `OwnedFd` moves into the `AsyncFd`, which owns it from here on; nothing
@@ -52,13 +52,13 @@ impl InPipe {
         })
     }
 
-    pub fn is_eof(&self) -> bool {
+    pub(crate) fn is_eof(&self) -> bool {
         self.eof
     }
 
     /// Wait for bytes and append them to `sink`; `Ok(0)` at end of file. Cancel-safe: bytes
     /// are only taken from the pipe in the same poll that hands them to `sink`.
-    pub async fn read_into(&mut self, sink: &mut impl Sink) -> io::Result<usize> {
+    pub(crate) async fn read_into(&mut self, sink: &mut impl Sink) -> io::Result<usize> {
         if self.eof {
             return Ok(0);
         }
@@ -82,7 +82,7 @@ impl InPipe {
     }
 
     /// Read what is in the pipe right now (up to `max` bytes) into `sink`, without waiting.
-    pub fn drain_into(&mut self, sink: &mut impl Sink, max: usize) -> io::Result<usize> {
+    pub(crate) fn drain_into(&mut self, sink: &mut impl Sink, max: usize) -> io::Result<usize> {
         let mut taken = 0;
         while !self.eof && taken < max {
             match raw_read(self.fd.get_ref(), &mut self.buf) {
@@ -122,14 +122,14 @@ fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
 }
 
 /// Length-prefixed frames (4-byte big-endian length, then the body) from an `InPipe`.
-pub struct FrameReader {
+pub(crate) struct FrameReader {
     pipe: InPipe,
     pending: Vec<u8>,
     max_frame: usize,
 }
 
 impl FrameReader {
-    pub fn new(pipe: InPipe, max_frame: usize) -> Self {
+    pub(crate) fn new(pipe: InPipe, max_frame: usize) -> Self {
         FrameReader {
             pipe,
             pending: Vec::new(),
@@ -139,7 +139,7 @@ impl FrameReader {
 
     /// The next frame's body; `Ok(None)` at end of file. Cancel-safe: partial frames stay
     /// buffered for the next call.
-    pub async fn next_frame(&mut self) -> io::Result<Option<Vec<u8>>> {
+    pub(crate) async fn next_frame(&mut self) -> io::Result<Option<Vec<u8>>> {
         loop {
             if let Some(frame) = self.take_frame()? {
                 return Ok(Some(frame));
@@ -171,7 +171,7 @@ impl FrameReader {
 }
 
 /// A frame for the other side.
-pub fn encode_frame(body: &[u8]) -> Vec<u8> {
+pub(crate) fn encode_frame(body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(4 + body.len());
     out.extend_from_slice(&(body.len() as u32).to_be_bytes());
     out.extend_from_slice(body);

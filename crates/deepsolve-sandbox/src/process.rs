@@ -17,14 +17,14 @@ use tokio::process::Child;
 /// How long a group gets between SIGTERM and SIGKILL.
 const TERM_GRACE: Duration = Duration::from_millis(200);
 
-pub struct SandboxChild {
+pub(crate) struct SandboxChild {
     child: Child,
     pid: Option<i32>,
     status: Option<ExitStatus>,
 }
 
 impl SandboxChild {
-    pub fn new(child: Child) -> Self {
+    pub(crate) fn new(child: Child) -> Self {
         let pid = child.id().and_then(|p| i32::try_from(p).ok());
         SandboxChild {
             child,
@@ -34,7 +34,7 @@ impl SandboxChild {
     }
 
     /// The leader's pid (also the group id); `None` once reaped.
-    pub fn pid(&self) -> Option<i32> {
+    pub(crate) fn pid(&self) -> Option<i32> {
         self.pid.filter(|_| self.status.is_none())
     }
 
@@ -64,7 +64,7 @@ impl SandboxChild {
     }
 
     /// SIGTERM to the group, a short grace, SIGKILL to the group, then reap the leader.
-    pub async fn kill(&mut self) -> io::Result<ExitStatus> {
+    pub(crate) async fn kill(&mut self) -> io::Result<ExitStatus> {
         if let Some(status) = self.status {
             return Ok(status);
         }
@@ -78,7 +78,7 @@ impl SandboxChild {
 
     /// SIGKILL to whatever is left of the group, then reap the leader. Used after the leader
     /// finished on its own too: stragglers it left behind die with the group.
-    pub async fn reap(&mut self) -> io::Result<ExitStatus> {
+    pub(crate) async fn reap(&mut self) -> io::Result<ExitStatus> {
         if let Some(status) = self.status {
             return Ok(status);
         }
@@ -89,7 +89,7 @@ impl SandboxChild {
     }
 
     /// Synchronous SIGKILL to the group (for `Drop` paths that cannot await).
-    pub fn kill_now(&self) {
+    pub(crate) fn kill_now(&self) {
         self.signal_group(libc::SIGKILL);
     }
 }
@@ -103,7 +103,7 @@ impl Drop for SandboxChild {
 }
 
 /// A one-line description of how a process ended.
-pub fn describe_status(status: &ExitStatus) -> String {
+pub(crate) fn describe_status(status: &ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exit status {code}"),

@@ -13,6 +13,9 @@
 //! scripted reply at `--tokens-per-s`. Every synthetic token carries its emission time, so a
 //! client measures event latency as model delta → SSE client, across processes on one clock.
 
+// A measuring harness: a failed setup step should stop it loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;

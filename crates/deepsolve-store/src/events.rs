@@ -9,7 +9,7 @@ use crate::model::StoredEvent;
 use crate::{Backend, Store, to_i64, to_u64};
 
 /// The PostgreSQL channel that announces appends to other replicas.
-pub const NOTIFY_CHANNEL: &str = "deepsolve_events";
+pub(crate) const NOTIFY_CHANNEL: &str = "deepsolve_events";
 
 fn event_from_row(row: &AnyRow) -> Result<StoredEvent, StoreError> {
     Ok(StoredEvent {

@@ -22,7 +22,7 @@ fn session_from_row(row: &AnyRow) -> Result<Session, StoreError> {
 }
 
 /// A one-line title from a problem.
-pub fn title_from(problem: &str) -> String {
+pub(crate) fn title_from(problem: &str) -> String {
     let line = problem.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.chars().count() <= TITLE_CHARS {
         line

@@ -12,7 +12,7 @@ use crate::model::{IssuedToken, Role, User};
 use crate::{Store, new_id, now_ms};
 
 /// The visible prefix of every token, so leaked ones are easy to recognise in logs and scans.
-pub const TOKEN_PREFIX: &str = "dst_";
+pub(crate) const TOKEN_PREFIX: &str = "dst_";
 
 /// The stored form of a token.
 pub fn hash_token(token: &str) -> String {

@@ -6,30 +6,30 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub struct Isolated {
+pub(crate) struct Isolated {
     dir: tempfile::TempDir,
     pub config: PathBuf,
 }
 
 impl Isolated {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let config = dir.path().join("settings.yaml");
         std::fs::write(&config, "").expect("settings file");
         Isolated { dir, config }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Where turn workspaces go (`XDG_DATA_HOME`).
-    pub fn data(&self) -> PathBuf {
+    pub(crate) fn data(&self) -> PathBuf {
         self.dir.path().join("data")
     }
 
     /// The binary as a plain process (for tests that signal it while it runs).
-    pub fn std_command(&self) -> std::process::Command {
+    pub(crate) fn std_command(&self) -> std::process::Command {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("deepsolve"));
         for (key, _) in std::env::vars() {
             if key.starts_with("DEEPSOLVE_") || key == "OPENAI_API_KEY" {
@@ -42,14 +42,14 @@ impl Isolated {
     }
 
     /// The binary with a generous timeout, so a hung run fails instead of stalling CI.
-    pub fn command(&self) -> assert_cmd::Command {
+    pub(crate) fn command(&self) -> assert_cmd::Command {
         let mut cmd = assert_cmd::Command::from_std(self.std_command());
         cmd.timeout(Duration::from_secs(120));
         cmd
     }
 
     /// `deepsolve doctor` against a model endpoint.
-    pub fn doctor(&self, base_url: &str) -> std::process::Output {
+    pub(crate) fn doctor(&self, base_url: &str) -> std::process::Output {
         self.command()
             .args(["doctor", "--base-url", base_url, "--model", "mock-model"])
             .output()

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use deepsolve_core::*;
 use serde_json::{Value, json};
 
-pub enum Step {
+pub(crate) enum Step {
     Reply(Completion),
     Fail(ModelError),
     Sleep(Duration),
@@ -18,13 +18,13 @@ pub enum Step {
 type Script = Box<dyn FnMut(&ChatRequest, usize) -> Step + Send>;
 
 /// A model that plays a script and checks the request invariants on every call.
-pub struct Fake {
+pub(crate) struct Fake {
     script: Mutex<Script>,
     pub requests: Mutex<Vec<ChatRequest>>,
 }
 
 impl Fake {
-    pub fn new(script: impl FnMut(&ChatRequest, usize) -> Step + Send + 'static) -> Self {
+    pub(crate) fn new(script: impl FnMut(&ChatRequest, usize) -> Step + Send + 'static) -> Self {
         Fake {
             script: Mutex::new(Box::new(script)),
             requests: Mutex::new(Vec::new()),
@@ -32,7 +32,7 @@ impl Fake {
     }
 
     /// Replies in order; panics (fails the test) on a call beyond the list.
-    pub fn seq(steps: Vec<Step>) -> Self {
+    pub(crate) fn seq(steps: Vec<Step>) -> Self {
         let mut steps = steps.into_iter();
         Fake::new(move |_, n| {
             steps
@@ -41,7 +41,7 @@ impl Fake {
         })
     }
 
-    pub fn requests(&self) -> Vec<ChatRequest> {
+    pub(crate) fn requests(&self) -> Vec<ChatRequest> {
         self.requests.lock().unwrap().clone()
     }
 }
@@ -87,7 +87,7 @@ impl ChatModel for Fake {
 }
 
 /// DESIGN §5.1 invariants, asserted on every request.
-pub fn check_invariants(req: &ChatRequest) {
+pub(crate) fn check_invariants(req: &ChatRequest) {
     let m = &req.messages;
     assert_eq!(m[0].role, Role::System, "first message must be system");
     assert_eq!(
@@ -131,7 +131,7 @@ pub fn check_invariants(req: &ChatRequest) {
     }
 }
 
-pub fn usage(p: u64, c: u64) -> Usage {
+pub(crate) fn usage(p: u64, c: u64) -> Usage {
     Usage {
         prompt_tokens: p,
         completion_tokens: c,
@@ -139,7 +139,7 @@ pub fn usage(p: u64, c: u64) -> Usage {
     }
 }
 
-pub fn text(t: &str) -> Step {
+pub(crate) fn text(t: &str) -> Step {
     Step::Reply(Completion {
         text: t.into(),
         reasoning: String::new(),
@@ -149,7 +149,7 @@ pub fn text(t: &str) -> Step {
     })
 }
 
-pub fn completion_calls(calls: Vec<(&str, Value)>) -> Completion {
+pub(crate) fn completion_calls(calls: Vec<(&str, Value)>) -> Completion {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     Completion {
         text: String::new(),
@@ -170,11 +170,11 @@ pub fn completion_calls(calls: Vec<(&str, Value)>) -> Completion {
     }
 }
 
-pub fn calls(calls: Vec<(&str, Value)>) -> Step {
+pub(crate) fn calls(calls: Vec<(&str, Value)>) -> Step {
     Step::Reply(completion_calls(calls))
 }
 
-pub fn plan(goals: &[&str]) -> Step {
+pub(crate) fn plan(goals: &[&str]) -> Step {
     let steps: Vec<Value> = goals.iter().map(|g| json!({"goal": g})).collect();
     calls(vec![(
         "solve_plan",
@@ -182,19 +182,19 @@ pub fn plan(goals: &[&str]) -> Step {
     )])
 }
 
-pub fn finish(id: &str, summary: &str) -> Step {
+pub(crate) fn finish(id: &str, summary: &str) -> Step {
     calls(vec![(
         "solve_finish_step",
         json!({"step_id": id, "summary": summary}),
     )])
 }
 
-pub fn echo(q: &str) -> Step {
+pub(crate) fn echo(q: &str) -> Step {
     calls(vec![("echo", json!({"q": q}))])
 }
 
 /// A work tool that echoes its argument, optionally sleeping or panicking.
-pub struct Echo {
+pub(crate) struct Echo {
     pub spec: ToolSpec,
     pub delay: Duration,
     pub panic: bool,
@@ -204,7 +204,7 @@ pub struct Echo {
 }
 
 impl Echo {
-    pub fn named(name: &str) -> Self {
+    pub(crate) fn named(name: &str) -> Self {
         Echo {
             spec: ToolSpec {
                 name: name.into(),
@@ -249,18 +249,18 @@ impl Tool for Echo {
     }
 }
 
-pub struct Run {
+pub(crate) struct Run {
     pub outcome: TurnOutcome,
     pub events: Vec<TurnEvent>,
     pub requests: Vec<ChatRequest>,
 }
 
 impl Run {
-    pub fn types(&self) -> Vec<&'static str> {
+    pub(crate) fn types(&self) -> Vec<&'static str> {
         self.events.iter().map(|e| e.kind.type_name()).collect()
     }
 
-    pub fn results(&self) -> Vec<(String, bool, String)> {
+    pub(crate) fn results(&self) -> Vec<(String, bool, String)> {
         self.events
             .iter()
             .filter_map(|e| match &e.kind {
@@ -273,12 +273,12 @@ impl Run {
     }
 
     /// Every text the model saw in the last request.
-    pub fn last_prompt(&self) -> String {
+    pub(crate) fn last_prompt(&self) -> String {
         prompt_text(self.requests.last().expect("a request"))
     }
 }
 
-pub fn prompt_text(req: &ChatRequest) -> String {
+pub(crate) fn prompt_text(req: &ChatRequest) -> String {
     req.messages
         .iter()
         .map(|m| {
@@ -292,7 +292,7 @@ pub fn prompt_text(req: &ChatRequest) -> String {
         .collect()
 }
 
-pub async fn run_with(
+pub(crate) async fn run_with(
     model: Fake,
     tools: Vec<ToolRef>,
     configure: impl FnOnce(&mut TurnSpec),
@@ -333,7 +333,7 @@ pub async fn run_with(
     }
 }
 
-pub fn assert_seq_is_gapless(events: &[TurnEvent]) {
+pub(crate) fn assert_seq_is_gapless(events: &[TurnEvent]) {
     let first = events.first().map(|e| e.seq).unwrap_or(0);
     for (i, e) in events.iter().enumerate() {
         assert_eq!(

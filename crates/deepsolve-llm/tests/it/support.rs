@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 /// One piece of a scripted response body.
 #[derive(Debug, Clone)]
-pub enum Part {
+pub(crate) enum Part {
     Bytes(Vec<u8>),
     Delay(Duration),
     /// Abort the connection without finishing the body.
@@ -24,7 +24,7 @@ pub enum Part {
 }
 
 #[derive(Debug, Clone)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub parts: Vec<Part>,
@@ -32,7 +32,7 @@ pub struct Reply {
 
 impl Reply {
     /// A 200 event stream made of `parts`.
-    pub fn sse(parts: Vec<Part>) -> Self {
+    pub(crate) fn sse(parts: Vec<Part>) -> Self {
         Reply {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],
@@ -41,14 +41,14 @@ impl Reply {
     }
 
     /// A 200 event stream of these chunks followed by `[DONE]`, one network write each.
-    pub fn chunks(chunks: &[Value]) -> Self {
+    pub(crate) fn chunks(chunks: &[Value]) -> Self {
         let mut parts: Vec<Part> = chunks.iter().map(|c| Part::Bytes(event(c))).collect();
         parts.push(Part::Bytes(b"data: [DONE]\n\n".to_vec()));
         Self::sse(parts)
     }
 
     /// A JSON error reply.
-    pub fn error(status: u16, body: Value) -> Self {
+    pub(crate) fn error(status: u16, body: Value) -> Self {
         Reply {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
@@ -56,40 +56,40 @@ impl Reply {
         }
     }
 
-    pub fn json(body: Value) -> Self {
+    pub(crate) fn json(body: Value) -> Self {
         Self::error(200, body)
     }
 
-    pub fn header(mut self, name: &str, value: &str) -> Self {
+    pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.into(), value.into()));
         self
     }
 }
 
 /// `data: <json>\n\n`
-pub fn event(chunk: &Value) -> Vec<u8> {
+pub(crate) fn event(chunk: &Value) -> Vec<u8> {
     format!("data: {chunk}\n\n").into_bytes()
 }
 
-pub fn text_chunk(text: &str) -> Value {
+pub(crate) fn text_chunk(text: &str) -> Value {
     json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
 }
 
-pub fn delta_chunk(delta: Value) -> Value {
+pub(crate) fn delta_chunk(delta: Value) -> Value {
     json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
 }
 
-pub fn finish_chunk(reason: &str) -> Value {
+pub(crate) fn finish_chunk(reason: &str) -> Value {
     json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
 }
 
-pub fn usage_chunk(prompt: u64, completion: u64) -> Value {
+pub(crate) fn usage_chunk(prompt: u64, completion: u64) -> Value {
     json!({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
         "total_tokens": prompt + completion}})
 }
 
 #[derive(Debug, Clone)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     pub method: String,
     pub path: String,
     pub authorization: Option<String>,
@@ -102,14 +102,14 @@ struct State {
     requests: Arc<Mutex<Vec<Recorded>>>,
 }
 
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub addr: SocketAddr,
     state: State,
 }
 
 impl TestServer {
     /// Starts a server on 127.0.0.1:0 that answers with `replies` in order (then 599).
-    pub async fn start(replies: Vec<Reply>) -> TestServer {
+    pub(crate) async fn start(replies: Vec<Reply>) -> TestServer {
         let state = State::default();
         state.replies.lock().unwrap().extend(replies);
         let handler_state = state.clone();
@@ -127,15 +127,15 @@ impl TestServer {
         TestServer { addr, state }
     }
 
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
 
-    pub fn requests(&self) -> Vec<Recorded> {
+    pub(crate) fn requests(&self) -> Vec<Recorded> {
         self.state.requests.lock().unwrap().clone()
     }
 
-    pub fn request_count(&self) -> usize {
+    pub(crate) fn request_count(&self) -> usize {
         self.state.requests.lock().unwrap().len()
     }
 }

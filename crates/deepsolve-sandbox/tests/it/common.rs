@@ -10,7 +10,7 @@ use deepsolve_sandbox::*;
 use tokio_util::sync::CancellationToken;
 
 /// Limits small enough that bombs hit them quickly.
-pub fn test_limits() -> Limits {
+pub(crate) fn test_limits() -> Limits {
     Limits {
         address_space_bytes: 1 << 30,
         processes: 64,
@@ -18,11 +18,11 @@ pub fn test_limits() -> Limits {
     }
 }
 
-pub async fn sandbox() -> Sandbox {
+pub(crate) async fn sandbox() -> Sandbox {
     sandbox_with(test_limits()).await
 }
 
-pub async fn sandbox_with(limits: Limits) -> Sandbox {
+pub(crate) async fn sandbox_with(limits: Limits) -> Sandbox {
     let config = SandboxConfig {
         mode: SandboxMode::Bwrap,
         limits,
@@ -37,38 +37,47 @@ pub async fn sandbox_with(limits: Limits) -> Sandbox {
 }
 
 /// A fresh scratch workspace.
-pub fn workspace() -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn workspace() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let ws = dir.path().join("ws");
     (dir, ws)
 }
 
-pub fn bare() -> PythonOptions {
+pub(crate) fn bare() -> PythonOptions {
     PythonOptions {
         preload: Vec::new(),
         ..PythonOptions::default()
     }
 }
 
-pub async fn python(sandbox: &Sandbox, ws: &Path) -> Interpreter {
+pub(crate) async fn python(sandbox: &Sandbox, ws: &Path) -> Interpreter {
     sandbox
         .start_python(ws, &bare())
         .await
         .expect("interpreter starts")
 }
 
-pub async fn cell(interp: &mut Interpreter, code: &str) -> CellOutcome {
+pub(crate) async fn cell(interp: &mut Interpreter, code: &str) -> CellOutcome {
     cell_with(interp, code, Duration::from_secs(20)).await
 }
 
-pub async fn cell_with(interp: &mut Interpreter, code: &str, timeout: Duration) -> CellOutcome {
+pub(crate) async fn cell_with(
+    interp: &mut Interpreter,
+    code: &str,
+    timeout: Duration,
+) -> CellOutcome {
     interp
         .run(code, timeout, &CancellationToken::new())
         .await
         .expect("the cell runs")
 }
 
-pub async fn sh(sandbox: &Sandbox, ws: &Path, command: &str, timeout: Duration) -> ExecOutcome {
+pub(crate) async fn sh(
+    sandbox: &Sandbox,
+    ws: &Path,
+    command: &str,
+    timeout: Duration,
+) -> ExecOutcome {
     sandbox
         .run_command(command, ws, timeout, &CancellationToken::new())
         .await
@@ -76,7 +85,7 @@ pub async fn sh(sandbox: &Sandbox, ws: &Path, command: &str, timeout: Duration) 
 }
 
 /// Host pids whose command line contains `needle`.
-pub fn processes_with(needle: &str) -> Vec<u32> {
+pub(crate) fn processes_with(needle: &str) -> Vec<u32> {
     let me = std::process::id();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -94,7 +103,7 @@ pub fn processes_with(needle: &str) -> Vec<u32> {
 }
 
 /// Poll until no host process mentions `needle` (teardown of a pid namespace takes a moment).
-pub async fn assert_no_process_left(needle: &str) {
+pub(crate) async fn assert_no_process_left(needle: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let left = processes_with(needle);

@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deepsolve_app::AppBuilder;
-use deepsolve_core::{
-    ChatModel, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec,
-};
+use deepsolve_core::{ChatModel, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec};
 use deepsolve_llm::{ClientConfig, OpenAiClient};
 use deepsolve_protocol::Artifact;
 use deepsolve_server::{AppState, ServerConfig};
@@ -19,7 +17,7 @@ use deepsolve_testkit::{MockServer, Policy};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub base: String,
     pub state: Arc<AppState>,
     pub mock: MockServer,
@@ -30,20 +28,20 @@ pub struct TestServer {
 }
 
 #[derive(Default)]
-pub struct Options {
+pub(crate) struct Options {
     /// Users to create before start (enables token auth): (name, role).
     pub users: Vec<(&'static str, Role)>,
     pub config: Option<ServerConfig>,
     pub tools: Vec<ToolRef>,
 }
 
-pub struct Started {
+pub(crate) struct Started {
     pub server: TestServer,
     /// Clear-text tokens of `Options::users`, in order.
     pub tokens: Vec<String>,
 }
 
-pub async fn start(policy: impl Policy + 'static, options: Options) -> Started {
+pub(crate) async fn start(policy: impl Policy + 'static, options: Options) -> Started {
     let mock = MockServer::policy(policy);
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open_sqlite(&dir.path().join("ds.db"), StoreOptions::default())
@@ -72,13 +70,13 @@ pub async fn start(policy: impl Policy + 'static, options: Options) -> Started {
     Started { server, tokens }
 }
 
-pub fn model_for(mock: &MockServer) -> Arc<dyn ChatModel> {
+pub(crate) fn model_for(mock: &MockServer) -> Arc<dyn ChatModel> {
     let mut cfg = ClientConfig::new(mock.url(), "mock-model");
     cfg.backoff_base = Duration::from_millis(10);
     Arc::new(OpenAiClient::new(cfg).expect("client"))
 }
 
-pub async fn launch(
+pub(crate) async fn launch(
     store: Store,
     mock: MockServer,
     dir: tempfile::TempDir,
@@ -120,11 +118,11 @@ pub async fn launch(
 }
 
 impl TestServer {
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
-    pub async fn shutdown(mut self) {
+    pub(crate) async fn shutdown(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -140,14 +138,14 @@ impl TestServer {
         }
     }
 
-    pub async fn post(&self, path: &str, body: Value, token: Option<&str>) -> (u16, Value) {
+    pub(crate) async fn post(&self, path: &str, body: Value, token: Option<&str>) -> (u16, Value) {
         let req = self.auth(self.http.post(self.url(path)).json(&body), token);
         let resp = req.send().await.expect("request");
         let status = resp.status().as_u16();
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
-    pub async fn get(&self, path: &str, token: Option<&str>) -> (u16, Value) {
+    pub(crate) async fn get(&self, path: &str, token: Option<&str>) -> (u16, Value) {
         let resp = self
             .auth(self.http.get(self.url(path)), token)
             .send()
@@ -157,14 +155,14 @@ impl TestServer {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
-    pub async fn put(&self, path: &str, body: Value, token: Option<&str>) -> (u16, Value) {
+    pub(crate) async fn put(&self, path: &str, body: Value, token: Option<&str>) -> (u16, Value) {
         let req = self.auth(self.http.put(self.url(path)).json(&body), token);
         let resp = req.send().await.expect("request");
         let status = resp.status().as_u16();
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
-    pub async fn delete(&self, path: &str, token: Option<&str>) -> u16 {
+    pub(crate) async fn delete(&self, path: &str, token: Option<&str>) -> u16 {
         self.auth(self.http.delete(self.url(path)), token)
             .send()
             .await
@@ -174,7 +172,7 @@ impl TestServer {
     }
 
     /// Start a turn; returns (turn_id, session_id).
-    pub async fn start_turn(&self, body: Value, token: Option<&str>) -> (String, String) {
+    pub(crate) async fn start_turn(&self, body: Value, token: Option<&str>) -> (String, String) {
         let (status, created) = self.post("/api/v1/turns", body, token).await;
         assert_eq!(status, 201, "{created}");
         (
@@ -187,7 +185,7 @@ impl TestServer {
     }
 
     /// Read a turn's SSE stream to its end.
-    pub async fn events(
+    pub(crate) async fn events(
         &self,
         turn_id: &str,
         last_event_id: Option<u64>,
@@ -209,7 +207,7 @@ impl TestServer {
     }
 
     /// Wait until the turn is no longer running; returns its view.
-    pub async fn wait_done(&self, turn_id: &str, token: Option<&str>) -> Value {
+    pub(crate) async fn wait_done(&self, turn_id: &str, token: Option<&str>) -> Value {
         for _ in 0..600 {
             let (status, turn) = self.get(&format!("/api/v1/turns/{turn_id}"), token).await;
             assert_eq!(status, 200, "{turn}");
@@ -223,18 +221,18 @@ impl TestServer {
 }
 
 #[derive(Debug, Clone)]
-pub struct SseEvent {
+pub(crate) struct SseEvent {
     pub id: Option<u64>,
     pub data: Value,
 }
 
 impl SseEvent {
-    pub fn kind(&self) -> &str {
+    pub(crate) fn kind(&self) -> &str {
         self.data["type"].as_str().unwrap_or("")
     }
 }
 
-pub fn parse_sse(body: &str) -> Vec<SseEvent> {
+pub(crate) fn parse_sse(body: &str) -> Vec<SseEvent> {
     let mut out = Vec::new();
     for block in body.split("\n\n") {
         let mut id = None;
@@ -257,7 +255,7 @@ pub fn parse_sse(body: &str) -> Vec<SseEvent> {
 }
 
 /// The seqs of a stream must be gapless from `from`, and equal to their `id:`.
-pub fn assert_gapless(events: &[SseEvent], from: u64) {
+pub(crate) fn assert_gapless(events: &[SseEvent], from: u64) {
     for (i, e) in events.iter().enumerate() {
         let want = from + i as u64;
         assert_eq!(e.id, Some(want), "id of event {i}");
@@ -267,14 +265,14 @@ pub fn assert_gapless(events: &[SseEvent], from: u64) {
 
 /// A work tool that writes an HTML file into the turn's workspace and reports it as an
 /// artifact (the content is hostile on purpose: it must only ever be downloaded).
-pub struct MakeFile {
+pub(crate) struct MakeFile {
     spec: ToolSpec,
 }
 
-pub const HOSTILE_HTML: &str = "<html><script>alert(document.cookie)</script></html>";
+pub(crate) const HOSTILE_HTML: &str = "<html><script>alert(document.cookie)</script></html>";
 
 impl MakeFile {
-    pub fn tool() -> ToolRef {
+    pub(crate) fn tool() -> ToolRef {
         Arc::new(MakeFile {
             spec: ToolSpec {
                 name: "make_file".into(),

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 /// How tools are offered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SimProtocol {
+pub(crate) enum SimProtocol {
     Native,
     /// Tools listed in the system prompt, no `tools` field, stopped at `<tool_response>`.
     Tags,
@@ -32,7 +32,7 @@ pub enum SimProtocol {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
+pub(crate) enum Stop {
     Answered,
     AnsweredWithOpenSteps,
     AnsweredWithoutPlan,
@@ -44,7 +44,7 @@ pub enum Stop {
 
 /// Where the progress block goes: each placement an engine could reasonably choose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FoldStyle {
+pub(crate) enum FoldStyle {
     /// The step's messages (since the plan result) are replaced by the block, in place.
     Appended,
     /// Everything after the problem (the plan call included) is folded; the block is merged
@@ -55,14 +55,14 @@ pub enum FoldStyle {
     EphemeralTail,
 }
 
-pub const FOLD_STYLES: [FoldStyle; 3] = [
+pub(crate) const FOLD_STYLES: [FoldStyle; 3] = [
     FoldStyle::Appended,
     FoldStyle::MergedIntoProblem,
     FoldStyle::EphemeralTail,
 ];
 
 #[derive(Debug, Clone)]
-pub struct SimConfig {
+pub(crate) struct SimConfig {
     pub max_rounds: u32,
     pub settlement_rounds: u32,
     pub max_replans: u32,
@@ -92,7 +92,7 @@ impl Default for SimConfig {
 }
 
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub stop: Stop,
     pub answer: String,
     pub record: SolveRecord,
@@ -107,7 +107,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn results_of(&self, tool: &str) -> Vec<&str> {
+    pub(crate) fn results_of(&self, tool: &str) -> Vec<&str> {
         self.results
             .iter()
             .filter(|(n, _)| n == tool)
@@ -115,11 +115,11 @@ impl Outcome {
             .collect()
     }
 
-    pub fn any_result_contains(&self, needle: &str) -> bool {
+    pub(crate) fn any_result_contains(&self, needle: &str) -> bool {
         self.results.iter().any(|(_, c)| c.contains(needle))
     }
 
-    pub fn done_steps(&self) -> usize {
+    pub(crate) fn done_steps(&self) -> usize {
         self.record.steps.iter().filter(|s| s.done).count()
     }
 }
@@ -128,7 +128,7 @@ fn english() -> std::sync::Arc<Texts> {
     Texts::builtin(Language::En)
 }
 
-pub const PROBLEM: &str = "Find all real x with x^2 - 5x + 6 = 0.";
+pub(crate) const PROBLEM: &str = "Find all real x with x^2 - 5x + 6 = 0.";
 
 fn work_spec(name: &str) -> ToolSpec {
     ToolSpec {
@@ -138,7 +138,7 @@ fn work_spec(name: &str) -> ToolSpec {
     }
 }
 
-pub struct Sim<'m, M: ChatModel> {
+pub(crate) struct Sim<'m, M: ChatModel> {
     model: &'m M,
     cfg: SimConfig,
     messages: Vec<Message>,
@@ -162,7 +162,7 @@ pub struct Sim<'m, M: ChatModel> {
 }
 
 impl<'m, M: ChatModel> Sim<'m, M> {
-    pub fn new(model: &'m M, cfg: SimConfig) -> Self {
+    pub(crate) fn new(model: &'m M, cfg: SimConfig) -> Self {
         let tags = cfg.protocol == SimProtocol::Tags;
         let mut tools = solve_tool_specs(&english());
         tools.extend(cfg.work_tools.iter().map(|t| work_spec(t)));
@@ -287,7 +287,7 @@ impl<'m, M: ChatModel> Sim<'m, M> {
         self.notice(format!("[deepsolve:nudge] {text}"));
     }
 
-    pub async fn run(mut self) -> Outcome {
+    pub(crate) async fn run(mut self) -> Outcome {
         let total = self.cfg.max_rounds + self.cfg.settlement_rounds;
         let mut empty_rounds = 0;
         for round in 1..=total {
@@ -622,19 +622,19 @@ fn manifest(specs: &[ToolSpec]) -> String {
     out
 }
 
-pub async fn run<M: ChatModel>(model: &M, cfg: SimConfig) -> Outcome {
+pub(crate) async fn run<M: ChatModel>(model: &M, cfg: SimConfig) -> Outcome {
     Sim::new(model, cfg).run().await
 }
 
 /// A minimal HTTP `ChatModel` over the mock server (the wire path of the policies), built on
 /// the testkit's own wire helpers: no retries, no dependency on `deepsolve-llm`.
-pub struct WireModel {
+pub(crate) struct WireModel {
     pub url: String,
     client: reqwest::Client,
 }
 
 impl WireModel {
-    pub fn new(url: String) -> Self {
+    pub(crate) fn new(url: String) -> Self {
         WireModel {
             url,
             client: reqwest::Client::new(),

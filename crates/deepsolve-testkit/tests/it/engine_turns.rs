@@ -71,20 +71,20 @@ impl Tool for Reason {
 
 /// The protocols a policy is played in: the one it is written for (`auto` for the provider
 /// without native tools) and the text-tag protocol.
-pub fn protocols_for(name: &str) -> [Protocol; 2] {
+pub(crate) fn protocols_for(name: &str) -> [Protocol; 2] {
     match name {
         "no-native-tools" => [Protocol::Auto, Protocol::Tags],
         _ => [Protocol::Native, Protocol::Tags],
     }
 }
 
-pub struct Played {
+pub(crate) struct Played {
     pub outcome: TurnOutcome,
     pub requests: Vec<ChatRequest>,
 }
 
 /// One turn of policy `name` through the engine.
-pub async fn play(
+pub(crate) async fn play(
     name: &str,
     protocol: Protocol,
     language: Language,
@@ -102,7 +102,7 @@ pub async fn play(
 }
 
 /// How a turn is set up.
-pub struct Setup<'a> {
+pub(crate) struct Setup<'a> {
     pub protocol: Protocol,
     pub language: Language,
     pub problem: &'a str,
@@ -110,7 +110,7 @@ pub struct Setup<'a> {
 }
 
 /// One turn of `model` through the engine, `configure` adjusting the spec.
-pub async fn play_model(
+pub(crate) async fn play_model(
     model: ScriptedModel,
     setup: &Setup<'_>,
     configure: impl FnOnce(&mut TurnSpec),
@@ -134,7 +134,7 @@ pub async fn play_model(
 }
 
 /// A turn scripted reply by reply, for the engine texts no policy reaches.
-pub struct Scenario {
+pub(crate) struct Scenario {
     pub name: &'static str,
     pub protocol: Protocol,
     pub configure: fn(&mut TurnSpec),
@@ -166,7 +166,7 @@ fn empty() -> Reply {
     Reply::Turn(Turn::text("").with_usage(Some((100, 20))))
 }
 
-pub const SCENARIOS: &[Scenario] = &[
+pub(crate) const SCENARIOS: &[Scenario] = &[
     // Cut off by the output limit, then an answer without a plan, nudged once.
     Scenario {
         name: "continue-then-no-plan",
@@ -277,7 +277,7 @@ pub const SCENARIOS: &[Scenario] = &[
 ];
 
 /// One scripted scenario through the engine.
-pub async fn play_scenario(
+pub(crate) async fn play_scenario(
     scenario: &Scenario,
     language: Language,
     problem: &str,
@@ -293,7 +293,7 @@ pub async fn play_scenario(
     play_model(model, &setup, scenario.configure).await
 }
 
-pub fn request_json(req: &ChatRequest) -> Value {
+pub(crate) fn request_json(req: &ChatRequest) -> Value {
     json!({
         "messages": req.messages,
         "tools": req.tools,

@@ -1,5 +1,8 @@
 //! The integration tests of deepsolve-testkit, as one test binary (one link, one process start).
 
+// Test code: a failed setup step should stop the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 mod engine_turns;
 mod policies;

@@ -11,14 +11,14 @@ use serde_json::Value;
 /// The engine's limit for a code call is the tool's own limit plus this: the interrupt grace,
 /// the kill and the final read of the pipes happen inside it, so the tool's timer is the one
 /// that fires and the partial output reaches the model.
-pub const ENGINE_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const ENGINE_GRACE: Duration = Duration::from_secs(5);
 
 /// Bounds of a model-supplied `timeout_s` (DESIGN §5 `code_timeout_s` clamp).
 const MIN_TIMEOUT_S: f64 = 1.0;
 const MAX_TIMEOUT_S: f64 = 600.0;
 
 /// The call's budget: the model's `timeout_s`, clamped to 1–600 s and never above `max`.
-pub fn call_timeout(args: &Value, max: Duration) -> Duration {
+pub(crate) fn call_timeout(args: &Value, max: Duration) -> Duration {
     let wanted = args
         .get("timeout_s")
         .and_then(Value::as_f64)
@@ -30,7 +30,7 @@ pub fn call_timeout(args: &Value, max: Duration) -> Duration {
 }
 
 /// The turn's workspace, or an error: code never runs without one (fail closed).
-pub fn workspace(ctx: &ToolContext, tool: &str) -> Result<PathBuf, ToolError> {
+pub(crate) fn workspace(ctx: &ToolContext, tool: &str) -> Result<PathBuf, ToolError> {
     ctx.workspace.clone().ok_or_else(|| {
         ToolError::internal(format!(
             "{tool} is unavailable: this turn has no workspace to run code in"
@@ -38,7 +38,7 @@ pub fn workspace(ctx: &ToolContext, tool: &str) -> Result<PathBuf, ToolError> {
     })
 }
 
-pub fn artifacts(changes: Vec<FileChange>) -> Vec<Artifact> {
+pub(crate) fn artifacts(changes: Vec<FileChange>) -> Vec<Artifact> {
     changes
         .into_iter()
         .map(|c| Artifact {
@@ -51,17 +51,17 @@ pub fn artifacts(changes: Vec<FileChange>) -> Vec<Artifact> {
 
 /// The result text, built from labelled sections; empty sections are left out.
 #[derive(Default)]
-pub struct Report {
+pub(crate) struct Report {
     text: String,
 }
 
 impl Report {
-    pub fn line(&mut self, line: impl AsRef<str>) {
+    pub(crate) fn line(&mut self, line: impl AsRef<str>) {
         self.text.push_str(line.as_ref());
         self.text.push('\n');
     }
 
-    pub fn section(&mut self, title: &str, body: &str) {
+    pub(crate) fn section(&mut self, title: &str, body: &str) {
         if body.is_empty() {
             return;
         }
@@ -72,11 +72,11 @@ impl Report {
         }
     }
 
-    pub fn output(&mut self, title: &str, captured: &Captured) {
+    pub(crate) fn output(&mut self, title: &str, captured: &Captured) {
         self.section(title, &captured.text);
     }
 
-    pub fn files(&mut self, artifacts: &[Artifact]) {
+    pub(crate) fn files(&mut self, artifacts: &[Artifact]) {
         let listing: Vec<String> = artifacts
             .iter()
             .map(|a| format!("{} ({}, {})", shown(&a.path), a.mime, human_size(a.size)))
@@ -84,7 +84,7 @@ impl Report {
         self.section("files written", &listing.join("\n"));
     }
 
-    pub fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         let text = self.text.trim_end().to_string();
         if text.is_empty() {
             "(no output)".into()
@@ -116,7 +116,7 @@ pub fn human_size(bytes: u64) -> String {
     }
 }
 
-pub fn seconds(d: Duration) -> String {
+pub(crate) fn seconds(d: Duration) -> String {
     let s = d.as_secs_f64();
     if (s - s.round()).abs() < 0.05 {
         format!("{}s", s.round() as u64)
