@@ -65,7 +65,7 @@ pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Native tool calling and stop sequences decide the protocol to use (DESIGN §5.8).
+/// Native tool calling and stop sequences decide the protocol to use.
 async fn probe_protocols(client: &deepsolve_llm::OpenAiClient) -> bool {
     let mut healthy = true;
     let native = match client.probe_native_tools().await {

@@ -1,6 +1,6 @@
 //! Turning stream chunks into a [`Completion`].
 //!
-//! DESIGN R10: servers stream tool calls in many shapes, and naive accumulators either
+//! Servers stream tool calls in many shapes, and naive accumulators either
 //! concatenate ids and names that are repeated in every chunk (`call_1call_1…`,
 //! `searchsearch`) or lose calls that come without an `index`. The rules here are written
 //! down in [`ToolCallAccumulator`] and property-tested.
@@ -78,7 +78,7 @@ struct PartialCall {
 /// concatenated. At [`ToolCallAccumulator::finish`], calls without a name are dropped (nothing
 /// could run them), and calls without an id, or whose id repeats an earlier call's in this
 /// reply, get a synthesised one ([`synthesize_call_id`]) so every tool result pairs with exactly
-/// one call (DESIGN R3).
+/// one call.
 #[derive(Debug, Default)]
 pub struct ToolCallAccumulator {
     calls: Vec<PartialCall>,

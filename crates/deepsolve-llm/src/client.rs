@@ -127,7 +127,7 @@ impl OpenAiClient {
         Ok(stopped_before_marker(&completion.text))
     }
 
-    /// The retry loop (DESIGN §5.7): transient failures are retried with backoff, up to `max`
+    /// The retry loop: transient failures are retried with backoff, up to `max`
     /// attempts, but only while nothing visible has been streamed — each attempt turns a
     /// transient failure after visible output into `StreamCut` itself, so it never reaches this
     /// loop as retryable. Before each wait, `Retrying { attempt, max, .. }` announces the

@@ -23,9 +23,9 @@ pub struct ClientConfig {
     /// `stream_options`).
     pub extra_body: Map<String, Value>,
     /// No byte from the server for this long (while waiting for headers or between chunks) is
-    /// an idle timeout. DESIGN §5.2: default 120 s.
+    /// an idle timeout. default 120 s.
     pub stream_idle_timeout: Duration,
-    /// Attempts in total, the first included (DESIGN §5.7: 4). Zero is treated as one.
+    /// Attempts in total, the first included (4). Zero is treated as one.
     pub max_attempts: u32,
     /// TCP/TLS connect timeout.
     pub connect_timeout: Duration,

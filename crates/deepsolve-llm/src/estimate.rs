@@ -1,4 +1,4 @@
-//! Local token estimates, used only when the provider reports no usage (DESIGN §5.7).
+//! Local token estimates, used only when the provider reports no usage.
 //!
 //! o200k_base is the tokenizer of current OpenAI models; for other families it is an
 //! approximation, which is why such usage is marked `estimated`.

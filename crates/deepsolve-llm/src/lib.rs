@@ -4,7 +4,7 @@
 //! `/chat/completions` streaming protocol (OpenAI, DeepSeek, DashScope, vLLM, SGLang, llama.cpp,
 //! Ollama, LM Studio, OpenRouter, …). We keep our own client rather than a generic SDK because the
 //! SDKs drop `reasoning_content`, mishandle tool-call deltas without `index`, or swallow stream
-//! errors (see DESIGN §5.7 and DEPENDENCIES.md).
+//! errors.
 //!
 //! The pieces are public so they can be tested and reused on their own:
 //! - [`wire`]: the request body and the stream chunk shapes;

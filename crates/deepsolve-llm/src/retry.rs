@@ -1,4 +1,4 @@
-//! Backoff and `Retry-After` arithmetic (DESIGN §5.7).
+//! Backoff and `Retry-After` arithmetic.
 
 use std::time::{Duration, SystemTime};
 

@@ -6,7 +6,7 @@
 //! multi-byte UTF-8 sequence. Lines are split on bytes (`\n`, `\r\n`, or a lone `\r`, per the SSE
 //! spec) and decoded only when complete, so a split UTF-8 character is never broken.
 
-/// Cap on the bytes of one response stream (DESIGN: a runaway server must not exhaust memory).
+/// Cap on the bytes of one response stream (a runaway server must not exhaust memory).
 pub const MAX_STREAM_BYTES: usize = 64 * 1024 * 1024;
 /// Cap on the size of one event: any one line (a comment too) plus the `data` accumulated
 /// before it.

@@ -1,4 +1,4 @@
-//! The sandboxed interpreter's costs, printed as a Markdown table (DESIGN §13: warm
+//! The sandboxed interpreter's costs, printed as a Markdown table (warm
 //! `print(1)` p50 < 20 ms). Run: `cargo bench -p deepsolve-sandbox --bench interpreter`.
 //! Needs bubblewrap and the Debian maths stack (scripts/install-deps).
 

@@ -39,7 +39,7 @@ impl SandboxMode {
     }
 }
 
-/// Resource limits for every sandboxed process (DESIGN §8). Address space, CPU, file size and
+/// Resource limits for every sandboxed process. Address space, CPU, file size and
 /// open files are rlimits set before bwrap starts, so they hold for everything inside; the
 /// process count is set inside the sandbox (see `python/driver.py` and `exec.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Building and spawning one sandboxed process: the bwrap command line (DESIGN §8), the clean
+//! Building and spawning one sandboxed process: the bwrap command line, the clean
 //! environment, and what runs between `fork` and `exec` (fd hygiene, rlimits, and — when we
 //! are root — the drop to `nobody`).
 

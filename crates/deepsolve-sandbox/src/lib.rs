@@ -1,4 +1,4 @@
-//! deepsolve-sandbox: running model-written code out of process, isolated (DESIGN §8).
+//! deepsolve-sandbox: running model-written code out of process, isolated.
 //!
 //! - [`Sandbox::detect`] finds a working backend once — bubblewrap, probed for real — or
 //!   says exactly why there is none (then the code tools are not mounted: fail closed).

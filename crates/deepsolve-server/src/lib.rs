@@ -1,4 +1,4 @@
-//! deepsolve-server: the HTTP face of the engine (DESIGN §10, §11).
+//! deepsolve-server: the HTTP face of the engine.
 //!
 //! - `POST /api/v1/turns` starts a turn on its own task; every event is appended to the store
 //!   as it happens ([`writer`]) and fanned out to live readers.

@@ -14,7 +14,7 @@ use crate::auth::AuthMode;
 use crate::metrics::Metrics;
 use crate::writer::EventWriter;
 
-/// Server options (DESIGN §9 `server` section).
+/// Server options (the `server` settings and the flags of `deepsolve serve`).
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// This replica's name; crash recovery marks only its own turns `interrupted`, so it must

@@ -1,5 +1,5 @@
 //! The event writer: one task that appends every turn's events to the store as they happen
-//! (DESIGN R9), in batches, and records each turn's end after its last event.
+//!, in batches, and records each turn's end after its last event.
 //!
 //! `EventSink::send` is synchronous and must not drop events, so sinks push into an unbounded
 //! channel; the writer drains whatever has accumulated into one transaction (one fsync for

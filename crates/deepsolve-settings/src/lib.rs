@@ -1,4 +1,4 @@
-//! Layered settings of the deepsolve engine (DESIGN §9).
+//! Layered settings of the deepsolve engine.
 //!
 //! Layers, lowest to highest: built-in defaults < YAML file < environment < `--set KEY=VALUE`.
 //! The file is read into a JSON tree, the environment and `--set` are applied as dotted-path

@@ -43,7 +43,7 @@ pub struct LlmSettings {
     pub extra_body: Map<String, Value>,
 }
 
-/// How tool calls are exchanged with the model (DESIGN §5.8): the core's own type, so the
+/// How tool calls are exchanged with the model: the core's own type, so the
 /// setting and the engine cannot drift apart.
 pub use deepsolve_core::Protocol;
 

@@ -1,4 +1,4 @@
-//! The append-only turn event log (DESIGN R9: appended as they happen, never only at the end).
+//! The append-only turn event log (appended as they happen, never only at the end).
 
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;

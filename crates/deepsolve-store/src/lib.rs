@@ -1,4 +1,4 @@
-//! deepsolve-store: persistence for the deepsolve server (DESIGN §11).
+//! deepsolve-store: persistence for the deepsolve server.
 //!
 //! Users, bearer tokens (SHA-256 at rest), sessions, turns (spec, status, answer, stop reason,
 //! usage, solve record), the append-only turn event log, and artifacts.

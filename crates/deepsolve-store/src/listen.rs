@@ -1,5 +1,5 @@
 //! PostgreSQL LISTEN/NOTIFY: readers on this replica learn that another replica appended
-//! events to a turn they follow, and re-read the log (DESIGN §11 scale-out).
+//! events to a turn they follow, and re-read the log: how replicas behind one load balancer share live turns.
 
 use std::time::Duration;
 

@@ -1,5 +1,6 @@
-//! Request invariants: properties every chat request the engine sends must have (DESIGN §5.1,
-//! R3, R6, §5.8) — in the text-tag protocol too: no invented `<tool_response>` in assistant
+//! Request invariants: properties every chat request the engine sends must have — one leading
+//! system message, every tool call paired with one result, only offered tools — in the
+//! text-tag protocol too: no invented `<tool_response>` in assistant
 //! text, no invented result ([`INVENTED_MARKER`]) anywhere, every `<tool_call>` answered. The mock checks them on every captured request, so a scenario that "works"
 //! while sending a provider-rejectable request still fails its test.
 //!
@@ -31,7 +32,7 @@ pub struct InvariantConfig {
     pub history_tools_offered: bool,
     /// Tags mode (no `tools`, stopped at `<tool_response>`): demand that the user message after
     /// an assistant message with `<tool_call>` blocks answers each with one `<tool_response>`,
-    /// in order (DESIGN R3 for text calls). On by default.
+    /// in order. On by default.
     pub tags_results_paired: bool,
 }
 

@@ -1,4 +1,4 @@
-//! Reading the engine's pinned progress block (DESIGN §5.6):
+//! Reading the engine's pinned progress block:
 //!
 //! ```text
 //! [deepsolve:progress] round 5 of 12 · replans 0 of 2

@@ -271,7 +271,7 @@ impl PolicyRequest {
         self.tools.is_empty() && !self.is_tags_mode() && !self.is_forced_answer()
     }
 
-    /// A text-tag protocol request (DESIGN §5.8): no native tools, and the engine stops the
+    /// A text-tag protocol request: no native tools, and the engine stops the
     /// model at `<tool_response>`.
     pub fn is_tags_mode(&self) -> bool {
         !self.has_native_tools() && self.stop.iter().any(|s| s.contains("<tool_response>"))

@@ -347,7 +347,7 @@ fn retry_transport(message: &str) -> Failure {
     }
 }
 
-/// A stream that broke: retryable only before any visible text (DESIGN §5.7).
+/// A stream that broke: retryable only before any visible text.
 fn cut_failure(text: &str, idle: Option<Duration>) -> Failure {
     match (text.is_empty(), idle) {
         (true, Some(after)) => Failure::Retry {

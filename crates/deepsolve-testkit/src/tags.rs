@@ -1,4 +1,4 @@
-//! The text-tag tool protocol (DESIGN §5.8) as the mock model sees it, read and written here
+//! The text-tag tool protocol as the mock model sees it, read and written here
 //! independently of the engine's reader, `deepsolve_core::parse_reply` (two readings of one
 //! format catch more bugs than a shared one).
 //!

@@ -1,5 +1,5 @@
 //! The real `deepsolve` binary against the testkit's mock OpenAI-compatible server: every
-//! scripted policy ends as DESIGN says, `--json` events arrive in order, and no request the
+//! scripted policy ends with the stop reason it is written for, `--json` events arrive in order, and no request the
 //! binary sent breaks an invariant.
 
 use std::collections::HashSet;

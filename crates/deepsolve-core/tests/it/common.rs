@@ -86,7 +86,8 @@ impl ChatModel for Fake {
     }
 }
 
-/// DESIGN §5.1 invariants, asserted on every request.
+/// The message invariants (one leading system message, paired tool calls, no empty
+/// messages), asserted on every request.
 pub(crate) fn check_invariants(req: &ChatRequest) {
     let m = &req.messages;
     assert_eq!(m[0].role, Role::System, "first message must be system");

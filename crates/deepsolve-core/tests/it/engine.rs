@@ -1,5 +1,5 @@
 //! The loop end to end with a scripted in-process model: one test per stop reason, gate,
-//! fold path and dispatch rule (DESIGN §4, §5).
+//! fold path and dispatch rule.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -746,7 +746,7 @@ async fn the_system_prompt_names_only_mounted_tools_and_follows_the_language() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The text-tag protocol, vendor markup and reasoning in content (DESIGN §5.8)
+// The text-tag protocol, vendor markup and reasoning in content
 
 fn tag_call(name: &str, args: serde_json::Value) -> String {
     format!(

@@ -1,4 +1,4 @@
-//! Property tests of the delta accumulator (DESIGN R10): whatever shape a server streams tool
+//! Property tests of the delta accumulator: whatever shape a server streams tool
 //! calls in, and wherever the network splits the bytes, the calls come back exactly.
 
 use std::collections::HashSet;

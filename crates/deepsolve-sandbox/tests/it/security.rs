@@ -1,4 +1,4 @@
-//! The sandbox against hostile code, for real (DESIGN §8): nothing secret is readable, no
+//! The sandbox against hostile code, for real: nothing secret is readable, no
 //! network, nothing writable but the workspace, and bombs stay inside their limits and leave
 //! no process behind. Each test states the attack in Python or shell, exactly as a model
 //! could send it.

@@ -1,5 +1,4 @@
-//! Wrappers that change how another policy's moves are *written*: as text-tag calls (DESIGN
-//! §5.8), with inline `<think>` reasoning, or as a vendor's tool-call markup in plain content.
+//! Wrappers that change how another policy's moves are *written*: as text-tag calls, with inline `<think>` reasoning, or as a vendor's tool-call markup in plain content.
 //! The inner policy plays unchanged: it reads the neutral view of the conversation
 //! ([`PolicyRequest`]) whatever the protocol.
 

@@ -1,4 +1,4 @@
-//! A fixed list of replies with an exact expected call count (DESIGN §12 "sequence mode").
+//! A fixed list of replies with an exact expected call count ("sequence mode").
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

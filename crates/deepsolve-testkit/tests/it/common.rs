@@ -1,4 +1,4 @@
-//! A tiny simulated engine: just enough of DESIGN §4–§5 (the real spine from deepsolve-core,
+//! A tiny simulated engine: just enough of the loop (the real spine from deepsolve-core,
 //! gates, folding with a progress block, nudges, repetition guard, empty rounds, the forced
 //! answer) to drive each scripted policy to its intended ending through a `ChatModel`.
 //! It is a test fixture for the policies, not a reference for the engine.

@@ -13,7 +13,7 @@ use serde_json::Value;
 /// that fires and the partial output reaches the model.
 pub(crate) const ENGINE_GRACE: Duration = Duration::from_secs(5);
 
-/// Bounds of a model-supplied `timeout_s` (DESIGN §5 `code_timeout_s` clamp).
+/// Bounds of a model-supplied `timeout_s` (the clamp of the `code_timeout_s` knob).
 const MIN_TIMEOUT_S: f64 = 1.0;
 const MAX_TIMEOUT_S: f64 = 600.0;
 
