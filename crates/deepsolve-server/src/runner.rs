@@ -318,9 +318,15 @@ pub fn apply_overrides(
                 OverridesIn::TurnConfig => unknown.found("in the turn's config"),
                 OverridesIn::SettingsChange => unknown.under("solve").found("in the request"),
             };
-            Err(ApiError::invalid(ApiErrorCode::UnknownConfigKey, unknown.to_string()))
+            Err(ApiError::invalid(
+                ApiErrorCode::UnknownConfigKey,
+                unknown.to_string(),
+            ))
         }
-        Err(e) => Err(ApiError::invalid(ApiErrorCode::InvalidConfig, e.to_string())),
+        Err(e) => Err(ApiError::invalid(
+            ApiErrorCode::InvalidConfig,
+            e.to_string(),
+        )),
     }
 }
 

@@ -6,3 +6,4 @@ mod did_you_mean;
 mod protocols;
 mod serve;
 mod support;
+mod tool_settings;

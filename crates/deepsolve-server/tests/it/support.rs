@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deepsolve_app::AppBuilder;
-use deepsolve_core::{
-    ChatModel, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec,
-};
+use deepsolve_core::{ChatModel, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec};
 use deepsolve_llm::{ClientConfig, OpenAiClient};
 use deepsolve_protocol::Artifact;
 use deepsolve_server::{AppState, ServerConfig};
