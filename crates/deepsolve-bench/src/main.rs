@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use deepsolve_core::{
-    ChatModel, ChatRequest, Completion, DeltaSink, Engine, ModelError, NullSink, SolveConfig,
-    Tool, ToolContext, ToolError, ToolOutput, ToolSpec, TurnSpec, message_tokens,
-    warm_up_tokenizer,
+    ChatModel, ChatRequest, Completion, DeltaSink, Engine, ModelError, NullSink, SolveConfig, Tool,
+    ToolContext, ToolError, ToolOutput, ToolSpec, TurnSpec, message_tokens, warm_up_tokenizer,
 };
 use deepsolve_protocol::StopReason;
 use deepsolve_testkit::{ScriptedModel, WellBehaved};

@@ -26,7 +26,6 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-
 use tokio_util::sync::CancellationToken;
 
 use crate::config::SolveConfig;
