@@ -31,12 +31,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use deepsolve_core::{ChatModel, Engine, EngineError, ToolRef};
-use deepsolve_settings::{Loaded, Settings};
+use deepsolve_settings::{Loaded, Settings, ToolSection};
 use deepsolve_tools::{CATALOG, Deps, Sandbox, SandboxError, ToolEntry, Toolset};
 
 pub use deepsolve_tools::{Policy, ToolRequestError, ToolStatus, Unavailable};
 pub use models::{DEFAULT_BASE_URL, main_client, reasoning_model};
 pub use turn::{WorkspaceError, create_workspace, default_workspace_root, new_turn_id};
+
+/// The settings sections the tool catalog declares (`tools.<tool>`): what the settings loader
+/// (`LoadOptions::tool_sections`) and `settings set` check those keys against.
+pub fn tool_sections() -> Vec<ToolSection> {
+    deepsolve_tools::tool_sections(CATALOG)
+}
 
 /// Why the app could not be put together.
 #[derive(Debug, thiserror::Error)]
@@ -63,9 +69,15 @@ pub struct App {
     model: Arc<dyn ChatModel>,
     tools: Toolset,
     sandbox: Result<Sandbox, Unavailable>,
+    catalog: &'static [ToolEntry],
 }
 
 impl App {
+    /// The settings sections of the catalog it mounted (for writing the settings file).
+    pub fn tool_sections(&self) -> Vec<ToolSection> {
+        deepsolve_tools::tool_sections(self.catalog)
+    }
+
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
@@ -194,6 +206,7 @@ impl AppBuilder {
             model: self.main_model,
             tools,
             sandbox: deps.sandbox,
+            catalog: self.catalog,
         })
     }
 }

@@ -35,9 +35,14 @@ pub(crate) fn run(action: SettingsAction, args: &ConfigArgs) -> anyhow::Result<E
             let path = deepsolve_settings::resolve_path(&deepsolve_settings::LoadOptions {
                 config_path: args.config.clone(),
                 env: std::env::vars().collect(),
-                sets: Vec::new(),
+                ..Default::default()
             });
-            let warnings = deepsolve_settings::set_in_file(&path, key.trim(), value.trim())?;
+            let warnings = deepsolve_settings::set_in_file(
+                &path,
+                key.trim(),
+                value.trim(),
+                &deepsolve_app::tool_sections(),
+            )?;
             for w in warnings {
                 eprintln!("warning: {w}");
             }

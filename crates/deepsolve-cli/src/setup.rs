@@ -20,6 +20,7 @@ pub(crate) fn load_settings(args: &ConfigArgs) -> anyhow::Result<Loaded> {
         config_path: args.config.clone(),
         env: std::env::vars().collect(),
         sets,
+        tool_sections: deepsolve_app::tool_sections(),
     };
     let loaded = deepsolve_settings::load(&options)?;
     for warning in &loaded.warnings {

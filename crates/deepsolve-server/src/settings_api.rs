@@ -79,12 +79,13 @@ pub async fn put_settings(
         .keys()
         .filter_map(|k| effective.get(k).map(|v| (format!("solve.{k}"), raw(v))))
         .collect();
+    let tool_sections = state.app.tool_sections();
     let written = tokio::task::spawn_blocking(move || {
         let pairs: Vec<(&str, &str)> = changes
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        deepsolve_settings::set_many_in_file(&path, &pairs)
+        deepsolve_settings::set_many_in_file(&path, &pairs, &tool_sections)
     })
     .await
     .map_err(|_| ApiError::internal())?;

@@ -128,6 +128,10 @@ pub enum SettingsError {
     )]
     SecretNotWritable { key: String, path: PathBuf },
 
+    /// A tool's settings struct does not fit its own declared section (a bug in the tool).
+    #[error("the settings of the tool '{tool}' do not fit its struct: {reason}")]
+    ToolSection { tool: String, reason: String },
+
     /// The updated settings could not be turned back into YAML faithfully.
     #[error("cannot write settings file {}: {reason}", path.display())]
     Serialize { path: PathBuf, reason: String },

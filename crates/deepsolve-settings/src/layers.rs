@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use crate::error::{Origin, SettingsError};
+use crate::schema::Schema;
 use crate::tree::{self, Origins};
 
 /// The prefix of every variable we read (matched case-insensitively).
@@ -28,6 +29,7 @@ const API_KEY_VARS: &[&str] = &["DEEPSOLVE_API_KEY", "OPENAI_API_KEY"];
 /// commonly export them empty to "turn off" a value. Other `DEEPSOLVE_*` names without `__`
 /// (e.g. `DEEPSOLVE_CONFIG`, or another component's `DEEPSOLVE_LOG`) are not settings.
 pub(crate) fn apply_env(
+    schema: Schema<'_>,
     tree: &mut Map<String, Value>,
     origins: &mut Origins,
     env: &HashMap<String, String>,
@@ -49,12 +51,26 @@ pub(crate) fn apply_env(
             .iter()
             .find(|(var, _)| name.eq_ignore_ascii_case(var))
         {
-            write_raw(tree, origins, key, value, Origin::Env((*name).clone()))?;
+            write_raw(
+                schema,
+                tree,
+                origins,
+                key,
+                value,
+                Origin::Env((*name).clone()),
+            )?;
         }
     }
     for (name, value) in &vars {
         if let Some(path) = generic_path(name)? {
-            write_raw(tree, origins, &path, value, Origin::Env((*name).clone()))?;
+            write_raw(
+                schema,
+                tree,
+                origins,
+                &path,
+                value,
+                Origin::Env((*name).clone()),
+            )?;
         }
     }
     Ok(())
@@ -81,6 +97,7 @@ fn generic_path(name: &str) -> Result<Option<String>, SettingsError> {
 
 /// Apply `--set KEY=VALUE` arguments in order (a later one wins).
 pub(crate) fn apply_sets(
+    schema: Schema<'_>,
     tree: &mut Map<String, Value>,
     origins: &mut Origins,
     sets: &[String],
@@ -98,13 +115,21 @@ pub(crate) fn apply_sets(
                 reason: "the key before '=' is empty",
             });
         }
-        write_raw(tree, origins, key, raw, Origin::Set(key.trim().to_string()))?;
+        write_raw(
+            schema,
+            tree,
+            origins,
+            key,
+            raw,
+            Origin::Set(key.trim().to_string()),
+        )?;
     }
     Ok(())
 }
 
 /// Check `key` against the schema, turn `raw` into a value of the right kind, write it.
 fn write_raw(
+    schema: Schema<'_>,
     tree: &mut Map<String, Value>,
     origins: &mut Origins,
     key: &str,
@@ -112,7 +137,7 @@ fn write_raw(
     origin: Origin,
 ) -> Result<(), SettingsError> {
     let path = tree::parse_key(key)?;
-    let kind = tree::known_kind(&path, &origin)?;
+    let kind = tree::known_kind(schema, &path, &origin)?;
     let value = tree::raw_value(kind, raw, &path, &origin)?;
     tree::write(tree, &path, value);
     origins.record(&path, origin);
@@ -196,7 +221,7 @@ mod tests {
             ("DEEPSOLVE_TOOLS__ENABLED", "reason,web_search"),
             ("DEEPSOLVE_PROTOCOL", ""),
         ]);
-        apply_env(&mut tree, &mut o, &vars).unwrap();
+        apply_env(Schema::new(&[]), &mut tree, &mut o, &vars).unwrap();
         assert_eq!(
             Value::Object(tree),
             json!({"solve": {"max_rounds": 5}, "llm": {"model": "1.10"}, "tools": {"enabled": ["reason", "web_search"]}})
@@ -207,6 +232,7 @@ mod tests {
     fn unknown_env_keys_name_the_variable() {
         let (mut tree, mut o) = fresh();
         let err = apply_env(
+            Schema::new(&[]),
             &mut tree,
             &mut o,
             &env(&[("DEEPSOLVE_SOLVE__MAX_ROUNDZ", "5")]),
@@ -222,11 +248,18 @@ mod tests {
     #[test]
     fn set_needs_key_and_equals() {
         let (mut tree, mut o) = fresh();
-        let e = apply_sets(&mut tree, &mut o, &["solve.max_rounds".into()]).unwrap_err();
+        let e = apply_sets(
+            Schema::new(&[]),
+            &mut tree,
+            &mut o,
+            &["solve.max_rounds".into()],
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("'solve.max_rounds'"), "{e}");
-        let e = apply_sets(&mut tree, &mut o, &["=5".into()]).unwrap_err();
+        let e = apply_sets(Schema::new(&[]), &mut tree, &mut o, &["=5".into()]).unwrap_err();
         assert!(e.to_string().contains("key before '=' is empty"), "{e}");
-        let e = apply_sets(&mut tree, &mut o, &["llm.modle=x".into()]).unwrap_err();
+        let e =
+            apply_sets(Schema::new(&[]), &mut tree, &mut o, &["llm.modle=x".into()]).unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("unknown setting 'llm.modle' in --set llm.modle=…"),
@@ -243,7 +276,7 @@ mod tests {
             "solve.plan_first=false",
             "llm.extra_body={a: 1}",
         ];
-        apply_sets(&mut tree, &mut o, &sets.map(String::from)).unwrap();
+        apply_sets(Schema::new(&[]), &mut tree, &mut o, &sets.map(String::from)).unwrap();
         assert_eq!(
             Value::Object(tree),
             json!({"solve": {"max_rounds": 5, "plan_first": false}, "llm": {"model": "gpt-4o", "extra_body": {"a": 1}}})

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use crate::error::{Origin, SettingsError};
 use crate::layers;
 use crate::model::Settings;
+use crate::schema::{Schema, ToolSection};
 use crate::tree::{self, Origins};
 use crate::validate;
 use crate::yaml;
@@ -24,6 +25,9 @@ pub struct LoadOptions {
     pub env: HashMap<String, String>,
     /// `--set KEY=VALUE` arguments, applied in order after the environment.
     pub sets: Vec<String>,
+    /// The sections the tools declare (`tools.<tool>`); any other key under `tools` besides
+    /// `enabled` and `sandbox` is unknown. The app passes its tool catalog's.
+    pub tool_sections: Vec<ToolSection>,
 }
 
 /// Loaded settings and what the user should be told about them.
@@ -35,6 +39,8 @@ pub struct Loaded {
     /// The settings file consulted (whether or not it exists).
     pub path: PathBuf,
     pub file_exists: bool,
+    /// The tool sections it was checked against (so `settings get` knows them too).
+    pub tool_sections: Vec<ToolSection>,
 }
 
 /// Which layer chose the file: an explicitly named file must exist, the default need not.
@@ -89,18 +95,20 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, SettingsError> {
     } else {
         Origin::Default
     };
+    let schema = Schema::new(&opts.tool_sections);
     let mut tree = file.unwrap_or_default();
     let mut origins = Origins::new(base);
-    layers::apply_env(&mut tree, &mut origins, &opts.env)?;
-    layers::apply_sets(&mut tree, &mut origins, &opts.sets)?;
+    layers::apply_env(schema, &mut tree, &mut origins, &opts.env)?;
+    layers::apply_sets(schema, &mut tree, &mut origins, &opts.sets)?;
     let key_warning = layers::apply_api_key_env(&mut tree, &mut origins, &opts.env);
-    let (settings, mut warnings) = validate::build(tree, &origins)?;
+    let (settings, mut warnings) = validate::build(schema, tree, &origins)?;
     warnings.extend(key_warning);
     Ok(Loaded {
         settings,
         warnings,
         path,
         file_exists,
+        tool_sections: opts.tool_sections.clone(),
     })
 }
 
@@ -112,7 +120,11 @@ pub fn get(loaded: &Loaded, dotted_key: Option<&str>) -> Result<Value, SettingsE
         return Ok(value);
     };
     let path = tree::parse_key(key)?;
-    tree::known_kind(&path, &Origin::CommandLine)?;
+    tree::known_kind(
+        Schema::new(&loaded.tool_sections),
+        &path,
+        &Origin::CommandLine,
+    )?;
     let Value::Object(map) = value else {
         return Ok(Value::Null);
     };
@@ -144,6 +156,7 @@ mod tests {
             warnings: Vec::new(),
             path: PathBuf::new(),
             file_exists: false,
+            tool_sections: Vec::new(),
         };
         assert_eq!(
             get(&loaded, Some("solve.max_rounds")).unwrap(),

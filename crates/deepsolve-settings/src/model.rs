@@ -5,8 +5,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::error::SettingsError;
 use deepsolve_core::SolveConfig;
 use secrecy::SecretString;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -69,7 +71,7 @@ pub struct ModelRef {
     pub api_key_env: Option<String>,
 }
 
-/// Tool toggles.
+/// Tool toggles, and the tools' own sections.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolsSettings {
@@ -77,6 +79,12 @@ pub struct ToolsSettings {
     pub enabled: Vec<String>,
     /// `auto` (bwrap when available), `bwrap` (required), or `none`.
     pub sandbox: String,
+    /// `tools.<tool>` for each tool whose section has values, checked against the tool's
+    /// [`ToolSection`](crate::ToolSection) (clamped, blanks dropped). Filled by the loader,
+    /// never from the `tools` mapping itself (whose other keys stay strict); read it with
+    /// [`Settings::tool_settings`].
+    #[serde(flatten, skip_deserializing)]
+    pub sections: Map<String, Value>,
 }
 
 impl Default for ToolsSettings {
@@ -84,6 +92,7 @@ impl Default for ToolsSettings {
         ToolsSettings {
             enabled: Vec::new(),
             sandbox: "auto".to_string(),
+            sections: Map::new(),
         }
     }
 }
@@ -119,6 +128,31 @@ impl Settings {
         out.insert("solve".into(), to_value(&self.solve));
         out.insert("tools".into(), to_value(&self.tools));
         Value::Object(out)
+    }
+}
+
+impl Settings {
+    /// The checked values of `tools.<tool>` (`None`: the section is empty or absent).
+    pub fn tool_section(&self, tool: &str) -> Option<&Map<String, Value>> {
+        self.tools.sections.get(tool).and_then(Value::as_object)
+    }
+
+    /// `tools.<tool>` as the tool's own settings struct; its `Default` when the section is
+    /// empty. After loading, an error here means the struct and the tool's declaration
+    /// disagree (a tool's test should load its section once to rule that out).
+    pub fn tool_settings<T: DeserializeOwned + Default>(
+        &self,
+        tool: &str,
+    ) -> Result<T, SettingsError> {
+        let Some(section) = self.tool_section(tool) else {
+            return Ok(T::default());
+        };
+        serde_json::from_value(Value::Object(section.clone())).map_err(|e| {
+            SettingsError::ToolSection {
+                tool: tool.to_string(),
+                reason: e.to_string(),
+            }
+        })
     }
 }
 
@@ -174,5 +208,22 @@ mod tests {
         assert!(err.is_err());
         let err = serde_json::from_value::<ModelRef>(json!({"model": "x", "x": 1}));
         assert!(err.is_err());
+    }
+
+    #[test]
+    fn tool_sections_come_only_from_the_loader() {
+        let err = serde_json::from_value::<ToolsSettings>(json!({"web_search": {"a": 1}}));
+        assert!(err.is_err(), "the tools mapping stays strict");
+        let mut s = Settings::default();
+        s.tools
+            .sections
+            .insert("web_search".into(), json!({"max_results": 3}));
+        assert_eq!(
+            s.redacted_value()["tools"],
+            json!({"enabled": [], "sandbox": "auto", "web_search": {"max_results": 3}})
+        );
+        let read: Map<String, Value> = s.tool_settings("web_search").unwrap();
+        assert_eq!(read["max_results"], 3);
+        assert!(s.tool_section("reason").is_none());
     }
 }

@@ -1,4 +1,5 @@
-//! The shape of the settings tree, written down once.
+//! The shape of the settings tree, written down once — and the vocabulary a tool uses to
+//! declare its own section `tools.<tool name>` ([`ToolSection`]).
 //!
 //! The typed structs in [`crate::model`] could reject unknown keys on their own, but serde's
 //! messages name neither the full dotted key nor where the value came from. This table lets the
@@ -6,39 +7,92 @@
 //! llm: …) — did you mean 'llm.model'?` (the message is core's [`UnknownKeys`]). It also tells
 //! `--set`/env parsing whether a raw value is text (kept verbatim, so `--set llm.model=1.5`
 //! stays a string) or YAML. A test keeps it in step with the structs. The `solve` section's
-//! keys are core's knobs ([`SolveConfig::knob_docs`]).
+//! keys are core's knobs ([`SolveConfig::knob_docs`]); the sections of tools are the
+//! [`ToolSection`]s the loader is given (this crate knows no tool).
 
 use deepsolve_core::SolveConfig;
-use deepsolve_core::config::{Knob, KnobDoc, KnownKeys, UnknownKeys};
+use deepsolve_core::config::{KnobDoc, KnownKeys, UnknownKeys};
 
 /// What kind of value lives at a key.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// A mapping with a fixed set of keys.
     Section(&'static [Field]),
-    /// Free text (`Option<String>`).
+    /// Free text; blank means unset.
     Text,
-    /// The name of an environment variable.
+    /// The name of an environment variable (e.g. the one holding a service's API key; the key
+    /// itself never belongs in the file).
     EnvName,
-    /// A secret (`llm.api_key`): type errors never echo the value.
-    Secret,
-    /// `llm.context_window`: a whole number, clamped.
-    ContextWindow,
     /// One of a few fixed words.
     Choice(&'static [&'static str]),
-    /// A free-form mapping passed through (`llm.extra_body`).
+    /// A list of names (`a,b,c` from `--set` and the environment).
+    TextList,
+    /// A number, clamped into its range with a warning; a non-finite one leaves it unset.
+    Number(Clamp),
+    /// `true` or `false` (also `yes`/`no`/`on`/`off`).
+    Flag,
+    /// A free-form mapping, passed through unchecked (`llm.extra_body`).
     FreeMap,
+    /// A key only this crate declares (the API key, the solve knobs…).
+    Builtin(Builtin),
+}
+
+/// The range of a [`Kind::Number`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Clamp {
+    pub min: f64,
+    pub max: f64,
+    /// Rounded to a whole number.
+    pub integer: bool,
+}
+
+impl Clamp {
+    /// A whole number in `min..=max`.
+    pub const fn whole(min: f64, max: f64) -> Clamp {
+        Clamp {
+            min,
+            max,
+            integer: true,
+        }
+    }
+
+    /// Any number in `min..=max`.
+    pub const fn real(min: f64, max: f64) -> Clamp {
+        Clamp {
+            min,
+            max,
+            integer: false,
+        }
+    }
+}
+
+/// The kinds of value only this crate's own tables use. Opaque: outside this crate it cannot be
+/// built, so a declaration cannot, say, ask for a secret that `settings get` would not redact.
+#[derive(Debug, Clone, Copy)]
+pub struct Builtin(pub(crate) Own);
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Own {
+    /// A secret (`llm.api_key`): type errors never echo the value.
+    Secret,
     /// Anything inside a [`Kind::FreeMap`].
     Free,
-    /// A list of names (`tools.enabled`).
-    TextList,
     /// The core solve knobs, checked by `SolveConfig::from_map`.
     Solve,
     /// One numeric solve knob.
     SolveKnob,
     /// One boolean solve knob.
     SolveFlag,
+    /// The `tools` section: `enabled`, `sandbox` and the declared tool sections.
+    Tools,
 }
+
+pub(crate) const SECRET: Kind = Kind::Builtin(Builtin(Own::Secret));
+pub(crate) const FREE: Kind = Kind::Builtin(Builtin(Own::Free));
+pub(crate) const SOLVE: Kind = Kind::Builtin(Builtin(Own::Solve));
+pub(crate) const SOLVE_KNOB: Kind = Kind::Builtin(Builtin(Own::SolveKnob));
+pub(crate) const SOLVE_FLAG: Kind = Kind::Builtin(Builtin(Own::SolveFlag));
+pub(crate) const TOOLS: Kind = Kind::Builtin(Builtin(Own::Tools));
 
 impl Kind {
     /// Whether a raw value from `--set` or the environment is taken verbatim rather than parsed
@@ -46,26 +100,69 @@ impl Kind {
     pub(crate) fn is_verbatim_text(self) -> bool {
         matches!(
             self,
-            Kind::Text | Kind::EnvName | Kind::Secret | Kind::Choice(_)
+            Kind::Text | Kind::EnvName | Kind::Choice(_) | Kind::Builtin(Builtin(Own::Secret))
         )
     }
 }
 
-/// One key of a [`Kind::Section`].
+/// One key of a section.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Field {
+pub struct Field {
     pub name: &'static str,
     pub kind: Kind,
     /// Must be present whenever its section is.
     pub required: bool,
 }
 
-const fn field(name: &'static str, kind: Kind) -> Field {
-    Field {
-        name,
-        kind,
-        required: false,
+impl Field {
+    /// An optional key.
+    pub const fn new(name: &'static str, kind: Kind) -> Field {
+        Field {
+            name,
+            kind,
+            required: false,
+        }
     }
+
+    /// This key, required whenever its section is present.
+    pub const fn required(self) -> Field {
+        Field {
+            required: true,
+            ..self
+        }
+    }
+}
+
+/// The keys of one tool's own section, `tools.<tool>`, as the tool declares them (in its
+/// catalog entry). The loader is given every tool's section and checks `tools.<tool>` as
+/// strictly as any other key; the tool reads the checked values with
+/// [`Settings::tool_settings`](crate::Settings::tool_settings).
+///
+/// ```
+/// use deepsolve_settings::{Clamp, Field, Kind, ToolSection};
+/// const PROVIDERS: &[&str] = &["searxng", "brave"];
+/// const ENDPOINT: &[Field] = &[
+///     Field::new("base_url", Kind::Text),
+///     Field::new("api_key_env", Kind::EnvName),
+/// ];
+/// const WEB_SEARCH: ToolSection = ToolSection {
+///     tool: "web_search",
+///     fields: &[
+///         Field::new("provider", Kind::Choice(PROVIDERS)),
+///         Field::new("max_results", Kind::Number(Clamp::whole(1.0, 50.0))),
+///         Field::new("brave", Kind::Section(ENDPOINT)),
+///     ],
+/// };
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ToolSection {
+    /// The tool's name, the section's key under `tools`.
+    pub tool: &'static str,
+    pub fields: &'static [Field],
+}
+
+const fn field(name: &'static str, kind: Kind) -> Field {
+    Field::new(name, kind)
 }
 
 /// The protocols `llm.protocol` accepts, in the order they are documented.
@@ -73,32 +170,21 @@ pub(crate) const PROTOCOLS: &[&str] = &["native", "tags", "auto"];
 /// The sandbox modes `tools.sandbox` accepts.
 pub(crate) const SANDBOXES: &[&str] = &["auto", "bwrap", "none"];
 
-/// The clamp of `llm.context_window`, in core's [`Knob`] form so warnings read like the solve
-/// knobs'. The default is unused: non-finite values leave the window unset instead.
-pub(crate) const CONTEXT_WINDOW: Knob = Knob {
-    key: "llm.context_window",
-    default: 0.0,
-    min: 1024.0,
-    max: 10_000_000.0,
-    integer: true,
-    help: "tokens the model accepts; unset = the model catalog's value",
-};
+/// `llm.context_window`: tokens the model accepts; unset = the model catalog's value.
+const CONTEXT_WINDOW: Clamp = Clamp::whole(1024.0, 10_000_000.0);
 
 const LLM: &[Field] = &[
     field("base_url", Kind::Text),
     field("model", Kind::Text),
-    field("api_key", Kind::Secret),
+    field("api_key", SECRET),
     field("api_key_env", Kind::EnvName),
-    field("context_window", Kind::ContextWindow),
+    field("context_window", Kind::Number(CONTEXT_WINDOW)),
     field("protocol", Kind::Choice(PROTOCOLS)),
     field("extra_body", Kind::FreeMap),
 ];
 
 const MODEL_REF: &[Field] = &[
-    Field {
-        required: true,
-        ..field("model", Kind::Text)
-    },
+    field("model", Kind::Text).required(),
     field("base_url", Kind::Text),
     field("api_key_env", Kind::EnvName),
 ];
@@ -108,7 +194,8 @@ const MODELS: &[Field] = &[
     field("vision", Kind::Section(MODEL_REF)),
 ];
 
-const TOOLS: &[Field] = &[
+/// The keys of `tools` besides the tool sections.
+pub(crate) const TOOLS_OWN: &[Field] = &[
     field("enabled", Kind::TextList),
     field("sandbox", Kind::Choice(SANDBOXES)),
 ];
@@ -116,95 +203,125 @@ const TOOLS: &[Field] = &[
 pub(crate) const SECTIONS: &[Field] = &[
     field("llm", Kind::Section(LLM)),
     field("models", Kind::Section(MODELS)),
-    field("solve", Kind::Solve),
-    field("tools", Kind::Section(TOOLS)),
+    field("solve", SOLVE),
+    field("tools", TOOLS),
 ];
 
 /// The whole tree.
 pub(crate) const ROOT: Kind = Kind::Section(SECTIONS);
 
-/// What is known at `prefix`, a value of kind `kind`: the hint of an unknown-key message there.
-pub(crate) fn known_at(prefix: &[String], kind: Kind) -> KnownKeys {
-    let name = prefix.join(".");
-    match children(kind) {
-        Some(children) if prefix.is_empty() => {
-            KnownKeys::Sections(children.map(|(key, _)| key.to_string()).collect())
+/// The tree's shape with the tool sections it was given.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Schema<'a> {
+    tools: &'a [ToolSection],
+}
+
+impl<'a> Schema<'a> {
+    pub(crate) fn new(tools: &'a [ToolSection]) -> Self {
+        Schema { tools }
+    }
+
+    /// Whether `name` under `tools` is a tool's section (not `enabled` or `sandbox`).
+    pub(crate) fn is_tool_section(&self, name: &str) -> bool {
+        !TOOLS_OWN.iter().any(|f| f.name == name) && self.tools.iter().any(|t| t.tool == name)
+    }
+
+    /// What is known at `prefix`, a value of kind `kind`: the hint of an unknown-key message.
+    pub(crate) fn known_at(&self, prefix: &[String], kind: Kind) -> KnownKeys {
+        let name = prefix.join(".");
+        let names = |fields: Vec<Field>| fields.iter().map(|f| f.name.to_string()).collect();
+        match self.fields(kind) {
+            Some(fields) if prefix.is_empty() => KnownKeys::Sections(names(fields)),
+            Some(fields) => KnownKeys::Section {
+                name,
+                keys: names(fields),
+            },
+            None => KnownKeys::Value { name },
         }
-        Some(children) => KnownKeys::Section {
-            name,
-            keys: children.map(|(key, _)| key.to_string()).collect(),
-        },
-        None => KnownKeys::Value { name },
     }
-}
 
-/// The key `rest` (its first segment unknown) written under `prefix`, a value of kind `kind`.
-pub(crate) fn unknown(prefix: &[String], kind: Kind, rest: &[String]) -> UnknownKeys {
-    UnknownKeys::new(vec![rest.join(".")], known_at(prefix, kind)).under(&prefix.join("."))
-}
-
-/// The kind of value at `path`, or the unknown key that `path` is.
-pub(crate) fn lookup(path: &[String]) -> Result<Kind, UnknownKeys> {
-    let mut kind = ROOT;
-    for (depth, segment) in path.iter().enumerate() {
-        kind = child(kind, segment).ok_or_else(|| unknown(&path[..depth], kind, &path[depth..]))?;
+    /// The key `rest` (its first segment unknown) written under `prefix`, a value of `kind`.
+    pub(crate) fn unknown(&self, prefix: &[String], kind: Kind, rest: &[String]) -> UnknownKeys {
+        UnknownKeys::new(vec![rest.join(".")], self.known_at(prefix, kind)).under(&prefix.join("."))
     }
-    Ok(kind)
-}
 
-/// The kind of the key `name` under a value of kind `parent`, if there is such a key.
-pub(crate) fn child(parent: Kind, name: &str) -> Option<Kind> {
-    match parent {
-        Kind::FreeMap | Kind::Free => Some(Kind::Free),
-        Kind::Solve => SolveConfig::knob(name).map(knob_kind),
-        _ => children(parent)?
-            .find(|(key, _)| *key == name)
-            .map(|(_, kind)| kind),
+    /// The kind of value at `path`, or the unknown key that `path` is.
+    pub(crate) fn lookup(&self, path: &[String]) -> Result<Kind, UnknownKeys> {
+        let mut kind = ROOT;
+        for (depth, segment) in path.iter().enumerate() {
+            kind = self
+                .child(kind, segment)
+                .ok_or_else(|| self.unknown(&path[..depth], kind, &path[depth..]))?;
+        }
+        Ok(kind)
     }
-}
 
-/// The fixed keys below a value of kind `kind`, in documentation order; `None` for values that
-/// have no fixed keys (leaves and free maps).
-fn children(kind: Kind) -> Option<Box<dyn Iterator<Item = (&'static str, Kind)>>> {
-    match kind {
-        Kind::Section(fields) => Some(Box::new(fields.iter().map(|f| (f.name, f.kind)))),
-        Kind::Solve => Some(Box::new(
-            SolveConfig::knob_docs()
-                .iter()
-                .map(|doc| (doc.key(), knob_kind(doc))),
-        )),
-        _ => None,
+    /// The kind of the key `name` under a value of kind `parent`, if there is such a key.
+    pub(crate) fn child(&self, parent: Kind, name: &str) -> Option<Kind> {
+        match parent {
+            Kind::FreeMap | Kind::Builtin(Builtin(Own::Free)) => Some(FREE),
+            Kind::Builtin(Builtin(Own::Solve)) => SolveConfig::knob(name).map(knob_kind),
+            _ => self
+                .fields(parent)?
+                .into_iter()
+                .find(|f| f.name == name)
+                .map(|f| f.kind),
+        }
+    }
+
+    /// The fixed keys below a value of kind `kind`, in documentation order; `None` for values
+    /// that have no fixed keys (leaves and free maps).
+    pub(crate) fn fields(&self, kind: Kind) -> Option<Vec<Field>> {
+        match kind {
+            Kind::Section(fields) => Some(fields.to_vec()),
+            Kind::Builtin(Builtin(Own::Tools)) => {
+                let sections = self
+                    .tools
+                    .iter()
+                    .filter(|t| self.is_tool_section(t.tool))
+                    .map(|t| field(t.tool, Kind::Section(t.fields)));
+                Some(TOOLS_OWN.iter().copied().chain(sections).collect())
+            }
+            Kind::Builtin(Builtin(Own::Solve)) => Some(
+                SolveConfig::knob_docs()
+                    .iter()
+                    .map(|doc| field(doc.key(), knob_kind(doc)))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+
+    fn collect_keys(&self, kind: Kind, prefix: &mut String, out: &mut Vec<String>) {
+        let Some(fields) = self.fields(kind) else {
+            out.push(prefix.clone());
+            return;
+        };
+        for f in fields {
+            let len = prefix.len();
+            if !prefix.is_empty() {
+                prefix.push('.');
+            }
+            prefix.push_str(f.name);
+            self.collect_keys(f.kind, prefix, out);
+            prefix.truncate(len);
+        }
     }
 }
 
 fn knob_kind(doc: &KnobDoc) -> Kind {
     match doc {
-        KnobDoc::Number(_) => Kind::SolveKnob,
-        KnobDoc::Flag(_) => Kind::SolveFlag,
+        KnobDoc::Number(_) => SOLVE_KNOB,
+        KnobDoc::Flag(_) => SOLVE_FLAG,
     }
 }
 
-/// Every leaf key, dotted, in documentation order (for `settings` help and completion).
-pub fn all_keys() -> Vec<String> {
+/// Every leaf key, dotted, in documentation order (for `settings` help and completion), with
+/// the sections of `tools`.
+pub fn all_keys(tools: &[ToolSection]) -> Vec<String> {
     let mut out = Vec::new();
-    collect_keys(ROOT, &mut String::new(), &mut out);
+    Schema::new(tools).collect_keys(ROOT, &mut String::new(), &mut out);
     out
-}
-
-fn collect_keys(kind: Kind, prefix: &mut String, out: &mut Vec<String>) {
-    let Some(children) = children(kind) else {
-        out.push(prefix.clone());
-        return;
-    };
-    for (name, child_kind) in children {
-        let len = prefix.len();
-        if !prefix.is_empty() {
-            prefix.push('.');
-        }
-        prefix.push_str(name);
-        collect_keys(child_kind, prefix, out);
-        prefix.truncate(len);
-    }
 }
 
 #[cfg(test)]
@@ -218,23 +335,30 @@ mod tests {
 
     /// What the unknown-key message says is known where `key` left the schema.
     fn hint_of(key: &str) -> String {
-        lookup(&path(key)).unwrap_err().known().to_string()
+        Schema::new(&[])
+            .lookup(&path(key))
+            .unwrap_err()
+            .known()
+            .to_string()
     }
 
     #[test]
     fn lookup_finds_leaves_and_explains_misses() {
-        assert!(matches!(lookup(&path("llm.model")), Ok(Kind::Text)));
         assert!(matches!(
-            lookup(&path("solve.max_rounds")),
-            Ok(Kind::SolveKnob)
+            Schema::new(&[]).lookup(&path("llm.model")),
+            Ok(Kind::Text)
         ));
         assert!(matches!(
-            lookup(&path("solve.plan_first")),
-            Ok(Kind::SolveFlag)
+            Schema::new(&[]).lookup(&path("solve.max_rounds")),
+            Ok(Kind::Builtin(Builtin(Own::SolveKnob)))
         ));
         assert!(matches!(
-            lookup(&path("llm.extra_body.a.b")),
-            Ok(Kind::Free)
+            Schema::new(&[]).lookup(&path("solve.plan_first")),
+            Ok(Kind::Builtin(Builtin(Own::SolveFlag)))
+        ));
+        assert!(matches!(
+            Schema::new(&[]).lookup(&path("llm.extra_body.a.b")),
+            Ok(Kind::Builtin(Builtin(Own::Free)))
         ));
         let miss = hint_of("llm.modle");
         assert!(miss.starts_with("known in llm: base_url, model"), "{miss}");
@@ -248,7 +372,7 @@ mod tests {
 
     #[test]
     fn all_keys_lists_every_leaf() {
-        let keys = all_keys();
+        let keys = all_keys(&[]);
         assert!(keys.contains(&"llm.api_key".to_string()));
         assert!(keys.contains(&"models.reason.api_key_env".to_string()));
         assert!(keys.contains(&"solve.plan_first".to_string()));

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Origin, SettingsError};
-use crate::schema::{self, Kind};
+use crate::schema::{Kind, Schema};
 use crate::yaml;
 
 /// Split a dotted key (`solve.max_rounds`) into its segments.
@@ -25,8 +25,14 @@ pub(crate) fn parse_key(key: &str) -> Result<Vec<String>, SettingsError> {
 
 /// The kind of value at `path`, or an error naming the key, its origin, what is known there and
 /// the nearest known key.
-pub(crate) fn known_kind(path: &[String], origin: &Origin) -> Result<Kind, SettingsError> {
-    schema::lookup(path).map_err(|unknown| SettingsError::unknown_key(unknown, origin))
+pub(crate) fn known_kind(
+    schema: Schema<'_>,
+    path: &[String],
+    origin: &Origin,
+) -> Result<Kind, SettingsError> {
+    schema
+        .lookup(path)
+        .map_err(|unknown| SettingsError::unknown_key(unknown, origin))
 }
 
 /// Turn a raw string from `--set`, a variable or `settings set` into a value for `kind`.
@@ -219,14 +225,14 @@ mod tests {
         let list = raw_value(Kind::TextList, "[a]", &p("tools.enabled"), &o).ok();
         assert_eq!(list, Some(json!(["a"])));
         assert_eq!(
-            raw_value(Kind::Free, "false", &p("x"), &o).ok(),
+            raw_value(crate::schema::FREE, "false", &p("x"), &o).ok(),
             Some(json!(false))
         );
         assert_eq!(
-            raw_value(Kind::Free, " ", &p("x"), &o).ok(),
+            raw_value(crate::schema::FREE, " ", &p("x"), &o).ok(),
             Some(Value::Null)
         );
-        assert!(raw_value(Kind::Free, "{a: ", &p("x"), &o).is_err());
+        assert!(raw_value(crate::schema::FREE, "{a: ", &p("x"), &o).is_err());
     }
 
     #[test]

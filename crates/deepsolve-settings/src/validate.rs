@@ -2,14 +2,14 @@
 //! (so `settings set` can write the clamped value), then building the typed [`Settings`].
 
 use deepsolve_core::SolveConfig;
-use deepsolve_core::config::{ConfigError, clamp_knob, number_value};
+use deepsolve_core::config::{ConfigError, Knob, clamp_knob, number_value};
 use secrecy::SecretString;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::error::{Origin, SettingsError, preview, type_name};
 use crate::model::{ApiKeySource, Settings};
-use crate::schema::{self, CONTEXT_WINDOW, Field, Kind};
+use crate::schema::{self, Builtin, Clamp, Field, Kind, Own, Schema};
 use crate::tree::Origins;
 
 /// The result of checking a tree: the solve knobs (built by core) and the warnings.
@@ -21,10 +21,12 @@ pub(crate) struct Checked {
 /// Check every key and value of `tree`, clamping in place; unknown keys, wrong types and missing
 /// required keys are errors naming the key and its origin. `null` anywhere means "default".
 pub(crate) fn check(
+    schema: Schema<'_>,
     tree: &mut Map<String, Value>,
     origins: &Origins,
 ) -> Result<Checked, SettingsError> {
     let mut checker = Checker {
+        schema,
         origins,
         warnings: Vec::new(),
         solve: None,
@@ -38,10 +40,11 @@ pub(crate) fn check(
 
 /// Check `tree` and build the typed settings from it.
 pub(crate) fn build(
+    schema: Schema<'_>,
     mut tree: Map<String, Value>,
     origins: &Origins,
 ) -> Result<(Settings, Vec<String>), SettingsError> {
-    let checked = check(&mut tree, origins)?;
+    let checked = check(schema, &mut tree, origins)?;
     let mut llm_value = tree.remove("llm").unwrap_or(Value::Null);
     let api_key = llm_value
         .as_object_mut()
@@ -51,6 +54,10 @@ pub(crate) fn build(
         llm.api_key = Some(SecretString::from(key));
         llm.api_key_source = key_source(origins.of(&["llm".into(), "api_key".into()]));
     }
+    let mut tools_value = tree.remove("tools").unwrap_or(Value::Null);
+    let tool_sections = take_tool_sections(schema, &mut tools_value);
+    let mut tools: crate::model::ToolsSettings = section(tools_value, "tools", origins)?;
+    tools.sections = tool_sections;
     let settings = Settings {
         llm,
         models: section(
@@ -59,13 +66,26 @@ pub(crate) fn build(
             origins,
         )?,
         solve: checked.solve,
-        tools: section(
-            tree.remove("tools").unwrap_or(Value::Null),
-            "tools",
-            origins,
-        )?,
+        tools,
     };
     Ok((settings, checked.warnings))
+}
+
+/// The checked sections of the tools (`tools.<tool>`), taken out of the `tools` mapping so the
+/// rest deserialises into the strict [`ToolsSettings`](crate::ToolsSettings).
+fn take_tool_sections(schema: Schema<'_>, tools: &mut Value) -> Map<String, Value> {
+    let Value::Object(map) = tools else {
+        return Map::new();
+    };
+    let names: Vec<String> = map
+        .keys()
+        .filter(|k| schema.is_tool_section(k))
+        .cloned()
+        .collect();
+    names
+        .into_iter()
+        .filter_map(|name| map.remove(&name).map(|value| (name, value)))
+        .collect()
 }
 
 fn key_source(origin: Origin) -> Option<ApiKeySource> {
@@ -96,6 +116,7 @@ fn section<T: DeserializeOwned + Default>(
 }
 
 struct Checker<'a> {
+    schema: Schema<'a>,
     origins: &'a Origins,
     warnings: Vec<String>,
     solve: Option<SolveConfig>,
@@ -126,20 +147,26 @@ impl Checker<'_> {
             return Ok(());
         }
         match kind {
-            Kind::Section(fields) => match value {
-                Value::Object(map) => self.fields(path, kind, fields, map),
+            Kind::Section(_) | Kind::Builtin(Builtin(Own::Tools)) => match value {
+                Value::Object(map) => {
+                    let fields = self.schema.fields(kind).unwrap_or_default();
+                    self.fields(path, kind, &fields, map)
+                }
                 other => Err(self.wrong(path, "a mapping", preview(other))),
             },
             Kind::Text => self.text(path, value, "a string"),
             Kind::EnvName => self.env_name(path, value),
-            Kind::Secret => self.secret(path, value),
-            Kind::ContextWindow => self.context_window(path, value),
+            Kind::Number(clamp) => self.number(path, value, clamp),
+            Kind::Flag => self.flag(path, value),
             Kind::Choice(words) => self.choice(path, value, words),
             Kind::FreeMap if value.is_object() => Ok(()),
             Kind::FreeMap => Err(self.wrong(path, "a mapping", preview(value))),
             Kind::TextList => self.text_list(path, value),
-            Kind::Solve => self.solve(path, value),
-            Kind::Free | Kind::SolveKnob | Kind::SolveFlag => Ok(()),
+            Kind::Builtin(Builtin(own)) => match own {
+                Own::Secret => self.secret(path, value),
+                Own::Solve => self.solve(path, value),
+                Own::Free | Own::SolveKnob | Own::SolveFlag | Own::Tools => Ok(()),
+            },
         }
     }
 
@@ -152,10 +179,12 @@ impl Checker<'_> {
         fields: &[Field],
         map: &mut Map<String, Value>,
     ) -> Result<(), SettingsError> {
-        if let Some(unknown) = map.keys().find(|k| schema::child(kind, k).is_none()) {
+        if let Some(unknown) = map.keys().find(|k| self.schema.child(kind, k).is_none()) {
             let mut key = path.clone();
             key.push(unknown.clone());
-            let unknown = schema::unknown(path, kind, std::slice::from_ref(unknown));
+            let unknown = self
+                .schema
+                .unknown(path, kind, std::slice::from_ref(unknown));
             return Err(SettingsError::unknown_key(unknown, &self.origins.of(&key)));
         }
         for field in fields {
@@ -233,9 +262,20 @@ impl Checker<'_> {
         Ok(())
     }
 
-    fn context_window(&mut self, path: &[String], value: &mut Value) -> Result<(), SettingsError> {
-        let n = number_value(value)
-            .ok_or_else(|| self.wrong(path, "a whole number", preview(value)))?;
+    /// A number, clamped into `clamp` with a warning (the clamped value is what is kept); a
+    /// non-finite one leaves the key unset.
+    fn number(
+        &mut self,
+        path: &[String],
+        value: &mut Value,
+        clamp: Clamp,
+    ) -> Result<(), SettingsError> {
+        let expected = if clamp.integer {
+            "a whole number"
+        } else {
+            "a number"
+        };
+        let n = number_value(value).ok_or_else(|| self.wrong(path, expected, preview(value)))?;
         if !n.is_finite() {
             self.warn(
                 path,
@@ -247,11 +287,45 @@ impl Checker<'_> {
             *value = Value::Null;
             return Ok(());
         }
-        let (used, warning) = clamp_knob(&CONTEXT_WINDOW, n);
-        if let Some(warning) = warning {
+        // Core's clamp, so these warnings read like the solve knobs'; the default is unused
+        // (finite values only get here).
+        let knob = Knob {
+            key: "",
+            default: clamp.min,
+            min: clamp.min,
+            max: clamp.max,
+            integer: clamp.integer,
+            help: "",
+        };
+        let (used, warning) = clamp_knob(&knob, n);
+        if let Some(mut warning) = warning {
+            warning.key = path.join(".");
             self.warn(path, warning);
         }
-        *value = CONTEXT_WINDOW.to_json(used);
+        *value = if clamp.integer {
+            Value::from(used as i64)
+        } else {
+            Value::from(used)
+        };
+        Ok(())
+    }
+
+    /// `true` or `false`; YAML and environment spellings are normalised to a boolean.
+    fn flag(&self, path: &[String], value: &mut Value) -> Result<(), SettingsError> {
+        let flag = match value {
+            Value::Bool(b) => *b,
+            Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "true" | "yes" | "on" => true,
+                "false" | "no" | "off" => false,
+                "" => {
+                    *value = Value::Null;
+                    return Ok(());
+                }
+                _ => return Err(self.wrong(path, "true or false", preview(value))),
+            },
+            other => return Err(self.wrong(path, "true or false", preview(other))),
+        };
+        *value = Value::Bool(flag);
         Ok(())
     }
 
@@ -346,7 +420,7 @@ mod tests {
         let Value::Object(map) = tree else {
             unreachable!("tests pass objects")
         };
-        build(map, &file_origins())
+        build(Schema::new(&[]), map, &file_origins())
     }
 
     fn err(tree: Value) -> String {
@@ -446,7 +520,9 @@ mod tests {
             Value::Object(m) => m,
             _ => Map::new(),
         };
-        let warnings = check(&mut tree, &file_origins()).unwrap().warnings;
+        let warnings = check(Schema::new(&[]), &mut tree, &file_origins())
+            .unwrap()
+            .warnings;
         assert_eq!(tree["llm"]["context_window"], json!(1024));
         assert_eq!(tree["solve"]["max_rounds"], json!(50));
         assert_eq!(tree["solve"]["temperature"], json!(0.3));
@@ -510,7 +586,7 @@ mod tests {
         let mut from_structs = Vec::new();
         leaves(&s.redacted_value(), String::new(), &mut from_structs);
         from_structs.sort();
-        let mut from_schema = schema::all_keys();
+        let mut from_schema = schema::all_keys(&[]);
         from_schema.sort();
         assert_eq!(from_structs, from_schema);
     }

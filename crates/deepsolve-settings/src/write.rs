@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use crate::error::{Origin, SettingsError};
+use crate::schema::{Schema, ToolSection};
 use crate::tree::{self, Origins};
 use crate::validate;
 use crate::yaml;
@@ -16,7 +17,8 @@ use crate::yaml;
 /// The only key that holds a secret; it is never written by us.
 const SECRET_KEY: &str = "llm.api_key";
 
-/// Set `dotted_key` to `raw_value` in the settings file at `path` (created, with its parent
+/// Set `dotted_key` to `raw_value` in the settings file at `path`, whose `tools` may hold
+/// `tool_sections` (as for [`load`](crate::load)) (created, with its parent
 /// directories, if missing). Returns the warnings about the resulting file, e.g. that the value
 /// was clamped — the clamped value is what gets written, so the file never holds a value that
 /// loads differently from what it says.
@@ -30,8 +32,9 @@ pub fn set_in_file(
     path: &Path,
     dotted_key: &str,
     raw_value: &str,
+    tool_sections: &[ToolSection],
 ) -> Result<Vec<String>, SettingsError> {
-    set_many_in_file(path, &[(dotted_key, raw_value)])
+    set_many_in_file(path, &[(dotted_key, raw_value)], tool_sections)
 }
 
 /// [`set_in_file`] for several keys at once, in **one** atomic write: either every change
@@ -40,7 +43,9 @@ pub fn set_in_file(
 pub fn set_many_in_file(
     path: &Path,
     changes: &[(&str, &str)],
+    tool_sections: &[ToolSection],
 ) -> Result<Vec<String>, SettingsError> {
+    let schema = Schema::new(tool_sections);
     let mut file = yaml::read_file(path)?.unwrap_or_default();
     let mut keys = Vec::with_capacity(changes.len());
     for (dotted_key, raw_value) in changes {
@@ -51,7 +56,7 @@ pub fn set_many_in_file(
                 path: path.to_path_buf(),
             });
         }
-        let kind = tree::known_kind(&key, &Origin::CommandLine)?;
+        let kind = tree::known_kind(schema, &key, &Origin::CommandLine)?;
         let value = tree::raw_value(kind, raw_value, &key, &Origin::CommandLine)?;
         if value.is_null() {
             tree::replace(&mut file, &key, None);
@@ -60,7 +65,7 @@ pub fn set_many_in_file(
         }
         keys.push(key);
     }
-    let warnings = check_and_clamp(path, &mut file, &keys)?;
+    let warnings = check_and_clamp(schema, path, &mut file, &keys)?;
     let text = yaml::render(path, &file)?;
     write_atomically(path, &text)?;
     Ok(warnings)
@@ -69,6 +74,7 @@ pub fn set_many_in_file(
 /// Check the would-be file strictly and replace the new values by their checked (clamped,
 /// normalised) form.
 fn check_and_clamp(
+    schema: Schema<'_>,
     path: &Path,
     file: &mut Map<String, Value>,
     keys: &[Vec<String>],
@@ -78,7 +84,7 @@ fn check_and_clamp(
         origins.record(key, Origin::CommandLine);
     }
     let mut checked = file.clone();
-    let result = validate::check(&mut checked, &origins)?;
+    let result = validate::check(schema, &mut checked, &origins)?;
     for key in keys {
         tree::replace(file, key, tree::get(&checked, key).cloned());
     }
@@ -198,7 +204,7 @@ mod tests {
         let link = dir.path().join("settings.yaml");
         fs::write(&real, "").unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        set_in_file(&link, "solve.max_rounds", "7").unwrap();
+        set_in_file(&link, "solve.max_rounds", "7", &[]).unwrap();
         assert!(
             fs::symlink_metadata(&link)
                 .unwrap()

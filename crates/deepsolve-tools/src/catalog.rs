@@ -8,6 +8,14 @@
 //! playbook lists it through `Tool::playbook_line`, the front ends mount it through
 //! [`Toolset::mount`], and `deepsolve doctor` reports it through [`Toolset::status`].
 //!
+//! A tool with settings of its own declares them in its module too, as the keys of its section
+//! `tools.<name>` (`&[deepsolve_settings::Field]`: text, env var names, choices, lists of
+//! names, clamped numbers, flags, nested sections), in its entry's `section`. The app hands
+//! [`tool_sections`] to the settings loader, which checks `tools.<name>` as strictly as any key
+//! (in the file, `DEEPSOLVE_TOOLS__<NAME>__<KEY>`, `--set`, `settings get|set`); the factory
+//! reads it as the tool's own serde struct with `deps.settings.tool_settings(name)` (see
+//! `reason`'s `tools.reason.max_tokens`). `deepsolve-settings` is not edited.
+//!
 //! # The mounting rule
 //!
 //! 1. At start, every entry's factory runs on what the app provides (settings, model clients,
@@ -25,7 +33,7 @@ use std::sync::Arc;
 
 use deepsolve_core::{ChatModel, Language, ToolRef};
 use deepsolve_sandbox::Sandbox;
-use deepsolve_settings::Settings;
+use deepsolve_settings::{Field, Settings, ToolSection};
 
 use crate::{code, reason};
 
@@ -36,6 +44,7 @@ pub const CATALOG: &[ToolEntry] = &[
         policy: Policy::Automatic,
         playbook: code::python::PLAYBOOK,
         settings: &["solve.code_timeout_s", "tools.sandbox"],
+        section: &[],
         needs_workspace: true,
         build: code::build_code_execution,
     },
@@ -44,6 +53,7 @@ pub const CATALOG: &[ToolEntry] = &[
         policy: Policy::Automatic,
         playbook: code::exec::PLAYBOOK,
         settings: &["solve.code_timeout_s", "tools.sandbox"],
+        section: &[],
         needs_workspace: true,
         build: code::build_exec,
     },
@@ -51,11 +61,33 @@ pub const CATALOG: &[ToolEntry] = &[
         name: reason::REASON,
         policy: Policy::OptIn,
         playbook: reason::PLAYBOOK,
-        settings: &["models.reason", "solve.max_tokens", "solve.temperature"],
+        settings: &[
+            "tools.reason",
+            "models.reason",
+            "solve.max_tokens",
+            "solve.temperature",
+        ],
+        section: reason::SETTINGS,
         needs_workspace: false,
         build: reason::build,
     },
 ];
+
+impl ToolEntry {
+    /// Its own settings section, if it declares one.
+    pub fn section(&self) -> Option<ToolSection> {
+        (!self.section.is_empty()).then_some(ToolSection {
+            tool: self.name,
+            fields: self.section,
+        })
+    }
+}
+
+/// The settings sections `entries` declare, for the settings loader
+/// (`LoadOptions::tool_sections`) and `settings set`.
+pub fn tool_sections(entries: &[ToolEntry]) -> Vec<ToolSection> {
+    entries.iter().filter_map(ToolEntry::section).collect()
+}
 
 /// When a turn is offered a mounted tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +158,10 @@ pub struct ToolEntry {
     pub playbook: PlaybookLine,
     /// The settings that shape it, as dotted keys or sections, the ones it owns first.
     pub settings: &'static [&'static str],
+    /// The keys of its own section, `tools.<name>` (empty: it has none). The loader checks
+    /// them like every other key ([`tool_sections`]); the factory reads them with
+    /// `deps.settings.tool_settings(name)`.
+    pub section: &'static [Field],
     /// Its turns need a workspace directory.
     pub needs_workspace: bool,
     pub build: Factory,

@@ -12,7 +12,7 @@ pub mod reason;
 
 pub use catalog::{
     CATALOG, Deps, Factory, PlaybookLine, Policy, ToolEntry, ToolRequestError, ToolStatus, Toolset,
-    Unavailable,
+    Unavailable, tool_sections,
 };
 pub use code::sandboxed::human_size;
 pub use code::{CODE_EXECUTION, CodeExecutionTool, DEFAULT_MAX_INTERPRETERS, EXEC, ExecTool};

@@ -8,6 +8,8 @@ use deepsolve_core::{
     ChatModel, ChatRequest, Language, Message, StreamDelta, Tool, ToolChoice, ToolContext,
     ToolError, ToolOutput, ToolRef, ToolSpec,
 };
+use deepsolve_settings::{Clamp, Field, Kind};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::catalog::{Deps, PlaybookLine, Unavailable};
@@ -18,6 +20,21 @@ pub(crate) const PLAYBOOK: PlaybookLine = PlaybookLine {
     en: "`reason`: a hard sub-derivation, worked carefully",
     zh: "`reason`：完成一段困难的子推导",
 };
+
+/// Its own settings, `tools.reason`.
+pub(crate) const SETTINGS: &[Field] = &[Field::new(
+    "max_tokens",
+    Kind::Number(Clamp::whole(1.0, 200_000.0)),
+)];
+
+/// `tools.reason`, as declared in [`SETTINGS`].
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct ReasonSettings {
+    /// The sub-call's output budget; unset = `solve.max_tokens`. A derivation often needs
+    /// more room than one step of the main loop.
+    max_tokens: Option<u32>,
+}
 
 const INSTRUCTIONS: &str = "You are a careful mathematician. Derive the result step by step, checking each step. End with a line that starts with 'Answer:' and states the result exactly.";
 
@@ -51,14 +68,18 @@ impl ReasonTool {
     }
 }
 
-/// The catalog's factory: the reasoning model, with the turn defaults' output budget and
-/// temperature (`solve.max_tokens`, `solve.temperature`).
+/// The catalog's factory: the reasoning model, with `tools.reason.max_tokens` (else the turn
+/// defaults' `solve.max_tokens`) and `solve.temperature`.
 pub(crate) fn build(deps: &Deps) -> Result<ToolRef, Unavailable> {
     let model = deps.reasoning_model.clone()?;
+    let own: ReasonSettings = deps
+        .settings
+        .tool_settings(REASON)
+        .map_err(|e| Unavailable(e.to_string()))?;
     let solve = &deps.settings.solve;
     Ok(Arc::new(ReasonTool::new(
         model,
-        solve.max_tokens,
+        own.max_tokens.unwrap_or(solve.max_tokens),
         solve.temperature as f32,
     )))
 }

@@ -9,3 +9,4 @@ mod did_you_mean;
 mod protocols;
 mod serve;
 mod support;
+mod tool_settings;

@@ -30,6 +30,7 @@ fn load_err(f: &Fixture, env: &[(&str, &str)], sets: &[&str]) -> String {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect::<HashMap<_, _>>(),
         sets: sets.iter().map(|s| s.to_string()).collect(),
+        ..LoadOptions::default()
     };
     match load(&opts) {
         Err(e @ SettingsError::UnknownKey(_)) => e.to_string(),
@@ -96,6 +97,7 @@ fn settings_get_and_set_suggest_too() {
         warnings: Vec::new(),
         path: PathBuf::new(),
         file_exists: false,
+        tool_sections: Vec::new(),
     };
     let e = get(&loaded, Some("solve.tempreature"))
         .unwrap_err()
@@ -106,7 +108,7 @@ fn settings_get_and_set_suggest_too() {
     );
     assert!(e.ends_with(" — did you mean 'solve.temperature'?"), "{e}");
     let f = file("");
-    let e = set_in_file(&f.path, "tools.sandbx", "none")
+    let e = set_in_file(&f.path, "tools.sandbx", "none", &[])
         .unwrap_err()
         .to_string();
     assert!(e.ends_with(" — did you mean 'tools.sandbox'?"), "{e}");

@@ -30,6 +30,7 @@ fn opts(path: &Path, env: &[(&str, &str)], sets: &[&str]) -> LoadOptions {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         sets: sets.iter().map(|s| s.to_string()).collect(),
+        ..LoadOptions::default()
     }
 }
 

@@ -8,3 +8,4 @@ mod knobs_prop;
 mod load;
 mod set_in_file;
 mod set_many_in_file;
+mod tool_sections;

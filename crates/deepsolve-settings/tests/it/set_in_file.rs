@@ -27,14 +27,14 @@ fn round_trip_creates_dirs_and_keeps_other_keys() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a").join("b").join("settings.yaml");
     assert!(
-        set_in_file(&path, "solve.max_rounds", "7")
+        set_in_file(&path, "solve.max_rounds", "7", &[])
             .unwrap()
             .is_empty()
     );
-    set_in_file(&path, "llm.model", "deepseek-chat").unwrap();
-    set_in_file(&path, "llm.extra_body", "{thinking: {type: enabled}}").unwrap();
-    set_in_file(&path, "models.reason", "{model: deepseek-reasoner}").unwrap();
-    set_in_file(&path, "tools.enabled", "reason,web_search").unwrap();
+    set_in_file(&path, "llm.model", "deepseek-chat", &[]).unwrap();
+    set_in_file(&path, "llm.extra_body", "{thinking: {type: enabled}}", &[]).unwrap();
+    set_in_file(&path, "models.reason", "{model: deepseek-reasoner}", &[]).unwrap();
+    set_in_file(&path, "tools.enabled", "reason,web_search", &[]).unwrap();
     let s = load_file(&path).settings;
     assert_eq!(s.solve.max_rounds, 7);
     assert_eq!(s.llm.model.as_deref(), Some("deepseek-chat"));
@@ -55,8 +55,8 @@ fn round_trip_creates_dirs_and_keeps_other_keys() {
 fn text_values_stay_text() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("settings.yaml");
-    set_in_file(&path, "llm.model", "1.10").unwrap();
-    set_in_file(&path, "llm.base_url", "no").unwrap();
+    set_in_file(&path, "llm.model", "1.10", &[]).unwrap();
+    set_in_file(&path, "llm.base_url", "no", &[]).unwrap();
     let s = load_file(&path).settings;
     assert_eq!(s.llm.model.as_deref(), Some("1.10"));
     assert_eq!(s.llm.base_url.as_deref(), Some("no"));
@@ -66,7 +66,7 @@ fn text_values_stay_text() {
 fn the_clamped_value_is_written_and_warned_about() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("settings.yaml");
-    let warnings = set_in_file(&path, "solve.max_rounds", "1000").unwrap();
+    let warnings = set_in_file(&path, "solve.max_rounds", "1000", &[]).unwrap();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
         warnings[0].starts_with("solve.max_rounds = 1000 is outside 1..=50; using 50"),
@@ -84,10 +84,10 @@ fn the_clamped_value_is_written_and_warned_about() {
         "the file now holds an in-range value"
     );
 
-    let warnings = set_in_file(&path, "solve.temperature", ".nan").unwrap();
+    let warnings = set_in_file(&path, "solve.temperature", ".nan", &[]).unwrap();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert_eq!(load_file(&path).settings.solve.temperature, 0.3);
-    set_in_file(&path, "llm.context_window", "99999999999").unwrap();
+    set_in_file(&path, "llm.context_window", "99999999999", &[]).unwrap();
     assert!(
         fs::read_to_string(&path)
             .unwrap()
@@ -99,8 +99,8 @@ fn the_clamped_value_is_written_and_warned_about() {
 fn an_empty_value_removes_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("settings.yaml");
-    set_in_file(&path, "solve.max_rounds", "7").unwrap();
-    set_in_file(&path, "solve.max_rounds", "").unwrap();
+    set_in_file(&path, "solve.max_rounds", "7", &[]).unwrap();
+    set_in_file(&path, "solve.max_rounds", "", &[]).unwrap();
     assert!(!fs::read_to_string(&path).unwrap().contains("max_rounds"));
     assert_eq!(load_file(&path).settings.solve.max_rounds, 12);
 }
@@ -112,22 +112,22 @@ fn refusals_leave_the_file_untouched() {
     let original = "# my settings\nsolve:\n  max_rounds: 3\n";
     fs::write(&path, original).unwrap();
 
-    let e = set_in_file(&path, "solve.max_roundz", "5")
+    let e = set_in_file(&path, "solve.max_roundz", "5", &[])
         .unwrap_err()
         .to_string();
     assert!(e.starts_with("unknown setting 'solve.max_roundz'"), "{e}");
-    let e = set_in_file(&path, "solve.max_rounds", "many")
+    let e = set_in_file(&path, "solve.max_rounds", "many", &[])
         .unwrap_err()
         .to_string();
     assert!(
         e.contains("'solve.max_rounds'") && e.contains("must be a number"),
         "{e}"
     );
-    let e = set_in_file(&path, "models.reason", "{base_url: http://x}")
+    let e = set_in_file(&path, "models.reason", "{base_url: http://x}", &[])
         .unwrap_err()
         .to_string();
     assert!(e.contains("'models.reason.model'"), "{e}");
-    let e = set_in_file(&path, "tools.sandbox", "docker")
+    let e = set_in_file(&path, "tools.sandbox", "docker", &[])
         .unwrap_err()
         .to_string();
     assert!(e.contains("one of auto, bwrap, none"), "{e}");
@@ -141,7 +141,7 @@ fn an_existing_bad_key_blocks_the_write() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("settings.yaml");
     fs::write(&path, "llm:\n  modle: x\n").unwrap();
-    let e = set_in_file(&path, "llm.model", "y")
+    let e = set_in_file(&path, "llm.model", "y", &[])
         .unwrap_err()
         .to_string();
     assert!(
@@ -155,7 +155,7 @@ fn an_existing_bad_key_blocks_the_write() {
 fn the_api_key_is_never_written() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("settings.yaml");
-    let e = set_in_file(&path, "llm.api_key", "sk-secret")
+    let e = set_in_file(&path, "llm.api_key", "sk-secret", &[])
         .unwrap_err()
         .to_string();
     assert!(
@@ -164,8 +164,8 @@ fn the_api_key_is_never_written() {
     );
     assert!(!e.contains("sk-secret"));
     assert!(!path.exists());
-    set_in_file(&path, "llm.api_key_env", "DEEPSEEK_API_KEY").unwrap();
-    let e = set_in_file(&path, "llm.api_key_env", "sk-abc 123")
+    set_in_file(&path, "llm.api_key_env", "DEEPSEEK_API_KEY", &[]).unwrap();
+    let e = set_in_file(&path, "llm.api_key_env", "sk-abc 123", &[])
         .unwrap_err()
         .to_string();
     assert!(!e.contains("sk-abc"), "{e}");
@@ -179,7 +179,7 @@ fn the_file_is_private() {
     let path = dir.path().join("settings.yaml");
     fs::write(&path, "").unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
-    set_in_file(&path, "solve.max_rounds", "5").unwrap();
+    set_in_file(&path, "solve.max_rounds", "5", &[]).unwrap();
     assert_eq!(
         fs::metadata(&path).unwrap().permissions().mode() & 0o777,
         0o600
@@ -190,11 +190,11 @@ fn the_file_is_private() {
 fn bad_keys_and_yaml_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("settings.yaml");
-    let e = set_in_file(&path, "solve..max_rounds", "5")
+    let e = set_in_file(&path, "solve..max_rounds", "5", &[])
         .unwrap_err()
         .to_string();
     assert!(e.contains("'solve..max_rounds'"), "{e}");
-    let e = set_in_file(&path, "llm.extra_body", "{a: ")
+    let e = set_in_file(&path, "llm.extra_body", "{a: ", &[])
         .unwrap_err()
         .to_string();
     assert!(

@@ -12,6 +12,7 @@ fn several_keys_land_together_clamped() {
     let warnings = set_many_in_file(
         &path,
         &[("solve.max_rounds", "7"), ("solve.max_replans", "99")],
+        &[],
     )
     .unwrap();
     assert!(
@@ -34,7 +35,21 @@ fn one_bad_key_writes_nothing() {
     let path = dir.path().join("settings.yaml");
     fs::write(&path, "solve:\n  max_rounds: 3\n").unwrap();
     let before = fs::read_to_string(&path).unwrap();
-    assert!(set_many_in_file(&path, &[("solve.max_rounds", "9"), ("solve.bogus", "1")]).is_err());
-    assert!(set_many_in_file(&path, &[("solve.max_rounds", "9"), ("llm.api_key", "sk")]).is_err());
+    assert!(
+        set_many_in_file(
+            &path,
+            &[("solve.max_rounds", "9"), ("solve.bogus", "1")],
+            &[]
+        )
+        .is_err()
+    );
+    assert!(
+        set_many_in_file(
+            &path,
+            &[("solve.max_rounds", "9"), ("llm.api_key", "sk")],
+            &[]
+        )
+        .is_err()
+    );
     assert_eq!(fs::read_to_string(&path).unwrap(), before);
 }

@@ -174,7 +174,7 @@ async fn a_tool_from_outside_the_catalog_follows_the_same_rule() {
 
 #[test]
 fn the_settings_an_entry_declares_exist() {
-    let keys = deepsolve_settings::all_keys();
+    let keys = deepsolve_settings::all_keys(&tool_sections(CATALOG));
     for entry in CATALOG {
         for declared in entry.settings {
             let section = format!("{declared}.");

@@ -81,3 +81,52 @@ async fn an_empty_reply_is_an_error_for_the_model() {
     let err = tool.run(json!({"query": "q"}), &ctx()).await.unwrap_err();
     assert!(err.message().contains("no text"));
 }
+
+/// `reason` as the catalog builds it from settings loaded with the catalog's tool sections.
+fn built_from(sets: &[&str], model: Arc<Recorder>) -> ToolRef {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("settings.yaml");
+    std::fs::write(&path, "").unwrap();
+    let loaded = deepsolve_settings::load(&deepsolve_settings::LoadOptions {
+        config_path: Some(path),
+        sets: sets.iter().map(|s| s.to_string()).collect(),
+        tool_sections: deepsolve_tools::tool_sections(deepsolve_tools::CATALOG),
+        ..Default::default()
+    })
+    .unwrap();
+    let entry = deepsolve_tools::CATALOG
+        .iter()
+        .find(|e| e.name == deepsolve_tools::REASON)
+        .unwrap();
+    assert_eq!(entry.settings.first(), Some(&"tools.reason"));
+    let deps = deepsolve_tools::Deps {
+        settings: loaded.settings,
+        main_model: model.clone(),
+        reasoning_model: Ok(model),
+        sandbox: Err(deepsolve_tools::Unavailable("not in these tests".into())),
+    };
+    (entry.build)(&deps).unwrap()
+}
+
+#[tokio::test]
+async fn tools_reason_max_tokens_is_the_sub_calls_budget_clamped() {
+    for (sets, expected) in [
+        (&[][..], 8192),
+        (&["tools.reason.max_tokens=30000"][..], 30000),
+        (&["tools.reason.max_tokens=900000"][..], 200_000),
+        (
+            &["solve.max_tokens=1000", "tools.reason.max_tokens=5000"][..],
+            5000,
+        ),
+        (&["solve.max_tokens=1000"][..], 1000),
+    ] {
+        let model = Arc::new(Recorder {
+            seen: Mutex::new(vec![]),
+            reply: "Answer: 1".into(),
+        });
+        let tool = built_from(sets, model.clone());
+        tool.run(json!({"query": "q"}), &ctx()).await.unwrap();
+        let seen = model.seen.lock().unwrap();
+        assert_eq!(seen[0].max_tokens, expected, "{sets:?}");
+    }
+}
