@@ -1,22 +1,70 @@
-//! The work tools of the solve surface and their catalog. Each tool implements
-//! `deepsolve_core::Tool`; [`catalog`] lists them with their policy, playbook line, settings
-//! and factory, and holds the one rule by which every front end mounts them.
+//! The work tools of the solve surface and their catalog.
 //!
-//! - [`code`]: `code_execution` and `exec`, Python and shell in the sandbox
-//!   (`deepsolve-sandbox`), in the turn's workspace.
-//! - [`reason`]: a tool-less sub-call to the reasoning model.
+//! # Adding a tool
+//!
+//! A tool is two things, in two places: its module (the `deepsolve_core::Tool` impl with its
+//! `playbook_line` in en and zh, the keys of its own settings section `tools.<name>` if it has
+//! any, and a factory that builds it from [`Deps`]), and its entry in [`CATALOG`] below, next to
+//! the module's `mod` line. Nothing else names it: the playbook lists it through
+//! `Tool::playbook_line`, the front ends mount it through [`Toolset::mount`], the settings
+//! loader checks its section through [`tool_sections`], and `deepsolve doctor` reports it
+//! through [`Toolset::status`].
+//!
+//! A tool with settings declares them as `&[deepsolve_settings::Field]` (text, env var names,
+//! choices, lists of names, clamped numbers, flags, nested sections) in its entry's `section`.
+//! The app hands [`tool_sections`] to the settings loader, which checks `tools.<name>` as
+//! strictly as any key (in the file, `DEEPSOLVE_TOOLS__<NAME>__<KEY>`, `--set`,
+//! `settings get|set`); the factory reads it as the tool's own serde struct with
+//! `deps.settings.tool_settings(name)` (see `reason`'s `tools.reason.max_tokens`).
+//!
+//! The rule by which turns get the mounted tools is in [`toolset`].
 
-pub mod catalog;
 pub mod code;
 pub mod reason;
+pub mod toolset;
 
-pub use catalog::{
-    CATALOG, Deps, Factory, PlaybookLine, Policy, ToolEntry, ToolRequestError, ToolStatus, Toolset,
+pub use toolset::{
+    Deps, Factory, PlaybookLine, Policy, ToolEntry, ToolRequestError, ToolStatus, Toolset,
     Unavailable, tool_sections,
 };
+
 pub use code::sandboxed::human_size;
-pub use code::{CODE_EXECUTION, CodeExecutionTool, DEFAULT_MAX_INTERPRETERS, EXEC, ExecTool};
-pub use reason::{REASON, ReasonTool};
 
 /// Re-exported so a front end can detect a sandbox without naming the crate.
 pub use deepsolve_sandbox::{PythonOptions, Sandbox, SandboxConfig, SandboxError, SandboxMode};
+
+/// The catalog: every tool deepsolve knows, in the order turns are offered them.
+pub const CATALOG: &[ToolEntry] = &[
+    ToolEntry {
+        name: code::CODE_EXECUTION,
+        policy: Policy::Automatic,
+        playbook: code::python::PLAYBOOK,
+        settings: &["solve.code_timeout_s", "tools.sandbox"],
+        section: &[],
+        needs_workspace: true,
+        build: code::build_code_execution,
+    },
+    ToolEntry {
+        name: code::EXEC,
+        policy: Policy::Automatic,
+        playbook: code::exec::PLAYBOOK,
+        settings: &["solve.code_timeout_s", "tools.sandbox"],
+        section: &[],
+        needs_workspace: true,
+        build: code::build_exec,
+    },
+    ToolEntry {
+        name: reason::REASON,
+        policy: Policy::OptIn,
+        playbook: reason::PLAYBOOK,
+        settings: &[
+            "tools.reason",
+            "models.reason",
+            "solve.max_tokens",
+            "solve.temperature",
+        ],
+        section: reason::SETTINGS,
+        needs_workspace: false,
+        build: reason::build,
+    },
+];

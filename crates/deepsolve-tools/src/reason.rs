@@ -12,7 +12,7 @@ use deepsolve_settings::{Clamp, Field, Kind};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::catalog::{Deps, PlaybookLine, Unavailable};
+use crate::toolset::{Deps, PlaybookLine, Unavailable};
 
 pub const REASON: &str = "reason";
 /// Its line in the playbook.

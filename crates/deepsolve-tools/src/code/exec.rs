@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::sandboxed::{self, ENGINE_GRACE, Report};
 
-use crate::catalog::PlaybookLine;
+use crate::toolset::PlaybookLine;
 
 pub const EXEC: &str = "exec";
 /// Its line in the playbook.

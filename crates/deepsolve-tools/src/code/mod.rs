@@ -13,7 +13,7 @@ use std::time::Duration;
 use deepsolve_core::ToolRef;
 use deepsolve_sandbox::{PythonOptions, Sandbox};
 
-use crate::catalog::{Deps, Unavailable};
+use crate::toolset::{Deps, Unavailable};
 
 pub use exec::{EXEC, ExecTool};
 pub use python::{CODE_EXECUTION, CodeExecutionTool, DEFAULT_MAX_INTERPRETERS};

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 
 use super::sandboxed::{self, ENGINE_GRACE, Report};
 
-use crate::catalog::PlaybookLine;
+use crate::toolset::PlaybookLine;
 
 pub const CODE_EXECUTION: &str = "code_execution";
 /// Its line in the playbook.

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use deepsolve_core::{SolveConfig, Tool, ToolContext, ToolOutput};
+use deepsolve_tools::code::*;
 use deepsolve_tools::*;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

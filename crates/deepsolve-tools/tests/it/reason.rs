@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use deepsolve_core::*;
-use deepsolve_tools::ReasonTool;
+use deepsolve_tools::reason::{REASON, ReasonTool};
 use serde_json::json;
 
 struct Recorder {
@@ -96,7 +96,7 @@ fn built_from(sets: &[&str], model: Arc<Recorder>) -> ToolRef {
     .unwrap();
     let entry = deepsolve_tools::CATALOG
         .iter()
-        .find(|e| e.name == deepsolve_tools::REASON)
+        .find(|e| e.name == REASON)
         .unwrap();
     assert_eq!(entry.settings.first(), Some(&"tools.reason"));
     let deps = deepsolve_tools::Deps {

@@ -1,20 +1,7 @@
-//! The tool catalog: every work tool deepsolve can mount, one [`ToolEntry`] each, and the one
-//! rule by which `solve` (the CLI), `serve` (the HTTP API) and its OpenAI facade mount them.
-//!
-//! # Adding a tool
-//!
-//! Write its module (the `deepsolve_core::Tool` impl with its `playbook_line`, and a factory
-//! that builds it from [`Deps`]) and add its entry to [`CATALOG`]. Nothing else names it: the
-//! playbook lists it through `Tool::playbook_line`, the front ends mount it through
-//! [`Toolset::mount`], and `deepsolve doctor` reports it through [`Toolset::status`].
-//!
-//! A tool with settings of its own declares them in its module too, as the keys of its section
-//! `tools.<name>` (`&[deepsolve_settings::Field]`: text, env var names, choices, lists of
-//! names, clamped numbers, flags, nested sections), in its entry's `section`. The app hands
-//! [`tool_sections`] to the settings loader, which checks `tools.<name>` as strictly as any key
-//! (in the file, `DEEPSOLVE_TOOLS__<NAME>__<KEY>`, `--set`, `settings get|set`); the factory
-//! reads it as the tool's own serde struct with `deps.settings.tool_settings(name)` (see
-//! `reason`'s `tools.reason.max_tokens`). `deepsolve-settings` is not edited.
+//! The mechanism of the tool catalog: what an entry says ([`ToolEntry`]), what the app gives
+//! the factories ([`Deps`]), and the one rule by which `solve` (the CLI), `serve` (the HTTP
+//! API) and its OpenAI facade mount the tools ([`Toolset`]). The catalog itself, the list of
+//! entries, is [`crate::CATALOG`].
 //!
 //! # The mounting rule
 //!
@@ -35,43 +22,7 @@ use deepsolve_core::{ChatModel, Language, ToolRef};
 use deepsolve_sandbox::Sandbox;
 use deepsolve_settings::{Field, Settings, ToolSection};
 
-use crate::{code, reason};
 
-/// Every tool deepsolve knows, in the order turns are offered them.
-pub const CATALOG: &[ToolEntry] = &[
-    ToolEntry {
-        name: code::CODE_EXECUTION,
-        policy: Policy::Automatic,
-        playbook: code::python::PLAYBOOK,
-        settings: &["solve.code_timeout_s", "tools.sandbox"],
-        section: &[],
-        needs_workspace: true,
-        build: code::build_code_execution,
-    },
-    ToolEntry {
-        name: code::EXEC,
-        policy: Policy::Automatic,
-        playbook: code::exec::PLAYBOOK,
-        settings: &["solve.code_timeout_s", "tools.sandbox"],
-        section: &[],
-        needs_workspace: true,
-        build: code::build_exec,
-    },
-    ToolEntry {
-        name: reason::REASON,
-        policy: Policy::OptIn,
-        playbook: reason::PLAYBOOK,
-        settings: &[
-            "tools.reason",
-            "models.reason",
-            "solve.max_tokens",
-            "solve.temperature",
-        ],
-        section: reason::SETTINGS,
-        needs_workspace: false,
-        build: reason::build,
-    },
-];
 
 impl ToolEntry {
     /// Its own settings section, if it declares one.
