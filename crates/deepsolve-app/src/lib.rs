@@ -3,7 +3,7 @@
 //!
 //! Settings → model clients (main, reasoning) → the sandbox → the tool catalog → [`Engine`],
 //! in one place, so every front end mounts the same tools by the same rule (see
-//! `deepsolve_tools::catalog`). Turn ids and turn workspaces are made here too ([`turn`]).
+//! `deepsolve_tools::toolset`). Turn ids and turn workspaces are made here too ([`turn`]).
 //!
 //! ```no_run
 //! # async fn demo(loaded: &deepsolve_settings::Loaded, requested: &[String])

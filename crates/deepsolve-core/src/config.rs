@@ -106,7 +106,7 @@ solve_knobs! {
             "extra rounds after max_rounds with a finish-now notice";
         turn_timeout_s: u64 = 1200 in 10..=21_600, "wall-clock limit of a turn";
         tool_timeout_s: u64 = 60 in 1..=600, "per tool call";
-        code_timeout_s: u64 = 30 in 1..=600, "per code_execution/exec call";
+        code_timeout_s: u64 = 30 in 1..=600, "per call of a tool that runs code in the sandbox";
         stream_idle_timeout_s: u64 = 120 in 5..=600,
             "no byte from the model for this long is an error";
         max_parallel_tool_calls: u32 = 8 in 1..=32,
