@@ -36,7 +36,7 @@ use deepsolve_tools::{CATALOG, Deps, Sandbox, SandboxError, ToolEntry, Toolset};
 
 pub use deepsolve_tools::{Policy, ToolRequestError, ToolStatus, Unavailable};
 pub use models::{DEFAULT_BASE_URL, main_client, reasoning_model};
-pub use turn::{WorkspaceError, create_workspace, default_workspace_root, new_turn_id};
+pub use turn::{WorkspaceError, create_workspace, data_dir, default_workspace_root, new_turn_id};
 
 /// The settings sections the tool catalog declares (`tools.<tool>`): what the settings loader
 /// (`LoadOptions::tool_sections`) and `settings set` check those keys against.

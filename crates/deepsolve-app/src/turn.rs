@@ -8,13 +8,18 @@ pub fn new_turn_id() -> String {
     format!("turn_{}", uuid::Uuid::now_v7().simple())
 }
 
-/// Where turn workspaces live by default: `$XDG_DATA_HOME/deepsolve/turns`
-/// (`~/.local/share/deepsolve/turns`).
-pub fn default_workspace_root() -> Result<PathBuf, WorkspaceError> {
+/// deepsolve's data directory: `$XDG_DATA_HOME/deepsolve` (`~/.local/share/deepsolve`), where
+/// the embedded database and the turn workspaces live by default. Not created here.
+pub fn data_dir() -> Result<PathBuf, WorkspaceError> {
     let base = dirs::data_dir()
         .or_else(|| dirs::home_dir().map(|h| h.join(".local/share")))
         .ok_or(WorkspaceError::NoDataDir)?;
-    Ok(base.join("deepsolve").join("turns"))
+    Ok(base.join("deepsolve"))
+}
+
+/// Where turn workspaces live by default: `<data dir>/turns`.
+pub fn default_workspace_root() -> Result<PathBuf, WorkspaceError> {
+    Ok(data_dir()?.join("turns"))
 }
 
 /// `<root>/<turn id>`, created if missing (with its parents) and private to this user: the
@@ -49,7 +54,7 @@ fn is_plain_id(id: &str) -> bool {
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
-    #[error("no data directory for turn workspaces (set XDG_DATA_HOME)")]
+    #[error("no data directory for the database and turn workspaces (set XDG_DATA_HOME)")]
     NoDataDir,
     #[error("'{0}' is not a turn id a workspace can be made for")]
     BadTurnId(String),

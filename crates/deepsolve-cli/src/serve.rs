@@ -55,9 +55,7 @@ pub(crate) fn database_url(args: &DatabaseArgs) -> anyhow::Result<String> {
 }
 
 fn data_dir() -> anyhow::Result<PathBuf> {
-    let dir = dirs::data_dir()
-        .context("no data directory on this system; pass --database")?
-        .join("deepsolve");
+    let dir = deepsolve_app::data_dir().context("pass --database")?;
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     Ok(dir)
 }

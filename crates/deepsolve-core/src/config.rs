@@ -179,21 +179,31 @@ impl Flag {
     fn read(&self, map: &Map<String, Value>) -> Result<bool, ConfigError> {
         match map.get(self.key) {
             None | Some(Value::Null) => Ok(self.default),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(Value::String(s)) if matches!(s.as_str(), "true" | "strict" | "on" | "yes") => {
-                Ok(true)
-            }
-            Some(Value::String(s)) if matches!(s.as_str(), "false" | "off" | "no") => Ok(false),
-            Some(other) => Err(ConfigError::WrongType {
+            Some(value) => parse_flag(value).ok_or_else(|| ConfigError::WrongType {
                 key: self.key.to_string(),
                 expected: "true or false",
-                got: other.to_string(),
+                got: value.to_string(),
             }),
         }
     }
 }
 
-/// Any knob, as clients see it: `{"kind": "number", "key", "default", "min", "max", "integer",
+/// A true/false setting as JSON, YAML or an environment variable spells it: a boolean, or
+/// `true|yes|on|strict` / `false|no|off` in any case, surrounding blanks ignored. The one rule
+/// for every flag, the solve knobs' and the tools' alike.
+pub fn parse_flag(value: &Value) -> Option<bool> {
+    match value {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" | "on" | "strict" => Some(true),
+            "false" | "no" | "off" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Any knob, with its kind: `{"kind": "number", "key", "default", "min", "max", "integer",
 /// "help"}` or `{"kind": "flag", "key", "default", "help"}`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -611,7 +621,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn defaults_match_the_design() {
+    fn defaults_are_the_documented_ones() {
         let c = SolveConfig::default();
         assert_eq!(c.temperature, 0.3);
         assert_eq!(c.max_tokens, 8192);

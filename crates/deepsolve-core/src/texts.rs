@@ -24,7 +24,7 @@ macro_rules! catalog {
             /// Every text, in catalog order.
             pub const ALL: &'static [Text] = &[$(Text::$id,)*];
 
-            /// The stable file name (without `.md`) operators override a text by.
+            /// The stable file name (without `.md`): the text's name.
             pub fn name(self) -> &'static str {
                 match self {
                     $(Text::$id => $file,)*
@@ -119,15 +119,6 @@ pub struct Texts {
     entries: Vec<Cow<'static, str>>,
 }
 
-/// A text override that does not fit the catalog.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TextError {
-    #[error("unknown text '{0}' (see Texts::names)")]
-    Unknown(String),
-    #[error("text '{name}' must use exactly the placeholders {expected:?}")]
-    Placeholders { name: String, expected: Vec<String> },
-}
-
 static BUILTIN_EN: LazyLock<Arc<Texts>> =
     LazyLock::new(|| Arc::new(Texts::embedded(Language::En, EN)));
 static BUILTIN_ZH: LazyLock<Arc<Texts>> =
@@ -184,25 +175,6 @@ impl Texts {
             text.name()
         );
         fill(template, args)
-    }
-
-    /// Replace the text named `name` (its file name); it must keep the built-in placeholders.
-    pub fn with_override(mut self, name: &str, text: impl Into<String>) -> Result<Self, TextError> {
-        let id = Text::ALL
-            .iter()
-            .copied()
-            .find(|t| t.name() == name)
-            .ok_or_else(|| TextError::Unknown(name.to_string()))?;
-        let text = text.into();
-        let expected = placeholders(self.get(id));
-        if placeholders(&text) != expected {
-            return Err(TextError::Placeholders {
-                name: name.to_string(),
-                expected: expected.into_iter().map(str::to_string).collect(),
-            });
-        }
-        self.entries[id as usize] = Cow::Owned(text);
-        Ok(self)
     }
 }
 
@@ -320,29 +292,5 @@ mod tests {
         let en = Texts::builtin(Language::En);
         assert!(!en.get(Text::NudgeActNow).ends_with('\n'));
         assert!(en.get(Text::Playbook).ends_with("next to them.\n"));
-    }
-
-    #[test]
-    fn overrides_keep_the_placeholders() {
-        let en = Texts::builtin(Language::En).as_ref().clone();
-        let changed = en
-            .clone()
-            .with_override(
-                "nudge_open_steps",
-                "Open: {open_steps}; go on with {current}.",
-            )
-            .unwrap();
-        assert_eq!(
-            changed.get(Text::NudgeOpenSteps),
-            "Open: {open_steps}; go on with {current}."
-        );
-        assert!(matches!(
-            en.clone().with_override("nope", "x"),
-            Err(TextError::Unknown(_))
-        ));
-        assert!(matches!(
-            en.with_override("nudge_open_steps", "Open."),
-            Err(TextError::Placeholders { .. })
-        ));
     }
 }

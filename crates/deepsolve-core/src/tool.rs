@@ -91,7 +91,7 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    /// The per-call timeout; tools with their own knob (code execution) override it.
+    /// The per-call timeout; a tool with a knob of its own overrides it.
     fn timeout(&self, config: &SolveConfig) -> Duration {
         config.tool_timeout()
     }

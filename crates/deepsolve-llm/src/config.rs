@@ -34,7 +34,7 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    /// A configuration with the design's defaults and no API key or extra body.
+    /// A configuration with the documented defaults and no API key or extra body.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         ClientConfig {
             base_url: base_url.into(),

@@ -21,7 +21,7 @@ pub use event::{
     ErrorKind, EventKind, PlanStepView, RoundRole, StepStatus, TurnEvent, WarningKind,
 };
 pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
-pub use solve::{Language, PlanVersion, SolveRecord, SolveStep};
+pub use solve::{Language, PlanVersion, SolveRecord, SolveStep, StepSummary};
 pub use tool::{Artifact, Source};
 pub use turn::{PriorTurn, StoredTurnSpec, TurnStatus};
 pub use usage::{Protocol, Usage};

@@ -75,18 +75,28 @@ impl SolveRecord {
 
     /// Every finished step's summary, across replaced plans too: the fallback answer when the
     /// forced-answer call fails.
-    pub fn summaries(&self) -> Vec<(String, String, String)> {
+    pub fn summaries(&self) -> Vec<StepSummary<'_>> {
         self.plan_history
             .iter()
             .flat_map(|p| p.steps.iter())
             .chain(self.steps.iter())
             .filter_map(|s| {
-                s.summary
-                    .as_ref()
-                    .map(|sum| (s.id.clone(), s.goal.clone(), sum.clone()))
+                s.summary.as_deref().map(|summary| StepSummary {
+                    id: &s.id,
+                    goal: &s.goal,
+                    summary,
+                })
             })
             .collect()
     }
+}
+
+/// A finished step's record: what the answer of last resort is assembled from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepSummary<'a> {
+    pub id: &'a str,
+    pub goal: &'a str,
+    pub summary: &'a str,
 }
 
 /// The language of a turn: its prompts, notices and the answer.

@@ -201,7 +201,7 @@ pub(crate) fn launch(
     mut spec: TurnSpec,
     cancel: tokio_util::sync::CancellationToken,
 ) -> TurnCreated {
-    spec.workspace = workspace_for(state, &spec.turn_id);
+    spec.workspace = workspace_for(state, &spec);
     let created = TurnCreated {
         events_url: format!("/api/v1/turns/{}/events", spec.turn_id),
         turn_id: spec.turn_id.clone(),
@@ -330,8 +330,13 @@ pub fn apply_overrides(
     }
 }
 
-fn workspace_for(state: &AppState, turn_id: &str) -> Option<PathBuf> {
+/// A private directory for a turn whose tools need one (the same rule as the CLI's).
+fn workspace_for(state: &AppState, spec: &TurnSpec) -> Option<PathBuf> {
+    if !state.app.needs_workspace(&spec.tools) {
+        return None;
+    }
     let root = state.config.workspace_root.as_ref()?;
+    let turn_id = spec.turn_id.as_str();
     match create_workspace(root, turn_id) {
         Ok(dir) => Some(dir),
         Err(e) => {

@@ -165,6 +165,7 @@ impl Checker<'_> {
             Kind::Builtin(Builtin(own)) => match own {
                 Own::Secret => self.secret(path, value),
                 Own::Solve => self.solve(path, value),
+                // `Own::Tools` is checked as a section above.
                 Own::Free | Own::SolveKnob | Own::SolveFlag | Own::Tools => Ok(()),
             },
         }
@@ -312,19 +313,12 @@ impl Checker<'_> {
 
     /// `true` or `false`; YAML and environment spellings are normalised to a boolean.
     fn flag(&self, path: &[String], value: &mut Value) -> Result<(), SettingsError> {
-        let flag = match value {
-            Value::Bool(b) => *b,
-            Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-                "true" | "yes" | "on" => true,
-                "false" | "no" | "off" => false,
-                "" => {
-                    *value = Value::Null;
-                    return Ok(());
-                }
-                _ => return Err(self.wrong(path, "true or false", preview(value))),
-            },
-            other => return Err(self.wrong(path, "true or false", preview(other))),
-        };
+        if value.as_str().is_some_and(|s| s.trim().is_empty()) {
+            *value = Value::Null;
+            return Ok(());
+        }
+        let flag = deepsolve_core::config::parse_flag(value)
+            .ok_or_else(|| self.wrong(path, "true or false", preview(value)))?;
         *value = Value::Bool(flag);
         Ok(())
     }

@@ -170,7 +170,7 @@ mod tests {
     const BLOCK: &str = "Earlier text.\n[deepsolve:progress] round 5 of 12 · replans 1 of 2\nProblem: Solve x^2 = 4\nfor real x.\nPlan: factor then check\n  [x] S1 factor the equation — (x-2)(x+2)=0\n  [ ] S2 solve each factor   <- current\n  [ ] S3 check — both roots\n\n[deepsolve:nudge] keep going";
 
     #[test]
-    fn parses_the_design_format() {
+    fn parses_the_documented_format() {
         let b = ProgressBlock::parse(BLOCK).unwrap();
         assert_eq!(b.round, Some((5, 12)));
         assert_eq!(b.replans, Some((1, 2)));

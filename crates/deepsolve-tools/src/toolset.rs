@@ -22,18 +22,6 @@ use deepsolve_core::{ChatModel, Language, ToolRef};
 use deepsolve_sandbox::Sandbox;
 use deepsolve_settings::{Field, Settings, ToolSection};
 
-
-
-impl ToolEntry {
-    /// Its own settings section, if it declares one.
-    pub fn section(&self) -> Option<ToolSection> {
-        (!self.section.is_empty()).then_some(ToolSection {
-            tool: self.name,
-            fields: self.section,
-        })
-    }
-}
-
 /// The settings sections `entries` declare, for the settings loader
 /// (`LoadOptions::tool_sections`) and `settings set`.
 pub fn tool_sections(entries: &[ToolEntry]) -> Vec<ToolSection> {
@@ -116,6 +104,16 @@ pub struct ToolEntry {
     /// Its turns need a workspace directory.
     pub needs_workspace: bool,
     pub build: Factory,
+}
+
+impl ToolEntry {
+    /// Its own settings section, if it declares one.
+    pub fn section(&self) -> Option<ToolSection> {
+        (!self.section.is_empty()).then_some(ToolSection {
+            tool: self.name,
+            fields: self.section,
+        })
+    }
 }
 
 /// A tool the engine has, and how turns get it.

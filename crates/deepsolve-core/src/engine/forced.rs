@@ -99,11 +99,15 @@ fn summary_answer(record: &SolveRecord, texts: &Texts) -> Option<String> {
         return None;
     }
     let mut out = format!("{}\n", texts.get(Text::SummaryAnswerHeader));
-    for (id, goal, summary) in summaries {
+    for step in summaries {
         out.push('\n');
         out.push_str(&texts.render(
             Text::SummaryAnswerStep,
-            &[("id", &id), ("goal", &goal), ("summary", &summary)],
+            &[
+                ("id", &step.id),
+                ("goal", &step.goal),
+                ("summary", &step.summary),
+            ],
         ));
     }
     let open: Vec<String> = record.open_steps().map(|s| s.id.clone()).collect();

@@ -445,6 +445,6 @@ mod tests {
         assert_eq!(body(&r)["status"], "budget_exhausted");
         assert_eq!(s.record.steps[0].goal, "c");
         assert_eq!(s.record.plan_history.len(), 2);
-        assert_eq!(s.record.summaries()[0].2, "done a");
+        assert_eq!(s.record.summaries()[0].summary, "done a");
     }
 }

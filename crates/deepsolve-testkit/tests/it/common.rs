@@ -578,7 +578,7 @@ impl<'m, M: ChatModel> Sim<'m, M> {
                     .record
                     .summaries()
                     .into_iter()
-                    .map(|(id, _, s)| format!("{id}: {s}"))
+                    .map(|s| format!("{}: {}", s.id, s.summary))
                     .collect();
                 format!("(assembled from step summaries) {}", sums.join("; "))
             }
