@@ -47,7 +47,7 @@ impl EventSink for NullSink {
 }
 
 /// Stamps `turn_id`, `seq` and `ts` on events of one turn.
-pub struct Emitter<'a> {
+pub(crate) struct Emitter<'a> {
     turn_id: String,
     /// Held while stamping *and* sending, so events reach the sink in `seq` order even when
     /// parallel tool calls emit at once.
@@ -56,7 +56,7 @@ pub struct Emitter<'a> {
 }
 
 impl<'a> Emitter<'a> {
-    pub fn new(turn_id: impl Into<String>, first_seq: u64, sink: &'a dyn EventSink) -> Self {
+    pub(crate) fn new(turn_id: impl Into<String>, first_seq: u64, sink: &'a dyn EventSink) -> Self {
         Emitter {
             turn_id: turn_id.into(),
             next_seq: Mutex::new(first_seq),
@@ -64,7 +64,7 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    pub fn emit(&self, kind: EventKind) {
+    pub(crate) fn emit(&self, kind: EventKind) {
         let mut next = self.next_seq.lock().unwrap_or_else(|e| e.into_inner());
         self.sink.send(TurnEvent {
             turn_id: self.turn_id.clone(),
@@ -73,10 +73,6 @@ impl<'a> Emitter<'a> {
             kind,
         });
         *next += 1;
-    }
-
-    pub fn next_seq(&self) -> u64 {
-        *self.next_seq.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

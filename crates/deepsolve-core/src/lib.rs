@@ -28,9 +28,7 @@ mod truncate;
 mod wire;
 
 pub use config::{ClampWarning, ConfigError, SolveConfig};
-pub use engine::{
-    DEFAULT_CONTEXT_WINDOW, Engine, EngineError, PriorTurn, TurnError, TurnSpec, UNREADABLE_CALL,
-};
+pub use engine::{DEFAULT_CONTEXT_WINDOW, Engine, EngineError, PriorTurn, TurnError, TurnSpec};
 pub use event::{EventKind, EventSink, NullSink, TurnEvent, VecSink};
 pub use json_repair::{JsonError, parse_lenient};
 pub use message::{Message, Role, ToolCall};

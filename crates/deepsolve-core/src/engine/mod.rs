@@ -44,7 +44,7 @@ use turn::TurnRun;
 pub use budget::DEFAULT_CONTEXT_WINDOW;
 
 /// The name under which an unreadable text-protocol call is recorded.
-pub const UNREADABLE_CALL: &str = "unreadable_tool_call";
+pub(crate) const UNREADABLE_CALL: &str = "unreadable_tool_call";
 
 /// Markers of the blocks the engine injects (language-neutral, like tool names).
 pub(crate) const NUDGE_MARKER: &str = "[deepsolve:nudge]";

@@ -5,8 +5,9 @@ mod session;
 pub mod spine;
 mod store;
 
-pub(crate) use prompt::playbook;
-pub use prompt::{Language, ToolLine};
-pub use session::{NewSteps, PlanVersion, SolveRecord, SolveSession, SolveStep};
-pub use spine::{SOLVE_TOOL_NAMES, SpineEffect, SpineResult, is_solve_tool, solve_tool_specs};
-pub use store::{DEFAULT_CAPACITY, SessionHandle, SolveSessionStore, StoreError};
+pub use prompt::Language;
+pub(crate) use prompt::{ToolLine, playbook};
+pub use session::{PlanVersion, SolveRecord, SolveSession, SolveStep};
+pub use spine::{SpineEffect, is_solve_tool, solve_tool_specs};
+pub(crate) use store::SessionHandle;
+pub use store::{SolveSessionStore, StoreError};

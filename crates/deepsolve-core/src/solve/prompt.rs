@@ -8,7 +8,7 @@ pub use deepsolve_protocol::Language;
 
 /// A mounted work tool as the playbook lists it.
 #[derive(Debug, Clone, Copy)]
-pub struct ToolLine<'a> {
+pub(crate) struct ToolLine<'a> {
     pub name: &'a str,
     pub description: &'a str,
     /// The tool's own line in the turn's language ([`crate::Tool::playbook_line`]).

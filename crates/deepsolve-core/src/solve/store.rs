@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use super::session::SolveSession;
 
-pub type SessionHandle = Arc<Mutex<SolveSession>>;
+pub(crate) type SessionHandle = Arc<Mutex<SolveSession>>;
 
-pub const DEFAULT_CAPACITY: usize = 256;
+pub(super) const DEFAULT_CAPACITY: usize = 256;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
