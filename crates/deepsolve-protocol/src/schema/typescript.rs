@@ -5,16 +5,43 @@
 //! arrays, `$ref`, `const`/`enum`, `oneOf`/`anyOf`, type lists with `null`) and nothing
 //! more: a schema it cannot read becomes `unknown`, and the drift test shows it.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 /// The generated file, as committed at `web/src/protocol.ts`.
 pub fn typescript() -> String {
+    let components = super::components();
+    let unions = Unions::of(&components);
     let mut out = String::from(HEADER);
-    for (name, schema) in super::components() {
+    for (name, schema) in &components {
         out.push('\n');
-        out.push_str(&declaration(&name, &schema));
+        out.push_str(&declaration(name, schema, &unions));
     }
     out
+}
+
+/// The named unions (`oneOf`/`anyOf` components such as `EventKind`), by their alternatives:
+/// a type that flattens one in (`TurnEvent`) is written `{…} & EventKind`, not a second copy.
+struct Unions(HashMap<String, String>);
+
+impl Unions {
+    fn of(components: &Map<String, Value>) -> Self {
+        let named = components
+            .iter()
+            .filter(|(_, schema)| schema.get("properties").is_none())
+            .filter_map(|(name, schema)| Some((alternatives(schema)?.to_string(), name.clone())))
+            .collect();
+        Unions(named)
+    }
+
+    fn name_of(&self, alternatives: &Value) -> Option<&str> {
+        self.0.get(&alternatives.to_string()).map(String::as_str)
+    }
+}
+
+fn alternatives(schema: &Value) -> Option<&Value> {
+    schema.get("oneOf").or_else(|| schema.get("anyOf"))
 }
 
 const HEADER: &str = "\
@@ -26,15 +53,18 @@ const HEADER: &str = "\
 const INDENT: &str = "  ";
 
 /// One `export`: an interface for a plain object, a type alias for anything else.
-fn declaration(name: &str, schema: &Value) -> String {
+fn declaration(name: &str, schema: &Value, unions: &Unions) -> String {
     let mut out = doc_comment(schema, "");
     if is_plain_object(schema) {
         out.push_str(&format!(
             "export interface {name} {}\n",
-            object_body(schema, 0)
+            object_body(schema, 0, unions)
         ));
     } else {
-        out.push_str(&format!("export type {name} = {};\n", type_of(schema, 0)));
+        out.push_str(&format!(
+            "export type {name} = {};\n",
+            type_of(schema, 0, unions)
+        ));
     }
     out
 }
@@ -68,7 +98,7 @@ fn escape_comment(line: &str) -> String {
 }
 
 /// The TypeScript type of a schema, at a nesting depth (for multi-line objects).
-fn type_of(schema: &Value, depth: usize) -> String {
+fn type_of(schema: &Value, depth: usize, unions: &Unions) -> String {
     let Value::Object(map) = schema else {
         // `true`: anything.
         return "unknown".into();
@@ -86,32 +116,35 @@ fn type_of(schema: &Value, depth: usize) -> String {
     if let Some(Value::Array(values)) = map.get("enum") {
         return union(values.iter().map(Value::to_string).collect());
     }
-    let alternatives = map
-        .get("oneOf")
-        .or_else(|| map.get("anyOf"))
-        .and_then(Value::as_array);
-    if let Some(alternatives) = alternatives {
-        let union = union(alternatives.iter().map(|s| type_of(s, depth)).collect());
+    if let Some(list) = alternatives(schema) {
+        let members = list.as_array().map(Vec::as_slice).unwrap_or_default();
+        let written = || union(members.iter().map(|s| type_of(s, depth, unions)).collect());
         return match map.get("properties") {
-            // Fields shared by every alternative (a flattened enum): `{…} & (A | B)`.
-            Some(_) => format!("{} & ({union})", object_body(schema, depth)),
-            None => union,
+            // Fields shared by every alternative (a flattened enum): `{…} & Named` when the
+            // union has a name, else `{…} & (A | B)`.
+            Some(_) => {
+                let rest = unions
+                    .name_of(list)
+                    .map_or_else(|| format!("({})", written()), str::to_string);
+                format!("{} & {rest}", object_body(schema, depth, unions))
+            }
+            None => written(),
         };
     }
     match map.get("type") {
-        Some(Value::String(t)) => type_named(t, map, depth),
+        Some(Value::String(t)) => type_named(t, map, depth, unions),
         Some(Value::Array(types)) => union(
             types
                 .iter()
                 .filter_map(Value::as_str)
-                .map(|t| type_named(t, map, depth))
+                .map(|t| type_named(t, map, depth, unions))
                 .collect(),
         ),
         _ => "unknown".into(),
     }
 }
 
-fn type_named(name: &str, schema: &Map<String, Value>, depth: usize) -> String {
+fn type_named(name: &str, schema: &Map<String, Value>, depth: usize, unions: &Unions) -> String {
     match name {
         "string" => "string".into(),
         "integer" | "number" => "number".into(),
@@ -120,31 +153,31 @@ fn type_named(name: &str, schema: &Map<String, Value>, depth: usize) -> String {
         "array" => {
             let item = schema
                 .get("items")
-                .map_or("unknown".into(), |s| type_of(s, depth));
+                .map_or("unknown".into(), |s| type_of(s, depth, unions));
             if item.contains(' ') {
                 format!("Array<{item}>")
             } else {
                 format!("{item}[]")
             }
         }
-        "object" => object_type(schema, depth),
+        "object" => object_type(schema, depth, unions),
         _ => "unknown".into(),
     }
 }
 
-fn object_type(schema: &Map<String, Value>, depth: usize) -> String {
+fn object_type(schema: &Map<String, Value>, depth: usize, unions: &Unions) -> String {
     if schema.contains_key("properties") {
-        return object_body(&Value::Object(schema.clone()), depth);
+        return object_body(&Value::Object(schema.clone()), depth, unions);
     }
     match schema.get("additionalProperties") {
         Some(Value::Bool(false)) => "Record<string, never>".into(),
-        Some(s @ Value::Object(_)) => format!("Record<string, {}>", type_of(s, depth)),
+        Some(s @ Value::Object(_)) => format!("Record<string, {}>", type_of(s, depth, unions)),
         _ => "Record<string, unknown>".into(),
     }
 }
 
 /// `{ key: T; other?: U; }` over several lines, with each field's description.
-fn object_body(schema: &Value, depth: usize) -> String {
+fn object_body(schema: &Value, depth: usize, unions: &Unions) -> String {
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
@@ -165,7 +198,7 @@ fn object_body(schema: &Value, depth: usize) -> String {
         out.push_str(&format!(
             "{inner}{}{optional}: {};\n",
             property_name(key),
-            type_of(property, depth + 1)
+            type_of(property, depth + 1, unions)
         ));
     }
     out.push_str(&INDENT.repeat(depth));
@@ -203,6 +236,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn type_of(schema: &Value, depth: usize) -> String {
+        super::type_of(schema, depth, &Unions(HashMap::new()))
+    }
+
     #[test]
     fn schemas_become_the_matching_typescript() {
         assert_eq!(
@@ -232,6 +269,23 @@ mod tests {
                 0
             ),
             "{\n  a: number;\n  \"b-c\"?: boolean;\n}"
+        );
+    }
+
+    #[test]
+    fn a_flattened_named_union_is_referenced_not_copied() {
+        let kind = json!({"oneOf": [{"type": "object", "required": ["type"],
+            "properties": {"type": {"const": "a"}}}]});
+        let event = json!({"type": "object", "required": ["seq"],
+            "properties": {"seq": {"type": "integer"}}, "oneOf": kind["oneOf"].clone()});
+        let components = Map::from_iter([
+            ("Kind".to_string(), kind),
+            ("Event".to_string(), event.clone()),
+        ]);
+        let unions = Unions::of(&components);
+        assert_eq!(
+            super::type_of(&event, 0, &unions),
+            "{\n  seq: number;\n} & Kind"
         );
     }
 }
