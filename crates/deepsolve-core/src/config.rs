@@ -154,15 +154,6 @@ impl Knob {
         warnings.extend(warning);
         Ok(used)
     }
-
-    /// A clamped value as JSON: a whole number for an integer knob (`50`, not `50.0`).
-    pub fn to_json(&self, used: f64) -> Value {
-        if self.integer {
-            Value::from(used as u64)
-        } else {
-            Value::from(used)
-        }
-    }
 }
 
 /// One boolean knob.
