@@ -1,7 +1,7 @@
 //! The code tools through the real `deepsolve` binary against the mock model: a three-step
 //! sympy solve whose names carry from step to step and whose plot comes back as a PNG
-//! artifact the CLI lists; no secret of ours reaches the code; and fail-closed when no
-//! sandbox backend works.
+//! artifact the CLI lists; no secret of ours reaches the code and its `ptrace` is refused (the
+//! seccomp filter); and fail-closed when no sandbox backend works.
 
 use std::path::{Path, PathBuf};
 
@@ -185,8 +185,9 @@ fn json_events_carry_the_artifacts_and_no_secret_reaches_the_code() {
             return Reply::text("done");
         };
         if req.work_results_for(step).is_empty() {
+            // Also what the seccomp filter says to ptrace(PTRACE_TRACEME): EPERM (errno 1).
             let code = format!(
-                "# {}\nimport os\nopen('env.txt', 'w').write(repr(dict(os.environ)))\nprint(sorted(os.environ))",
+                "# {}\nimport os\nopen('env.txt', 'w').write(repr(dict(os.environ)))\nprint(sorted(os.environ))\nimport ctypes, platform\nlibc = ctypes.CDLL(None, use_errno=True)\nnr = {{'x86_64': 101, 'aarch64': 117}}[platform.machine()]\nprint('ptrace', libc.syscall(nr, 0, 0, 0, 0), ctypes.get_errno())",
                 step.key()
             );
             return Reply::calls(vec![("code_execution", json!({"code": code}))]);
@@ -247,6 +248,8 @@ fn json_events_carry_the_artifacts_and_no_secret_reaches_the_code() {
         );
     }
     assert!(seen.contains("MPLBACKEND"));
+    let content = result["content"].as_str().unwrap();
+    assert!(content.contains("ptrace -1 1\n"), "{content}");
 }
 
 fn broken_bwrap(dir: &Path) -> PathBuf {
