@@ -58,7 +58,7 @@ impl Sandbox {
         }
         let bwrap = find_bwrap(&config.bwrap).ok_or_else(|| {
             SandboxError::Unavailable(
-                "bubblewrap (bwrap) is not installed: install the Debian package `bubblewrap` (scripts/install-deps does), or set tools.sandbox: none to run model code without isolation".into(),
+                "bubblewrap (bwrap) is not installed: install the Debian package `bubblewrap` (scripts/install-deps does), or set sandbox.backend: none to run model code without isolation".into(),
             )
         })?;
         let seccomp = seccomp_filter(&config)?;
@@ -228,7 +228,7 @@ impl Sandbox {
     pub fn warning(&self) -> Option<String> {
         let Backend::Bwrap { host, seccomp, .. } = &self.inner.backend else {
             return Some(
-                "tools.sandbox is `none`: model-written code runs WITHOUT isolation, with your user's access to files and network. Use it only on a throwaway machine.".into(),
+                "sandbox.backend is `none`: model-written code runs WITHOUT isolation, with your user's access to files and network. Use it only on a throwaway machine.".into(),
             );
         };
         let mut warnings = Vec::new();
