@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use crate::error::SandboxError;
 
-/// `tools.sandbox` in the settings.
+/// `sandbox.backend` in the settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SandboxMode {
     /// bubblewrap when it works; otherwise the code tools are not mounted (fail closed).

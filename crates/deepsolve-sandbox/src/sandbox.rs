@@ -57,7 +57,7 @@ impl Sandbox {
         }
         let bwrap = find_bwrap(&config.bwrap).ok_or_else(|| {
             SandboxError::Unavailable(
-                "bubblewrap (bwrap) is not installed: install the Debian package `bubblewrap` (scripts/install-deps does), or set tools.sandbox: none to run model code without isolation".into(),
+                "bubblewrap (bwrap) is not installed: install the Debian package `bubblewrap` (scripts/install-deps does), or set sandbox.backend: none to run model code without isolation".into(),
             )
         })?;
         let version = bwrap_version(&bwrap).await;
@@ -194,7 +194,7 @@ impl Sandbox {
     pub fn warning(&self) -> Option<String> {
         match &self.inner.backend {
             Backend::Unsandboxed => Some(
-                "tools.sandbox is `none`: model-written code runs WITHOUT isolation, with your user's access to files and network. Use it only on a throwaway machine.".into(),
+                "sandbox.backend is `none`: model-written code runs WITHOUT isolation, with your user's access to files and network. Use it only on a throwaway machine.".into(),
             ),
             Backend::Bwrap { host: HostUser::Root, .. } => Some(
                 "the sandbox runs as root on the host (dropping to nobody failed): the process limit is not enforced; the pid namespace and the group kill still contain runaway processes".into(),

@@ -305,13 +305,13 @@ fn without_a_working_sandbox_the_code_tools_are_not_mounted() {
         .cmd(&server)
         .env("DEEPSOLVE_BWRAP", &bwrap)
         .env("PATH", "/nonexistent")
-        .args(["--set", "tools.sandbox=bwrap", "Solve x + 1 = 3."])
+        .args(["--set", "sandbox.backend=bwrap", "Solve x + 1 = 3."])
         .output()
         .expect("run deepsolve");
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("tools.sandbox is `bwrap`, but bubblewrap cannot create a sandbox here")
+            .contains("sandbox.backend is `bwrap`, but bubblewrap cannot create a sandbox here")
     );
 
     // The doctor says exactly why.
@@ -326,6 +326,7 @@ fn without_a_working_sandbox_the_code_tools_are_not_mounted() {
     assert!(stdout.contains("code tools are off (not mounted): bubblewrap cannot create a sandbox here: bwrap: No permissions"), "{stdout}");
 }
 
+/// Also through the deprecated spelling `tools.sandbox`, which still counts, with a warning.
 #[test]
 fn sandbox_none_runs_with_a_loud_warning() {
     let server = MockServer::policy(WellBehaved::new(1).with_work_tool(Some("exec")));
@@ -339,8 +340,12 @@ fn sandbox_none_runs_with_a_loud_warning() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
         stderr.contains(
-            "WARNING: tools.sandbox is `none`: model-written code runs WITHOUT isolation"
+            "WARNING: sandbox.backend is `none`: model-written code runs WITHOUT isolation"
         ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("tools.sandbox is deprecated; write sandbox.backend instead (in --set"),
         "{stderr}"
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
