@@ -90,14 +90,14 @@ pub(crate) async fn open_store(
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging();
     let loaded = load_settings(&args.config)?;
-    let max_turns = args.max_turns.max(1);
-    let app = build_app(&loaded, Some(max_turns)).await?;
-    report_sandbox(&app);
-    let solve = &loaded.settings.solve;
     let server = &loaded.settings.server;
     let addr = listen_addr(args.addr, server)?;
     let cors_origins =
         CorsOrigins::parse(&server.cors_origins).context("in the setting server.cors_origins")?;
+    let max_turns = args.max_turns.max(1);
+    let app = build_app(&loaded, Some(max_turns)).await?;
+    report_sandbox(&app);
+    let solve = &loaded.settings.solve;
     let store = open_store(&args.database, server).await?;
     let config = ServerConfig {
         instance_id: args

@@ -95,7 +95,7 @@ pub(crate) async fn serve_connections(
                     router: router.clone(),
                     limits,
                     stopping: stopping.clone(),
-                    _slot: slot,
+                    slot,
                 };
                 tokio::spawn(connection.serve(stream));
             }
@@ -161,24 +161,36 @@ struct Connection {
     limits: ConnectionLimits,
     stopping: CancellationToken,
     /// Returned to the pool when the connection closes.
-    _slot: OwnedSemaphorePermit,
+    slot: OwnedSemaphorePermit,
 }
 
 impl Connection {
     /// Serve HTTP/1.1 on `stream` until the client closes it, it falls silent past its
     /// deadline, or the server stops (then in-flight requests finish first).
-    async fn serve(self, stream: TcpStream) {
+    async fn serve<S>(self, stream: S)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let Connection {
+            router,
+            limits,
+            stopping,
+            slot,
+        } = self;
         let activity = Arc::new(Activity::accepted());
         let io = TokioIo::new(WatchedIo::new(stream, activity.clone()));
-        let service = TrackedService::new(self.router, activity.clone());
+        let service = TrackedService::new(router, activity.clone());
         let mut builder = http1::Builder::new();
         // The connection's own clocks (`Activity`) replace hyper's header timeout, which would
         // also run while a kept-alive connection waits for its next request.
         builder.header_read_timeout(None);
         let mut connection = pin!(builder.serve_connection(io, service));
+        // Declared after the connection, so dropped before it: the slot is free again by the
+        // time the client sees the socket close.
+        let _slot = slot;
         let mut draining = false;
         loop {
-            let deadline = activity.deadline(&self.limits);
+            let deadline = activity.deadline(&limits);
             tokio::select! {
                 result = connection.as_mut() => {
                     if let Err(error) = result {
@@ -187,13 +199,13 @@ impl Connection {
                     return;
                 }
                 () = sleep_until(deadline) => {
-                    if activity.expired(&self.limits) {
+                    if activity.expired(&limits) {
                         tracing::debug!("closing a connection that stayed silent too long");
                         return;
                     }
                 }
                 () = activity.moved() => {}
-                () = self.stopping.cancelled(), if !draining => {
+                () = stopping.cancelled(), if !draining => {
                     draining = true;
                     connection.as_mut().graceful_shutdown();
                 }
@@ -207,5 +219,82 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use axum::body::{Body, Bytes};
+    use axum::routing::get;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+    use tokio::task::JoinHandle;
+
+    use super::*;
+
+    /// A route whose response never ends, in 64 KiB chunks.
+    fn endless() -> Router {
+        Router::new().route(
+            "/endless",
+            get(|| async {
+                let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
+                Body::from_stream(futures::stream::repeat_with(move || {
+                    Ok::<_, Infallible>(chunk.clone())
+                }))
+            }),
+        )
+    }
+
+    /// A connection over an in-memory pipe of 4 KiB with `idle` as its idle timeout, with
+    /// `GET /endless` sent and the response begun.
+    async fn endless_response(idle: Duration) -> (DuplexStream, JoinHandle<()>) {
+        let limits = ConnectionLimits {
+            idle_timeout: idle,
+            ..ConnectionLimits::default()
+        };
+        let slot = Arc::new(Semaphore::new(1))
+            .try_acquire_owned()
+            .expect("a free slot");
+        let connection = Connection {
+            router: endless(),
+            limits,
+            stopping: CancellationToken::new(),
+            slot,
+        };
+        let (mut client, server) = tokio::io::duplex(4096);
+        let served = tokio::spawn(connection.serve(server));
+        client
+            .write_all(b"GET /endless HTTP/1.1\r\nHost: test\r\n\r\n")
+            .await
+            .expect("send");
+        let mut status = [0u8; 12];
+        client.read_exact(&mut status).await.expect("a response");
+        assert_eq!(&status, b"HTTP/1.1 200");
+        (client, served)
+    }
+
+    #[tokio::test]
+    async fn a_client_that_stops_reading_a_streamed_response_is_cut_at_the_idle_timeout() {
+        let (_client, served) = endless_response(Duration::from_millis(300)).await;
+        tokio::time::timeout(Duration::from_secs(10), served)
+            .await
+            .expect("the connection is closed")
+            .expect("the connection task");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_keeps_reading_a_long_response_is_not_cut() {
+        let idle = Duration::from_millis(300);
+        let (mut client, served) = endless_response(idle).await;
+        let reading = async {
+            let mut chunk = vec![0u8; 64 * 1024];
+            loop {
+                let n = client.read(&mut chunk).await.expect("read");
+                assert!(n > 0, "the response was cut");
+            }
+        };
+        let _ = tokio::time::timeout(4 * idle, reading).await;
+        assert!(!served.is_finished(), "a reading client was cut");
     }
 }
