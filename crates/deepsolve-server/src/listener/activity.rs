@@ -2,8 +2,10 @@
 //!
 //! The clocks: a request head must arrive within the header timeout, counted from the accept
 //! (the first request) or from its first byte (each next request on a kept-alive connection);
-//! between requests the idle timeout runs; while a request is answered there is no clock,
-//! except when the client stops taking the response: then the idle timeout runs again.
+//! between requests the idle timeout runs; while a request is answered there is no clock.
+//! Besides, whatever the phase, a client that stops taking what is sent has the idle timeout
+//! (a stall outlives request boundaries: hyper may start the next pipelined request while the
+//! last response still waits to be flushed).
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -19,17 +21,21 @@ enum Phase {
     ReadingHead { since: Instant },
     /// Kept alive after a response, with nothing of the next request received yet.
     Idle { since: Instant },
-    /// Requests are being answered; `stalled_since`: the client stopped taking the response.
-    Answering {
-        in_flight: u32,
-        stalled_since: Option<Instant>,
-    },
+    /// Requests are being answered.
+    Answering { in_flight: u32 },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct State {
+    phase: Phase,
+    /// Since when the client has taken none of what is sent (a write found its window full).
+    stalled_since: Option<Instant>,
 }
 
 /// A connection's phase, updated by its I/O and its requests, read by its watchdog.
 #[derive(Debug)]
 pub(super) struct Activity {
-    phase: Mutex<Phase>,
+    state: Mutex<State>,
     /// Woken when the deadline may have come closer (the watchdog sleeps until it).
     nearer: Notify,
 }
@@ -38,22 +44,25 @@ impl Activity {
     /// A connection just accepted: its first request head is on the header clock.
     pub(super) fn accepted() -> Self {
         Activity {
-            phase: Mutex::new(Phase::ReadingHead {
-                since: Instant::now(),
+            state: Mutex::new(State {
+                phase: Phase::ReadingHead {
+                    since: Instant::now(),
+                },
+                stalled_since: None,
             }),
             nearer: Notify::new(),
         }
     }
 
-    fn phase(&self) -> MutexGuard<'_, Phase> {
-        self.phase.lock().unwrap_or_else(PoisonError::into_inner)
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Bytes arrived from the client.
     pub(super) fn received(&self) {
-        let mut phase = self.phase();
-        if let Phase::Idle { .. } = *phase {
-            *phase = Phase::ReadingHead {
+        let mut state = self.state();
+        if let Phase::Idle { .. } = state.phase {
+            state.phase = Phase::ReadingHead {
                 since: Instant::now(),
             };
             self.nearer.notify_one();
@@ -62,34 +71,21 @@ impl Activity {
 
     /// A request head was read and the request handed to the router.
     pub(super) fn request_started(&self) {
-        let mut phase = self.phase();
-        *phase = match *phase {
-            Phase::Answering {
-                in_flight,
-                stalled_since,
-            } => Phase::Answering {
-                in_flight: in_flight.saturating_add(1),
-                stalled_since,
-            },
-            Phase::ReadingHead { .. } | Phase::Idle { .. } => Phase::Answering {
-                in_flight: 1,
-                stalled_since: None,
-            },
+        let mut state = self.state();
+        let in_flight = match state.phase {
+            Phase::Answering { in_flight } => in_flight.saturating_add(1),
+            Phase::ReadingHead { .. } | Phase::Idle { .. } => 1,
         };
+        state.phase = Phase::Answering { in_flight };
     }
 
     /// A response was sent in full (or abandoned).
     pub(super) fn request_finished(&self) {
-        let mut phase = self.phase();
-        if let Phase::Answering {
-            in_flight,
-            stalled_since,
-        } = *phase
-        {
-            *phase = if in_flight > 1 {
+        let mut state = self.state();
+        if let Phase::Answering { in_flight } = state.phase {
+            state.phase = if in_flight > 1 {
                 Phase::Answering {
                     in_flight: in_flight - 1,
-                    stalled_since,
                 }
             } else {
                 Phase::Idle {
@@ -102,43 +98,31 @@ impl Activity {
 
     /// A write found the client's window full.
     pub(super) fn send_blocked(&self) {
-        let mut phase = self.phase();
-        if let Phase::Answering {
-            in_flight,
-            stalled_since: None,
-        } = *phase
-        {
-            *phase = Phase::Answering {
-                in_flight,
-                stalled_since: Some(Instant::now()),
-            };
+        let mut state = self.state();
+        if state.stalled_since.is_none() {
+            state.stalled_since = Some(Instant::now());
             self.nearer.notify_one();
         }
     }
 
-    /// A write went through: the client is taking the response.
+    /// A write went through: the client is taking what is sent.
     pub(super) fn send_progressed(&self) {
-        let mut phase = self.phase();
-        if let Phase::Answering {
-            in_flight,
-            stalled_since: Some(_),
-        } = *phase
-        {
-            *phase = Phase::Answering {
-                in_flight,
-                stalled_since: None,
-            };
-        }
+        self.state().stalled_since = None;
     }
 
-    /// When the connection is to be closed if nothing changes; `None`: not while it answers.
+    /// When the connection is to be closed if nothing changes; `None`: not while it answers
+    /// a client that takes the answer.
     pub(super) fn deadline(&self, limits: &ConnectionLimits) -> Option<Instant> {
-        match *self.phase() {
+        let state = *self.state();
+        let phase = match state.phase {
             Phase::ReadingHead { since } => Some(since + limits.header_timeout),
             Phase::Idle { since } => Some(since + limits.idle_timeout),
-            Phase::Answering { stalled_since, .. } => {
-                stalled_since.map(|since| since + limits.idle_timeout)
-            }
+            Phase::Answering { .. } => None,
+        };
+        let stall = state.stalled_since.map(|since| since + limits.idle_timeout);
+        match (phase, stall) {
+            (Some(phase), Some(stall)) => Some(phase.min(stall)),
+            (phase, stall) => phase.or(stall),
         }
     }
 
@@ -195,6 +179,23 @@ mod tests {
         assert_eq!(seconds_left(&activity), None, "one still in flight");
         activity.request_finished();
         assert_eq!(seconds_left(&activity), Some(60));
+    }
+
+    #[test]
+    fn a_stall_outlives_the_request_it_began_in() {
+        let activity = Activity::accepted();
+        activity.request_started();
+        activity.send_blocked();
+        activity.request_finished();
+        activity.received();
+        activity.request_started();
+        assert_eq!(
+            seconds_left(&activity),
+            Some(60),
+            "the next request, still stalled"
+        );
+        activity.send_progressed();
+        assert_eq!(seconds_left(&activity), None);
     }
 
     #[test]

@@ -233,8 +233,8 @@ mod tests {
 
     use super::*;
 
-    /// A route whose response never ends, in 64 KiB chunks.
-    fn endless() -> Router {
+    /// `/endless`: a response that never ends, in 64 KiB chunks.
+    fn routes() -> Router {
         Router::new().route(
             "/endless",
             get(|| async {
@@ -246,9 +246,8 @@ mod tests {
         )
     }
 
-    /// A connection over an in-memory pipe of 4 KiB with `idle` as its idle timeout, with
-    /// `GET /endless` sent and the response begun.
-    async fn endless_response(idle: Duration) -> (DuplexStream, JoinHandle<()>) {
+    /// A connection over an in-memory pipe of 4 KiB with `idle` as its idle timeout.
+    fn connection(idle: Duration) -> (DuplexStream, JoinHandle<()>) {
         let limits = ConnectionLimits {
             idle_timeout: idle,
             ..ConnectionLimits::default()
@@ -257,13 +256,18 @@ mod tests {
             .try_acquire_owned()
             .expect("a free slot");
         let connection = Connection {
-            router: endless(),
+            router: routes(),
             limits,
             stopping: CancellationToken::new(),
             slot,
         };
-        let (mut client, server) = tokio::io::duplex(4096);
-        let served = tokio::spawn(connection.serve(server));
+        let (client, server) = tokio::io::duplex(4096);
+        (client, tokio::spawn(connection.serve(server)))
+    }
+
+    /// [`connection`] with `GET /endless` sent and the response begun.
+    async fn endless_response(idle: Duration) -> (DuplexStream, JoinHandle<()>) {
+        let (mut client, served) = connection(idle);
         client
             .write_all(b"GET /endless HTTP/1.1\r\nHost: test\r\n\r\n")
             .await
