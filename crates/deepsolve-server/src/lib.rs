@@ -12,6 +12,7 @@
 pub mod auth;
 pub mod error;
 pub mod extract;
+pub mod gc;
 pub mod metrics;
 pub mod openai;
 pub mod openapi;
