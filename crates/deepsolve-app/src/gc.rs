@@ -53,7 +53,7 @@ impl GcOptions {
     /// `sandbox.retention_days`, now, nothing resumable, for real.
     pub fn new(retention_days: u64) -> GcOptions {
         GcOptions {
-            retention: DAY.saturating_mul(u32::try_from(retention_days).unwrap_or(u32::MAX)),
+            retention: days(retention_days),
             dry_run: false,
             resumable: HashSet::new(),
             now: SystemTime::now(),
@@ -66,6 +66,11 @@ impl GcOptions {
             .as_ref()
             .is_some_and(|flag| flag.load(Ordering::Relaxed))
     }
+}
+
+/// `sandbox.retention_days` as a duration.
+pub fn days(n: u64) -> Duration {
+    DAY.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 /// What one pass did (or, dry, would do).

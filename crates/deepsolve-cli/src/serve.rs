@@ -88,6 +88,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(deepsolve_core::DEFAULT_CONTEXT_WINDOW),
         max_running_turns: max_turns,
         workspace_root: Some(deepsolve_app::default_workspace_root()?),
+        workspace_retention: deepsolve_app::gc::days(loaded.settings.sandbox.retention_days),
         settings_path: Some(loaded.path.clone()),
         ..ServerConfig::default()
     };
@@ -101,7 +102,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The first stdout line is machine-readable: scripts and tests wait for it.
     println!("listening on http://{local}");
     eprintln!("deepsolve: serving on http://{local} ({mode}); Ctrl-C stops");
+    let collector = deepsolve_server::gc::spawn_collector(&state);
     deepsolve_server::serve(listener, state, shutdown_signal()).await?;
+    collector.stop().await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -6,6 +6,7 @@
 mod cli;
 mod code_tools;
 mod did_you_mean;
+mod gc;
 mod protocols;
 mod serve;
 mod support;
