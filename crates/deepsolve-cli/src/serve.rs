@@ -1,7 +1,7 @@
 //! `deepsolve serve`: the HTTP server on an embedded SQLite file (or PostgreSQL by URL).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,20 +61,37 @@ pub(crate) fn database_url(
     args: &DatabaseArgs,
     settings: &ServerSettings,
 ) -> anyhow::Result<String> {
-    if let Some(url) = &args.database {
-        return Ok(url.clone());
+    if let Some(url) = configured_database(args, settings) {
+        return Ok(url);
     }
-    if let Some(url) = &settings.database {
-        return Ok(url.expose_secret().to_string());
+    let file = default_database_file()?;
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let dir = data_dir()?;
-    Ok(format!("sqlite://{}", dir.join("deepsolve.db").display()))
+    Ok(sqlite_url(&file))
 }
 
-fn data_dir() -> anyhow::Result<PathBuf> {
-    let dir = deepsolve_app::data_dir().context("pass --database")?;
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    Ok(dir)
+/// The database named by the flag (or `DEEPSOLVE_DATABASE_URL`), else by `server.database`.
+pub(crate) fn configured_database(
+    args: &DatabaseArgs,
+    settings: &ServerSettings,
+) -> Option<String> {
+    args.database.clone().or_else(|| {
+        settings
+            .database
+            .as_ref()
+            .map(|url| url.expose_secret().to_string())
+    })
+}
+
+/// The embedded store's default file, in the data directory (not created here).
+pub(crate) fn default_database_file() -> anyhow::Result<PathBuf> {
+    let dir = deepsolve_app::data_dir().context("no data directory: pass --database")?;
+    Ok(dir.join("deepsolve.db"))
+}
+
+pub(crate) fn sqlite_url(file: &Path) -> String {
+    format!("sqlite://{}", file.display())
 }
 
 pub(crate) async fn open_store(
@@ -113,6 +130,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(deepsolve_core::DEFAULT_CONTEXT_WINDOW),
         max_running_turns: max_turns,
         workspace_root: Some(deepsolve_app::default_workspace_root()?),
+        workspace_retention: deepsolve_app::gc::days(loaded.settings.sandbox.retention_days),
         settings_path: Some(loaded.path.clone()),
         limits: connection_limits(server),
         cors_origins,
@@ -128,7 +146,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The first stdout line is machine-readable: scripts and tests wait for it.
     println!("listening on http://{local}");
     eprintln!("deepsolve: serving on http://{local} ({mode}); Ctrl-C stops");
+    let collector = deepsolve_server::gc::spawn_collector(&state);
     deepsolve_server::serve(listener, state, shutdown_signal()).await?;
+    collector.stop().await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -14,6 +14,7 @@ pub mod body_timeout;
 pub mod cors;
 pub mod error;
 pub mod extract;
+pub mod gc;
 mod listener;
 pub mod metrics;
 pub mod openai;
