@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::{Member, Stopped};
 use crate::capture::{Capture, Captured};
 use crate::error::SandboxError;
 use crate::launch::{Backend, Launch};
@@ -24,6 +25,8 @@ pub enum ExitKind {
     Exited(i32),
     TimedOut,
     Cancelled,
+    /// A budget of the turn was exceeded: the command and everything it started were killed.
+    Stopped(Stopped),
 }
 
 #[derive(Debug, Clone)]
@@ -82,16 +85,18 @@ impl Sandbox {
             Some(ws) => Some(self.prepare_workspace(ws)?),
             None => None,
         };
-        let spawned = self
+        let (spawned, member) = self
             .spawn(Launch {
                 argv,
                 workspace: workspace.as_deref(),
                 limits: &limits,
                 cpu_s: timeout.as_secs() + 1,
                 control: None,
+                cgroup: None,
             })
             .map_err(SandboxError::Spawn)?;
         let mut run = Run {
+            member,
             child: spawned.child,
             stdout: InPipe::new(spawned.stdout)?,
             stderr: InPipe::new(spawned.stderr)?,
@@ -100,7 +105,16 @@ impl Sandbox {
         };
         let exit = run.pump(started + timeout, cancel).await?;
         let status = run.child.reap().await?;
-        let exit = exit.unwrap_or_else(|| ExitKind::Exited(exit_code(&status)));
+        run.member.gone().await;
+        let exit = match exit {
+            Some(cut @ (ExitKind::Cancelled | ExitKind::Stopped(_))) => cut,
+            // A budget has the last word: a killed sandbox's status (or its running out of
+            // time while the watchdog killed it) is only the symptom.
+            cut => match run.member.settle() {
+                Some(why) => ExitKind::Stopped(why),
+                None => cut.unwrap_or_else(|| ExitKind::Exited(exit_code(&status))),
+            },
+        };
         Ok(ExecOutcome {
             stdout: run.out.finish(),
             stderr: run.err.finish(),
@@ -121,6 +135,7 @@ impl Sandbox {
 }
 
 struct Run {
+    member: Member,
     child: SandboxChild,
     stdout: InPipe,
     stderr: InPipe,
@@ -148,6 +163,10 @@ impl Run {
                 _ = cancel.cancelled() => {
                     self.stop().await?;
                     return Ok(Some(ExitKind::Cancelled));
+                }
+                why = self.member.stopped() => {
+                    self.stop().await?;
+                    return Ok(Some(ExitKind::Stopped(why)));
                 }
             }
         }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::{Budgets, Enforcement, Member};
 use crate::config::{Limits, SandboxConfig, SandboxMode};
 use crate::error::SandboxError;
 use crate::launch::{self, Backend, HostUser, Launch, NOBODY, RootLayout, Spawned};
@@ -26,6 +27,7 @@ struct Inner {
     backend: Backend,
     layout: RootLayout,
     version: String,
+    budgets: Budgets,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -95,12 +97,14 @@ impl Sandbox {
         layout: RootLayout,
         version: String,
     ) -> Sandbox {
+        let budgets = Budgets::new(&config.limits, backend != Backend::Unsandboxed);
         Sandbox {
             inner: Arc::new(Inner {
                 config,
                 backend,
                 layout,
                 version,
+                budgets,
             }),
         }
     }
@@ -197,7 +201,7 @@ impl Sandbox {
                 "tools.sandbox is `none`: model-written code runs WITHOUT isolation, with your user's access to files and network. Use it only on a throwaway machine.".into(),
             ),
             Backend::Bwrap { host: HostUser::Root, .. } => Some(
-                "the sandbox runs as root on the host (dropping to nobody failed): the process limit is not enforced; the pid namespace and the group kill still contain runaway processes".into(),
+                "the sandbox runs as root on the host (dropping to nobody failed): the kernel does not enforce the process limit; the watchdog's per-turn budget, the pid namespace and the group kill still contain runaway processes".into(),
             ),
             Backend::Bwrap { .. } => None,
         }
@@ -216,8 +220,33 @@ impl Sandbox {
         crate::workspace::prepare(dir, owner)
     }
 
-    pub(crate) fn spawn(&self, launch: Launch<'_>) -> std::io::Result<Spawned> {
-        launch::spawn(&self.inner.backend, &self.inner.layout, launch)
+    /// How the per-turn memory and process budgets are enforced here.
+    pub fn enforcement(&self) -> &Enforcement {
+        self.inner.budgets.enforcement()
+    }
+
+    /// Lines for `doctor`: every budget, its size and what enforces it.
+    pub fn describe_budgets(&self) -> Vec<String> {
+        self.enforcement().describe(self.limits())
+    }
+
+    /// Start a sandboxed process in its turn's budget (the turn is its workspace) and watch it.
+    pub(crate) fn spawn(&self, mut launch: Launch<'_>) -> std::io::Result<(Spawned, Member)> {
+        let turn = self.inner.budgets.turn(launch.workspace)?;
+        launch.cgroup = turn.cgroup_procs();
+        let spawned = launch::spawn(&self.inner.backend, &self.inner.layout, launch)?;
+        let root = spawned
+            .child
+            .pid()
+            .ok_or_else(|| std::io::Error::other("the sandbox exited at once"));
+        match root.and_then(|pid| turn.join(pid)) {
+            Ok(member) => Ok((spawned, member)),
+            Err(e) => {
+                // Unwatched code must not run: fail closed.
+                spawned.child.kill_now();
+                Err(e)
+            }
+        }
     }
 
     /// The workspace as the sandboxed code sees it.
