@@ -58,10 +58,9 @@ pub struct Limits {
     pub file_size_bytes: u64,
     /// RLIMIT_NOFILE.
     pub open_files: u64,
-    /// Tasks (processes and threads) of the turn at once. Each sandbox also gets it as its
-    /// RLIMIT_NPROC, set inside its user namespace so the kernel counts only that sandbox's
-    /// tasks (set outside, it would count every sandbox of uid 65534 together); the turn's
-    /// total across its sandboxes is the cgroup's `pids.max` or the watchdog's count.
+    /// Tasks (processes and threads) of the turn at once: the cgroup's `pids.max`, or the
+    /// watchdog stops the turn when its count reaches it. Each sandbox's RLIMIT_NPROC
+    /// ([`Limits::sandbox_nproc`]) holds it between the watchdog's looks.
     pub processes: u64,
     /// Memory of all the turn's sandboxed processes together (their private `/tmp` and
     /// `/dev/shm` included), bytes.
@@ -87,6 +86,15 @@ impl Limits {
     /// than the whole turn may use, but never so little that the maths stack cannot load.
     pub fn address_space_for(memory_bytes: u64) -> u64 {
         memory_bytes.max(MIN_ADDRESS_SPACE)
+    }
+
+    /// RLIMIT_NPROC of each sandbox, set inside its user namespace so the kernel counts only
+    /// that sandbox's tasks (set outside, it would count every sandbox of uid 65534
+    /// together). A little above the turn's limit: at the kernel's cap a fork storm's count,
+    /// as a walk of `/proc` sees it, stays just below the cap (each refused fork holds a slot
+    /// for a moment), so the cap must lie past the point where the watchdog acts.
+    pub fn sandbox_nproc(&self) -> u64 {
+        self.processes + (self.processes / 8).max(4)
     }
 
     /// RLIMIT_FSIZE as applied: a single file never exceeds the workspace quota either.

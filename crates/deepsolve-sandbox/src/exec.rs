@@ -46,7 +46,7 @@ impl ExecOutcome {
 }
 
 /// Sets the process limit inside the sandbox's user namespace, then becomes `sh -c COMMAND`
-/// (see `Limits::processes` for why this is not an rlimit set from outside).
+/// (see `Limits::sandbox_nproc` for why this is not an rlimit set from outside).
 const LAUNCHER: &str = "import os, resource, sys\nn = int(sys.argv[1])\nif n > 0:\n    resource.setrlimit(resource.RLIMIT_NPROC, (n, n))\nos.execv('/bin/sh', ['sh', '-c', sys.argv[2]])\n";
 
 impl Sandbox {
@@ -129,7 +129,7 @@ impl Sandbox {
     fn inner_nproc(&self) -> u64 {
         match self.backend() {
             Backend::Unsandboxed => 0,
-            Backend::Bwrap { .. } => self.limits().processes,
+            Backend::Bwrap { .. } => self.limits().sandbox_nproc(),
         }
     }
 }

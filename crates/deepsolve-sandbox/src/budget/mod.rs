@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -278,6 +278,7 @@ impl TurnBudget {
             root,
             pidfd,
             init: OnceLock::new(),
+            tmpfs: AtomicU64::new(0),
             reason: watch::Sender::new(None),
             exited: AtomicBool::new(false),
         });
@@ -374,10 +375,10 @@ struct MemberState {
     root: i32,
     /// Signals reach exactly this process, never a recycled pid.
     pidfd: OwnedFd,
-    /// The sandbox's pid-namespace init (the monitor's child), once the sampler saw it. It
-    /// exits only after the kernel has reaped every other process of the namespace, so it
-    /// tells when the sandbox is really gone.
-    init: OnceLock<OwnedFd>,
+    /// The sandbox's pid-namespace init, once the sampler saw it.
+    init: OnceLock<Init>,
+    /// Bytes in its private tmpfs at the last reading.
+    tmpfs: AtomicU64,
     reason: watch::Sender<Option<Stopped>>,
     exited: AtomicBool,
 }
@@ -404,7 +405,7 @@ impl MemberState {
     /// was never seen, the root has).
     fn is_gone(&self) -> bool {
         match self.init.get() {
-            Some(init) => pidfd_exited(init),
+            Some(init) => pidfd_exited(&init.fd),
             None => self.has_exited(),
         }
     }
@@ -425,6 +426,17 @@ impl MemberState {
             let _ = rustix::process::pidfd_send_signal(&self.pidfd, rustix::process::Signal::KILL);
         }
     }
+}
+
+/// A sandbox's pid-namespace init: bwrap's monitor's child. It exits only after the kernel has
+/// reaped every other process of the namespace, so it tells when the sandbox is really gone;
+/// and its root leads to the namespace's own procfs.
+struct Init {
+    /// Its host pid, valid while `fd` says it has not exited.
+    pid: i32,
+    fd: OwnedFd,
+    /// `/proc/<pid>/root/proc`, once bwrap has mounted it.
+    procfs: OnceLock<String>,
 }
 
 /// Whether the process behind a pidfd has exited (it is then readable), without waiting.

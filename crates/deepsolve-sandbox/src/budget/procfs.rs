@@ -1,70 +1,155 @@
-//! Reading a sandbox's process tree from the host's `/proc`: every descendant of the process
-//! we spawned, its resident memory and its task count, cheaply enough to do every tick.
+//! Reading a sandbox's processes from the host: their resident memory and their task count,
+//! cheaply enough to do every tick. Two views:
 //!
-//! The tree is closed: an orphan inside a sandbox is re-parented to the sandbox's pid-namespace
-//! init (or to a subreaper inside it), both descendants of the root, so `setsid` or a double
-//! fork does not take a process out of it. Children are listed per thread
-//! (`/proc/<pid>/task/<tid>/children`), because a child belongs to the thread that forked it.
+//! - **The sandbox's pid namespace**, through the procfs bwrap mounts for it (the host
+//!   reaches it as `/proc/<init>/root/proc`): one listing holds every process of the
+//!   namespace, zombies and ones being re-parented included. Used once it is mounted.
+//! - **The process tree** under the process we spawned (`/proc/<pid>/task/<tid>/children`,
+//!   per thread, because a child belongs to the thread that forked it): before bwrap has
+//!   mounted that procfs, and without bwrap. The tree is closed — an orphan is re-parented to
+//!   the sandbox's init or a subreaper inside it — but a walk can miss, for one tick, the
+//!   children of a process that exits mid-walk.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// Resident memory and tasks of one process tree at one moment.
+/// Resident memory and tasks of one sandbox at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct TreeSample {
     /// Sum of every process's RSS, bytes (pages shared between the processes count once per
     /// process: an overestimate that [`tree_pss`] corrects).
     pub rss_bytes: u64,
-    /// Tasks (threads included) of every process but the root, which is bwrap's monitor on
-    /// the host, not sandboxed code (without bwrap the root is counted: it is the code).
+    /// Tasks (threads included; a zombie counts until it is reaped) of the sandboxed code.
     pub tasks: u64,
-    /// Every pid seen, the root first.
-    pub pids: Vec<i32>,
+    /// The `/proc` directory of every process seen.
+    pub procs: Vec<String>,
+    /// A tree walk's first child of the root: with bwrap, the pid-namespace init.
+    pub first_child: Option<i32>,
 }
 
-/// Buffers reused from one tick to the next.
+/// Buffers and open procfs files reused from one tick to the next. An open
+/// `/proc/<pid>/...` file stays bound to the process it was opened for (reading it fails once
+/// that process is gone), so a cached file never reads a recycled pid; re-reading it at
+/// offset 0 spares the path lookup that makes opening procfs files the expensive part.
 #[derive(Default)]
 pub(crate) struct Reader {
     buf: Vec<u8>,
     stack: Vec<i32>,
+    open: HashMap<String, Opened>,
+    /// Bumped every tick; files of processes no tick met since are closed.
+    generation: u64,
 }
 
-/// Tasks in the tree may not exceed this many processes for one walk: a fork storm past the
-/// kernel's cap is already stopped, and the walk must stay bounded whatever the tree holds.
+/// Processes whose files stay open between ticks (two fds each, in the host process, whose
+/// own fd limit they must not eat into); beyond that, files are opened and closed per read.
+const MAX_OPEN: usize = 128;
+
+/// The files a tick reads of a process.
+struct Opened {
+    stat: File,
+    children: Option<File>,
+    seen: u64,
+}
+
+/// At most this many processes are read per sandbox and tick, whatever it holds.
 const MAX_WALK: usize = 65_536;
 
 impl Reader {
-    /// Walk the tree under `root`. A process that vanishes mid-walk is simply not counted.
-    pub(crate) fn sample(&mut self, root: i32, count_root: bool) -> TreeSample {
+    /// Walk the tree under `root` (counted itself only with `count_root`: with bwrap the
+    /// root is bwrap's monitor on the host, not sandboxed code). A process that vanishes
+    /// mid-walk is simply not counted.
+    pub(crate) fn walk_tree(&mut self, root: i32, count_root: bool) -> TreeSample {
         let page = page_size();
         let mut sample = TreeSample::default();
         self.stack.clear();
         self.stack.push(root);
         while let Some(pid) = self.stack.pop() {
-            if sample.pids.len() >= MAX_WALK {
+            if sample.procs.len() >= MAX_WALK {
                 break;
             }
-            let Some(stat) = read(&mut self.buf, &format!("/proc/{pid}/stat")).and_then(parse_stat)
-            else {
+            let dir = format!("/proc/{pid}");
+            let Some(stat) = self.stat(&dir) else {
                 continue;
             };
-            sample.pids.push(pid);
             sample.rss_bytes += stat.rss_pages.saturating_mul(page);
             if pid != root || count_root {
-                sample.tasks += stat.threads;
+                sample.tasks += tasks_of(&stat);
             }
-            self.push_children(pid, stat.threads);
+            let first = self.stack.len();
+            self.push_children(&dir, pid, stat.threads);
+            if pid == root {
+                sample.first_child = self.stack.get(first).copied();
+            }
+            sample.procs.push(dir);
         }
         sample
     }
 
-    fn push_children(&mut self, pid: i32, threads: u64) {
+    /// Every process of a pid namespace, from its procfs at `proc_dir`; `None` when it cannot
+    /// be listed (the namespace is going away).
+    pub(crate) fn list_namespace(&mut self, proc_dir: &str) -> Option<TreeSample> {
+        let page = page_size();
+        let mut sample = TreeSample::default();
+        let entries = std::fs::read_dir(proc_dir).ok()?;
+        for entry in entries.flatten() {
+            if sample.procs.len() >= MAX_WALK {
+                break;
+            }
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
+            let dir = format!("{proc_dir}/{pid}");
+            if let Some(stat) = self.stat(&dir) {
+                sample.rss_bytes += stat.rss_pages.saturating_mul(page);
+                sample.tasks += tasks_of(&stat);
+                sample.procs.push(dir);
+            }
+        }
+        Some(sample)
+    }
+
+    /// Close the files of processes that no tick met lately; call after each tick.
+    pub(crate) fn end_tick(&mut self) {
+        let current = self.generation;
+        self.open.retain(|_, o| current.saturating_sub(o.seen) < 2);
+        self.generation += 1;
+    }
+
+    fn stat(&mut self, dir: &str) -> Option<Stat> {
+        if let Some(opened) = self.open.get_mut(dir) {
+            opened.seen = self.generation;
+            let stat = pread_all(&opened.stat, &mut self.buf).and_then(parse_stat);
+            if stat.is_none() {
+                self.open.remove(dir);
+            }
+            return stat;
+        }
+        let file = File::open(format!("{dir}/stat")).ok()?;
+        let stat = pread_all(&file, &mut self.buf).and_then(parse_stat)?;
+        if self.open.len() < MAX_OPEN {
+            let opened = Opened {
+                stat: file,
+                children: None,
+                seen: self.generation,
+            };
+            self.open.insert(dir.to_string(), opened);
+        }
+        Some(stat)
+    }
+
+    fn push_children(&mut self, dir: &str, pid: i32, threads: u64) {
         if threads <= 1 {
-            self.push_children_of_task(pid, pid);
+            self.push_children_of_single(dir, pid);
             return;
         }
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        let Ok(tasks) = std::fs::read_dir(format!("{dir}/task")) else {
             return;
         };
         let tids: Vec<i32> = tasks
@@ -72,33 +157,89 @@ impl Reader {
             .filter_map(|t| t.file_name().to_str()?.parse().ok())
             .collect();
         for tid in tids {
-            self.push_children_of_task(pid, tid);
+            self.push_children_of_task(dir, tid);
         }
     }
 
-    fn push_children_of_task(&mut self, pid: i32, tid: i32) {
-        if let Some(text) = read(&mut self.buf, &format!("/proc/{pid}/task/{tid}/children")) {
+    /// A single-threaded process's children, from its cached `children` file.
+    fn push_children_of_single(&mut self, dir: &str, pid: i32) {
+        let Some(opened) = self.open.get_mut(dir) else {
+            return self.push_children_of_task(dir, pid);
+        };
+        if opened.children.is_none() {
+            opened.children = File::open(format!("{dir}/task/{pid}/children")).ok();
+        }
+        if let Some(text) = opened
+            .children
+            .as_ref()
+            .and_then(|f| pread_all(f, &mut self.buf))
+        {
+            self.stack.extend(parse_pids(text));
+        }
+    }
+
+    fn push_children_of_task(&mut self, dir: &str, tid: i32) {
+        if let Some(text) = File::open(format!("{dir}/task/{tid}/children"))
+            .ok()
+            .and_then(|f| pread_all(&f, &mut self.buf))
+        {
             self.stack.extend(parse_pids(text));
         }
     }
 }
 
-/// A small procfs file's contents, or `None` when the process is gone.
-fn read<'a>(buf: &'a mut Vec<u8>, path: &str) -> Option<&'a [u8]> {
+/// A zombie reports no threads but holds its slot until it is reaped, as the kernel's
+/// process limit counts it.
+fn tasks_of(stat: &Stat) -> u64 {
+    stat.threads.max(1)
+}
+
+/// A small procfs file's whole contents, read from offset 0 (procfs regenerates them on each
+/// read), or `None` when its process is gone.
+fn pread_all<'a>(file: &File, buf: &'a mut Vec<u8>) -> Option<&'a [u8]> {
     buf.clear();
-    let mut file = File::open(path).ok()?;
-    file.read_to_end(buf).ok()?;
+    buf.resize(4096, 0);
+    let mut len = 0;
+    loop {
+        let n = file.read_at(&mut buf[len..], len as u64).ok()?;
+        if n == 0 {
+            break;
+        }
+        len += n;
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+    }
+    buf.truncate(len);
     Some(buf)
 }
 
+/// The procfs of the pid namespace whose init is `init`, as the host reaches it — once bwrap
+/// has mounted it: until then the path leads to the host's own `/proc` (the process's root is
+/// still the host's), which must never be taken for the sandbox's.
+pub(crate) fn namespace_procfs(init: i32) -> Option<String> {
+    let dir = format!("/proc/{init}/root/proc");
+    let fs = rustix::fs::statfs(Path::new(&dir)).ok()?;
+    if fs.f_type != PROC_SUPER_MAGIC {
+        return None;
+    }
+    let theirs = rustix::fs::stat(Path::new(&dir)).ok()?.st_dev;
+    let ours = rustix::fs::stat("/proc").ok()?.st_dev;
+    (theirs != ours).then_some(dir)
+}
+
+/// `statfs(2)`'s `f_type` of procfs.
+const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+
 /// Proportional set size of the processes, bytes: a page shared by n processes counts 1/n
 /// for each, so forked children sharing their parent's pages are not counted n times.
-pub(crate) fn tree_pss(pids: &[i32]) -> u64 {
+pub(crate) fn tree_pss(procs: &[String]) -> u64 {
     let mut buf = String::new();
-    pids.iter()
-        .filter_map(|pid| {
+    procs
+        .iter()
+        .filter_map(|dir| {
             buf.clear();
-            File::open(format!("/proc/{pid}/smaps_rollup"))
+            File::open(format!("{dir}/smaps_rollup"))
                 .ok()?
                 .read_to_string(&mut buf)
                 .ok()?;
@@ -120,16 +261,15 @@ pub(crate) fn tmpfs_used(pid: i32, inner: &str) -> u64 {
     if fs.f_type != TMPFS_MAGIC {
         return 0;
     }
-    let theirs = rustix::fs::stat(path).map(|s| s.st_dev);
-    let ours = rustix::fs::stat(inner).map(|s| s.st_dev);
-    match (theirs, ours) {
-        (Ok(theirs), Ok(ours)) if theirs == ours => 0,
-        (Ok(_), _) => fs
-            .f_blocks
-            .saturating_sub(fs.f_bfree)
-            .saturating_mul(fs.f_bsize as u64),
-        (Err(_), _) => 0,
+    let Ok(theirs) = rustix::fs::stat(path).map(|s| s.st_dev) else {
+        return 0;
+    };
+    if rustix::fs::stat(inner).map(|s| s.st_dev).ok() == Some(theirs) {
+        return 0;
     }
+    fs.f_blocks
+        .saturating_sub(fs.f_bfree)
+        .saturating_mul(fs.f_bsize as u64)
 }
 
 /// `statfs(2)`'s `f_type` of a tmpfs.
@@ -206,16 +346,23 @@ mod tests {
     }
 
     #[test]
-    fn our_own_tree_is_seen() {
+    fn our_own_tree_is_seen_and_our_procfs_is_not_a_namespace_of_its_own() {
         let mut child = std::process::Command::new("sleep")
             .arg("5")
             .spawn()
             .unwrap();
         let me = std::process::id() as i32;
-        let sample = Reader::default().sample(me, true);
-        assert!(sample.pids.contains(&(child.id() as i32)), "{sample:?}");
+        let mut reader = Reader::default();
+        let sample = reader.walk_tree(me, true);
+        let child_dir = format!("/proc/{}", child.id());
+        assert!(sample.procs.contains(&child_dir), "{sample:?}");
         assert!(sample.rss_bytes > 1 << 20 && sample.tasks >= 2);
-        assert!(tree_pss(&sample.pids[..1]) > 0);
+        assert!(tree_pss(&sample.procs[..1]) > 0);
+        // Read again from the cached files: the same processes.
+        reader.end_tick();
+        assert!(reader.walk_tree(me, true).procs.contains(&child_dir));
+        // Our root's /proc is the host's own: never a sandbox's namespace.
+        assert_eq!(namespace_procfs(me), None);
         let _ = child.kill();
         let _ = child.wait();
     }

@@ -10,6 +10,7 @@
 //! - The **workspace watcher** walks each live turn's workspace, as often as the walk's own
 //!   cost allows ([`walk_interval`]), so a large workspace does not starve the sampler.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,9 @@ use super::{MemberState, Share, TurnBudget, memory_verdict, tasks_verdict};
 /// How often the sampler looks. A process touching memory at a few GB/s gets a few tens of
 /// MB past the budget between two looks.
 pub(crate) const TICK: Duration = Duration::from_millis(10);
+/// The private tmpfs of each sandbox is read every this many ticks (it is bounded by its
+/// size; the processes' RSS is what can grow without bound).
+const TMPFS_EVERY: u64 = 5;
 /// The watcher never walks one workspace more often than this…
 const MIN_WALK_INTERVAL: Duration = Duration::from_millis(20);
 /// …nor spends more than a tenth of its time walking it…
@@ -105,12 +109,16 @@ impl Watchdog {
 
 fn sampler(watchdog: &'static Watchdog) {
     let mut reader = Reader::default();
+    let mut tick: u64 = 0;
     loop {
         let turns = watchdog.live_turns();
+        let with_tmpfs = tick.is_multiple_of(TMPFS_EVERY);
         for turn in &turns {
-            turn.sample(&mut reader);
+            turn.sample(&mut reader, with_tmpfs);
         }
         drop(turns);
+        reader.end_tick();
+        tick += 1;
         watchdog.remove_retired();
         std::thread::sleep(TICK);
     }
@@ -137,7 +145,7 @@ fn workspace_watcher(watchdog: &'static Watchdog) {
 
 impl TurnBudget {
     /// One tick of the sampler for this turn.
-    fn sample(&self, reader: &mut Reader) {
+    fn sample(&self, reader: &mut Reader, with_tmpfs: bool) {
         let members = self.live_members();
         if members.is_empty() {
             return;
@@ -148,7 +156,7 @@ impl TurnBudget {
         }
         let mut trees = Vec::with_capacity(members.len());
         for member in &members {
-            match member.sample(reader, self.isolated) {
+            match member.sample(reader, self.isolated, with_tmpfs) {
                 Some(tree) => trees.push((member, tree)),
                 None => continue,
             }
@@ -165,7 +173,7 @@ impl TurnBudget {
         let confirmed: Vec<Share> = trees
             .iter()
             .map(|(_, t)| Share {
-                memory: procfs::tree_pss(&t.pids) + t.tmpfs,
+                memory: procfs::tree_pss(&t.procs) + t.tmpfs,
                 tasks: t.share.tasks,
             })
             .collect();
@@ -175,65 +183,88 @@ impl TurnBudget {
     }
 }
 
-/// One sandbox's tree at one tick.
+/// One sandbox at one tick.
 struct Tree {
     share: Share,
-    pids: Vec<i32>,
+    procs: Vec<String>,
     tmpfs: u64,
 }
 
 impl MemberState {
-    /// Read the tree, or `None` when the sandbox has exited (then its pid may be recycled, so
-    /// a sample taken around the exit is thrown away).
-    fn sample(&self, reader: &mut Reader, isolated: bool) -> Option<Tree> {
+    /// Read the sandbox, or `None` when it has exited (then its pids may be recycled, so a
+    /// sample taken around the exit is thrown away).
+    fn sample(&self, reader: &mut Reader, isolated: bool, with_tmpfs: bool) -> Option<Tree> {
         if self.has_exited() {
             return None;
         }
-        let tree = reader.sample(self.root, !isolated);
-        if isolated && self.init.get().is_none() {
-            self.remember_init(&tree.pids);
-        }
-        // The sandbox's own /tmp and /dev/shm, seen through its pid-namespace init (the
-        // monitor's child), are memory too.
-        let tmpfs = match (isolated, tree.pids.get(1)) {
-            (true, Some(&init)) => {
-                procfs::tmpfs_used(init, "/tmp") + procfs::tmpfs_used(init, "/dev/shm")
+        let listed = self
+            .init
+            .get()
+            .and_then(|init| init.procfs.get())
+            .and_then(|dir| reader.list_namespace(dir));
+        let sample = match listed {
+            Some(sample) => sample,
+            None => {
+                let tree = reader.walk_tree(self.root, !isolated);
+                if isolated {
+                    self.learn_namespace(tree.first_child);
+                }
+                tree
             }
-            _ => 0,
         };
-        if self.has_exited() {
+        // The sandbox's own /tmp and /dev/shm, seen through its pid-namespace init, are
+        // memory too.
+        let tmpfs = match self.init.get() {
+            Some(init) if with_tmpfs => {
+                let used =
+                    procfs::tmpfs_used(init.pid, "/tmp") + procfs::tmpfs_used(init.pid, "/dev/shm");
+                self.tmpfs.store(used, Ordering::Relaxed);
+                used
+            }
+            _ => self.tmpfs.load(Ordering::Relaxed),
+        };
+        if self.has_exited() || self.init.get().is_some_and(|i| super::pidfd_exited(&i.fd)) {
             return None;
         }
         Some(Tree {
             share: Share {
-                memory: tree.rss_bytes + tmpfs,
-                tasks: tree.tasks,
+                memory: sample.rss_bytes + tmpfs,
+                tasks: sample.tasks,
             },
-            pids: tree.pids,
+            procs: sample.procs,
             tmpfs,
         })
     }
-}
 
-impl MemberState {
-    /// Keep a pidfd for the sandbox's namespace init, the root's child (`pids[1]` of a walk
-    /// from the root), once it exists. The pidfd is opened first, then the process behind the
-    /// pid is checked to be the root's child and still alive: a recycled pid is never kept.
-    fn remember_init(&self, pids: &[i32]) {
-        let Some(&init) = pids.get(1) else {
+    /// Learn the sandbox's pid-namespace init (the root's child), once it exists, and then its
+    /// procfs, once bwrap has mounted it. The init's pidfd is opened first, then the process
+    /// behind the pid is checked to be the root's child and alive: a recycled pid is never
+    /// taken for it.
+    fn learn_namespace(&self, first_child: Option<i32>) {
+        if let Some(init) = self.init.get() {
+            if init.procfs.get().is_none()
+                && let Some(dir) = procfs::namespace_procfs(init.pid)
+            {
+                let _ = init.procfs.set(dir);
+            }
             return;
-        };
-        let Some(pid) = rustix::process::Pid::from_raw(init) else {
+        }
+        let Some(pid) = first_child.and_then(rustix::process::Pid::from_raw) else {
             return;
         };
         let Ok(fd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) else {
             return;
         };
-        let parent = std::fs::read(format!("/proc/{init}/stat"))
+        let raw = pid.as_raw_nonzero().get();
+        let parent = std::fs::read(format!("/proc/{raw}/stat"))
             .ok()
             .and_then(|stat| procfs::parse_ppid(&stat));
         if parent == Some(self.root) && !super::pidfd_exited(&fd) && !self.has_exited() {
-            let _ = self.init.set(fd);
+            let _ = self.init.set(super::Init {
+                pid: raw,
+                fd,
+                procfs: OnceLock::new(),
+            });
         }
     }
 }

@@ -159,7 +159,7 @@ impl Sandbox {
             "token": token,
             "workdir": self.inner_workdir(&workspace),
             // Outside a sandbox these would act on the host user's processes: leave them off.
-            "nproc": if isolated { self.limits().processes } else { 0 },
+            "nproc": if isolated { self.limits().sandbox_nproc() } else { 0 },
             "isolated": isolated,
             "preload": options.preload,
         });

@@ -113,8 +113,29 @@ async fn the_interpreter_and_a_command_of_the_same_turn_share_one_budget() {
 }
 
 #[tokio::test]
+async fn files_in_the_private_tmp_are_memory_and_count_against_the_budget() {
+    let sb = sandbox_with(limits(256, 64, 1024, 10_000)).await;
+    let (_d, ws) = workspace();
+    let mut py = python(&sb, &ws).await;
+    // 200 MB in /tmp (a tmpfs: memory, not the process's RSS) and 100 MB held.
+    let out = cell(
+        &mut py,
+        "import time\nwith open('/tmp/blob', 'wb') as f:\n    for _ in range(25):\n        f.write(b'x' * (8 << 20))\nheld = bytearray(100 << 20)\nfor i in range(0, len(held), 4096):\n    held[i] = 1\ntime.sleep(2)\nprint('kept it all')",
+    )
+    .await;
+    assert!(
+        matches!(
+            out.status,
+            CellStatus::Stopped(Stopped::MemoryBudget { limit_mb: 256, .. })
+        ),
+        "{out:?}"
+    );
+    assert!(!out.stdout.text.contains("kept it all"));
+}
+
+#[tokio::test]
 async fn processes_are_counted_for_the_turn_across_its_sandboxes() {
-    // Each sandbox alone stays under the limit (its RLIMIT_NPROC); the turn does not.
+    // Each sandbox alone stays under the limit; the turn does not.
     let limit = 16;
     let sb = sandbox_with(limits(2048, limit, 1024, 10_000)).await;
     let (_d, ws) = workspace();
