@@ -40,7 +40,7 @@ impl CgroupParent {
             .map_err(|e| format!("{} is not a cgroup v2 directory ({e})", dir.display()))?;
         if let Some(missing) = first_missing(&offered) {
             return Err(format!(
-                "cgroup v2 {missing} controller not delegated ({} offers {})",
+                "cgroup v2 {missing} controller not delegated: {} offers {}",
                 dir.display(),
                 shown(&offered)
             ));
@@ -48,7 +48,7 @@ impl CgroupParent {
         let enabled = read_list(&dir.join("cgroup.subtree_control")).unwrap_or_default();
         if let Some(missing) = first_missing(&enabled) {
             return Err(format!(
-                "cgroup v2 {missing} controller not enabled for sub-cgroups of {} (its cgroup.subtree_control lacks it)",
+                "cgroup v2 {missing} controller not enabled for sub-cgroups of {}: its cgroup.subtree_control lacks it",
                 dir.display()
             ));
         }
@@ -93,7 +93,13 @@ pub(crate) fn locate(own: &str, mountinfo: &str) -> Result<PathBuf, String> {
         .ok_or("cgroup v2 is not mounted")?;
     // Inside a cgroup namespace the mount's root may be below the hierarchy's root.
     let below = path.strip_prefix(root.as_str()).unwrap_or(path);
-    Ok(Path::new(&mount).join(below.trim_start_matches('/')))
+    let below = below.trim_start_matches('/');
+    let mount = PathBuf::from(mount);
+    Ok(if below.is_empty() {
+        mount
+    } else {
+        mount.join(below)
+    })
 }
 
 /// `(root, mount point)` of a cgroup2 line of mountinfo.

@@ -465,13 +465,11 @@ impl Member {
     /// Resolves once the sandbox was stopped by a budget, with the reason.
     pub(crate) async fn stopped(&self) -> Stopped {
         let mut reason = self.state.reason.subscribe();
-        match reason.wait_for(Option::is_some).await {
-            Ok(r) => match *r {
-                Some(why) => why,
-                None => std::future::pending().await,
-            },
-            // The sender lives in `self.state`, as long as we do.
-            Err(_) => std::future::pending().await,
+        let seen = reason.wait_for(Option::is_some).await.ok().and_then(|r| *r);
+        match seen {
+            Some(why) => why,
+            // The sender lives in `self.state`, as long as we do: not reached.
+            None => std::future::pending().await,
         }
     }
 
