@@ -54,7 +54,7 @@ pub enum AppError {
     NoModel { settings_path: PathBuf },
     #[error("cannot use the configured model")]
     Client(#[source] deepsolve_llm::ClientError),
-    #[error("tools.sandbox is `bwrap`, but {0}")]
+    #[error("sandbox.backend is `bwrap`, but {0}")]
     SandboxRequired(#[source] SandboxError),
     #[error("tools.enabled: {0}")]
     Enabled(#[source] ToolRequestError),
@@ -139,7 +139,7 @@ impl AppBuilder {
     }
 
     /// Everything from the loaded settings: the main client (an error without a model), the
-    /// reasoning client, and the sandbox (detected now; an error only when `tools.sandbox:
+    /// reasoning client, and the sandbox (detected now; an error only when `sandbox.backend:
     /// bwrap` requires one that does not work).
     pub async fn from_settings(loaded: &Loaded) -> Result<Self, AppError> {
         let main = main_client(loaded)?;

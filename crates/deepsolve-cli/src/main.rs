@@ -99,6 +99,8 @@ enum Command {
         action: users_cmd::UsersAction,
         #[command(flatten)]
         database: serve::DatabaseArgs,
+        #[command(flatten)]
+        config: ConfigArgs,
     },
 }
 
@@ -120,7 +122,11 @@ fn main() -> ExitCode {
             Command::Settings { action, config } => settings_cmd::run(action, &config),
             Command::Doctor { config } => doctor::run(&config).await,
             Command::Serve(args) => serve::run(args).await,
-            Command::Users { action, database } => users_cmd::run(action, &database).await,
+            Command::Users {
+                action,
+                database,
+                config,
+            } => users_cmd::run(action, &database, &config).await,
         }
     });
     match result {

@@ -86,14 +86,17 @@ impl Sandbox {
             None => None,
         };
         let (spawned, member) = self
-            .spawn(Launch {
-                argv,
-                workspace: workspace.as_deref(),
-                limits: &limits,
-                cpu_s: timeout.as_secs() + 1,
-                control: None,
-                cgroup: None,
-            })
+            .spawn(
+                Launch {
+                    argv,
+                    workspace: workspace.as_deref(),
+                    limits: &limits,
+                    cpu_s: timeout.as_secs() + 1,
+                    control: None,
+                    cgroup: None,
+                },
+                true,
+            )
             .map_err(SandboxError::Spawn)?;
         let mut run = Run {
             member,

@@ -11,6 +11,8 @@ use deepsolve_store::Store;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::AuthMode;
+use crate::cors::CorsOrigins;
+use crate::listener::ConnectionLimits;
 use crate::metrics::Metrics;
 use crate::writer::EventWriter;
 
@@ -38,6 +40,10 @@ pub struct ServerConfig {
     pub max_artifact_bytes: u64,
     /// The settings file `PUT /api/v1/capabilities/settings` writes (`None`: read-only).
     pub settings_path: Option<PathBuf>,
+    /// Header, body and idle timeouts and the connection cap.
+    pub limits: ConnectionLimits,
+    /// Browser origins allowed to call the API (none: no CORS headers at all).
+    pub cors_origins: CorsOrigins,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +59,8 @@ impl Default for ServerConfig {
             workspace_root: None,
             max_artifact_bytes: 20 * 1024 * 1024,
             settings_path: None,
+            limits: ConnectionLimits::default(),
+            cors_origins: CorsOrigins::default(),
         }
     }
 }

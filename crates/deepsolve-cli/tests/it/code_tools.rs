@@ -1,7 +1,9 @@
 //! The code tools through the real `deepsolve` binary against the mock model: a three-step
 //! sympy solve whose names carry from step to step and whose plot comes back as a PNG
-//! artifact the CLI lists; no secret of ours reaches the code; and fail-closed when no
-//! sandbox backend works.
+//! artifact the CLI lists; no secret of ours reaches the code and its `ptrace` is refused (the
+//! seccomp filter); each turn's budgets from the settings file, each stop named in the result;
+//! fail-closed when no sandbox backend works; and the loudly warned opt-outs
+//! (`sandbox.backend: none`, `sandbox.seccomp: false`).
 
 use std::path::{Path, PathBuf};
 
@@ -185,8 +187,9 @@ fn json_events_carry_the_artifacts_and_no_secret_reaches_the_code() {
             return Reply::text("done");
         };
         if req.work_results_for(step).is_empty() {
+            // Also what the seccomp filter says to ptrace(PTRACE_TRACEME): EPERM (errno 1).
             let code = format!(
-                "# {}\nimport os\nopen('env.txt', 'w').write(repr(dict(os.environ)))\nprint(sorted(os.environ))",
+                "# {}\nimport os\nopen('env.txt', 'w').write(repr(dict(os.environ)))\nprint(sorted(os.environ))\nimport ctypes, platform\nlibc = ctypes.CDLL(None, use_errno=True)\nnr = {{'x86_64': 101, 'aarch64': 117}}[platform.machine()]\nprint('ptrace', libc.syscall(nr, 0, 0, 0, 0), ctypes.get_errno())",
                 step.key()
             );
             return Reply::calls(vec![("code_execution", json!({"code": code}))]);
@@ -247,6 +250,149 @@ fn json_events_carry_the_artifacts_and_no_secret_reaches_the_code() {
         );
     }
     assert!(seen.contains("MPLBACKEND"));
+    let content = result["content"].as_str().unwrap();
+    assert!(content.contains("ptrace -1 1\n"), "{content}");
+}
+
+/// One work call per step, in order; then the answer.
+fn budget_breaker(req: &PolicyRequest) -> Reply {
+    const STEPS: [(&str, &str, &str); 4] = [
+        (
+            "hold more memory than the turn may",
+            "code_execution",
+            "import os, time\nkids = []\nfor _ in range(3):\n    pid = os.fork()\n    if pid == 0:\n        b = bytearray(200 << 20)\n        for i in range(0, len(b), 4096):\n            b[i] = 1\n        time.sleep(60)\n        os._exit(0)\n    kids.append(pid)\nfor pid in kids:\n    os.waitpid(pid, 0)",
+        ),
+        (
+            "start more processes than the turn may",
+            "exec",
+            "for i in $(seq 30); do sleep 60 & done; wait",
+        ),
+        (
+            "write more than the workspace may hold",
+            "exec",
+            "for i in 1 2 3 4 5 6 7 8; do head -c 10M /dev/zero > fill_$i; done",
+        ),
+        (
+            "compute within the limits",
+            "code_execution",
+            "import numpy as np\nint(np.arange(10).sum())",
+        ),
+    ];
+    let Some(plan) = req.plan() else {
+        let steps: Vec<Value> = STEPS
+            .iter()
+            .map(|(goal, ..)| json!({"goal": goal}))
+            .collect();
+        return Reply::calls(vec![(
+            "solve_plan",
+            json!({"analysis": "try every limit, then work within them", "steps": steps}),
+        )]);
+    };
+    let Some(step) = plan.current() else {
+        return Reply::text("Every limit held.");
+    };
+    let index = plan.steps.iter().position(|s| s.id == step.id).unwrap_or(0);
+    let (_, tool, code) = STEPS[index.min(STEPS.len() - 1)];
+    if req.work_results_for(step).is_empty() {
+        // The step's key in a comment tells the policy which step a result belongs to.
+        let tagged = format!("# {}\n{code}", step.key());
+        let args = match tool {
+            "exec" => json!({"command": tagged}),
+            _ => json!({"code": tagged}),
+        };
+        return Reply::calls(vec![(tool, args)]);
+    }
+    Reply::calls(vec![(
+        "solve_finish_step",
+        json!({"step_id": step.id, "summary": "tried"}),
+    )])
+}
+
+#[test]
+fn the_settings_files_budgets_stop_each_call_that_exceeds_them_and_say_which() {
+    let server = MockServer::policy(FnPolicy(budget_breaker));
+    let env = Env::new();
+    std::fs::write(
+        &env.config,
+        "sandbox:\n  memory_mb: 256\n  max_processes: 16\n  workspace_mb: 64\n  workspace_files: 1000\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = env
+        .cmd(&server)
+        .arg("Find the sandbox's limits.")
+        .output()
+        .expect("run deepsolve");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    server.assert_clean();
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    // Each work result once, in call order (finished steps are folded out of later requests).
+    let mut results: Vec<(String, String)> = Vec::new();
+    for result in server
+        .policy_requests()
+        .iter()
+        .flat_map(|r| r.tool_results())
+    {
+        let work = matches!(result.name.as_deref(), Some("code_execution" | "exec"));
+        if work && !results.iter().any(|(id, _)| *id == result.call_id) {
+            results.push((result.call_id, result.content));
+        }
+    }
+    let content = |i: usize| results.get(i).map(|r| r.1.as_str()).unwrap_or_default();
+    assert!(
+        content(0)
+            .starts_with("[status] stopped: the turn's code used more memory than its budget (")
+            && content(0).contains("the budget is 256 MiB")
+            && content(0).contains("The interpreter was killed"),
+        "{results:?}"
+    );
+    assert!(
+        content(1).starts_with("[status] stopped: the turn's code reached its limit of 16 processes and threads at once. The command and everything it started were killed."),
+        "{results:?}"
+    );
+    assert!(
+        content(2).starts_with("[status] stopped: the workspace grew past its quota of 64 MiB ("),
+        "{results:?}"
+    );
+    assert!(
+        content(3).starts_with("[note] The Python interpreter was restarted (the previous call was stopped: the turn's memory budget of 256 MiB was exceeded")
+            && content(3).ends_with("[value]\n45"),
+        "{results:?}"
+    );
+    let on_disk: u64 = std::fs::read_dir(env.workspace())
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    assert!(on_disk < 80 << 20, "{on_disk} bytes in the workspace");
+
+    // The doctor says what holds each budget, and why no cgroup does it here.
+    let doctor = env
+        .command()
+        .args(["doctor", "--base-url", &server.url(), "--model", "m"])
+        .output()
+        .expect("run doctor");
+    let doctor = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        doctor.contains("memory budget: 256 MiB per turn, watchdog (")
+            || doctor.contains("memory budget: 256 MiB per turn, cgroup v2 memory.max"),
+        "{doctor}"
+    );
+    assert!(
+        doctor.contains("process budget: 16 processes and threads per turn"),
+        "{doctor}"
+    );
+    assert!(
+        doctor.contains("workspace quota: 64 MiB and 1000 files per turn"),
+        "{doctor}"
+    );
 }
 
 fn broken_bwrap(dir: &Path) -> PathBuf {
@@ -305,13 +451,13 @@ fn without_a_working_sandbox_the_code_tools_are_not_mounted() {
         .cmd(&server)
         .env("DEEPSOLVE_BWRAP", &bwrap)
         .env("PATH", "/nonexistent")
-        .args(["--set", "tools.sandbox=bwrap", "Solve x + 1 = 3."])
+        .args(["--set", "sandbox.backend=bwrap", "Solve x + 1 = 3."])
         .output()
         .expect("run deepsolve");
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("tools.sandbox is `bwrap`, but bubblewrap cannot create a sandbox here")
+            .contains("sandbox.backend is `bwrap`, but bubblewrap cannot create a sandbox here")
     );
 
     // The doctor says exactly why.
@@ -326,6 +472,7 @@ fn without_a_working_sandbox_the_code_tools_are_not_mounted() {
     assert!(stdout.contains("code tools are off (not mounted): bubblewrap cannot create a sandbox here: bwrap: No permissions"), "{stdout}");
 }
 
+/// Also through the deprecated spelling `tools.sandbox`, which still counts, with a warning.
 #[test]
 fn sandbox_none_runs_with_a_loud_warning() {
     let server = MockServer::policy(WellBehaved::new(1).with_work_tool(Some("exec")));
@@ -339,10 +486,58 @@ fn sandbox_none_runs_with_a_loud_warning() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
         stderr.contains(
-            "WARNING: tools.sandbox is `none`: model-written code runs WITHOUT isolation"
+            "WARNING: sandbox.backend is `none`: model-written code runs WITHOUT isolation"
         ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("tools.sandbox is deprecated; write sandbox.backend instead (in --set"),
         "{stderr}"
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("\"name\":\"exec\""), "{stdout}");
+}
+
+#[test]
+fn seccomp_off_runs_without_the_filter_with_a_loud_warning() {
+    let server = MockServer::policy(WellBehaved::new(1).with_work_tool(Some("exec")));
+    let env = Env::new();
+    let out = env
+        .cmd(&server)
+        .args([
+            "--set",
+            "sandbox.seccomp=false",
+            "--json",
+            "Solve x + 1 = 3.",
+        ])
+        .output()
+        .expect("run deepsolve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("WARNING: sandbox.seccomp is false: model-written code may call ptrace"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("\"name\":\"exec\""),
+        "still sandboxed: {stdout}"
+    );
+
+    // The doctor shows the filter's state either way.
+    let doctor = |seccomp: &str| {
+        let out = env
+            .command()
+            .args(["doctor", "--base-url", &server.url(), "--model", "m"])
+            .args(["--set", &format!("sandbox.seccomp={seccomp}")])
+            .output()
+            .expect("run doctor");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let off = doctor("false");
+    assert!(off.contains("NO seccomp filter"), "{off}");
+    assert!(off.contains("sandbox.seccomp is false"), "{off}");
+    let on = doctor("true");
+    assert!(on.contains("seccomp filter on"), "{on}");
+    assert!(!on.contains("sandbox.seccomp is false"), "{on}");
 }

@@ -5,6 +5,7 @@
 
 mod cli;
 mod code_tools;
+mod connections;
 mod did_you_mean;
 mod protocols;
 mod serve;

@@ -12,7 +12,11 @@
 //!   symlink) as often as its size allows, and every call's end walks it once more, so even a
 //!   call too short for the watcher is judged.
 //!
-//! A stopped call learns why through its [`Member`], and reports a [`Stopped`].
+//! A stop goes to a sandbox that is running a call (an `exec`, or the interpreter during a
+//! cell) — the largest, for memory and tasks; every one, for the workspace — and only when
+//! none is (a background process) to any: an idle interpreter keeps its names when another
+//! call pushes the turn over. A stopped call learns why through its [`Member`], and reports a
+//! [`Stopped`].
 
 mod cgroup;
 mod procfs;
@@ -269,7 +273,9 @@ impl TurnBudget {
     }
 
     /// Watch the sandbox whose root process (our child, un-reaped) is `root`.
-    pub(crate) fn join(self: &Arc<Self>, root: i32) -> std::io::Result<Member> {
+    /// `busy`: whether it runs a call from the start (an `exec` does; an interpreter only
+    /// while a cell runs, see [`Member::set_busy`]).
+    pub(crate) fn join(self: &Arc<Self>, root: i32, busy: bool) -> std::io::Result<Member> {
         let pid = rustix::process::Pid::from_raw(root)
             .ok_or_else(|| std::io::Error::other("the sandbox has no pid"))?;
         let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
@@ -279,6 +285,7 @@ impl TurnBudget {
             pidfd,
             init: OnceLock::new(),
             tmpfs: AtomicU64::new(0),
+            busy: AtomicBool::new(busy),
             reason: watch::Sender::new(None),
             exited: AtomicBool::new(false),
         });
@@ -315,9 +322,14 @@ impl TurnBudget {
             .collect()
     }
 
+    /// Stop the sandboxes running a call, or, when none is, every live one.
     fn stop_all(&self, why: Stopped) {
-        for member in self.live_members() {
-            member.stop(why);
+        let live = self.live_members();
+        let busy = live.iter().any(|m| m.busy.load(Ordering::Relaxed));
+        for member in live {
+            if !busy || member.busy.load(Ordering::Relaxed) {
+                member.stop(why);
+            }
         }
     }
 
@@ -339,13 +351,33 @@ impl TurnBudget {
     /// Walk the workspace now and stop the turn's sandboxes if it is over its quota.
     fn check_workspace(&self) -> Option<Stopped> {
         let ws = self.workspace.as_ref()?;
+        let previous = self
+            .quota
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .previous;
+        // Past both the limit and the last count, the verdict is known: stop counting there,
+        // so a walk costs about the limit's worth of entries, not whatever the code made.
+        let decided = previous
+            .entries
+            .max(self.limits.workspace_files)
+            .min(self.limits.walk_cap());
         let started = Instant::now();
-        let usage = Usage::of(ws, self.limits.walk_cap());
+        let usage = Usage::of(ws, decided);
         let cost = started.elapsed();
         let mut quota = self.quota.lock().unwrap_or_else(|e| e.into_inner());
         let why = quota_verdict(&self.limits, quota.previous, usage);
-        quota.previous = usage;
-        quota.next_walk = Instant::now() + watchdog::walk_interval(cost);
+        let growing = usage.entries > previous.entries || usage.bytes > previous.bytes;
+        quota.previous = if usage.entries > decided {
+            // A partial count: its bytes are a floor, never a shrink to grow back from.
+            Usage {
+                bytes: usage.bytes.max(previous.bytes),
+                ..usage
+            }
+        } else {
+            usage
+        };
+        quota.next_walk = Instant::now() + watchdog::walk_interval(cost, growing);
         drop(quota);
         if let Some(why) = why {
             self.stop_all(why);
@@ -379,6 +411,8 @@ struct MemberState {
     init: OnceLock<Init>,
     /// Bytes in its private tmpfs at the last reading.
     tmpfs: AtomicU64,
+    /// Whether it is running a call (budget stops go to such sandboxes first).
+    busy: AtomicBool,
     reason: watch::Sender<Option<Stopped>>,
     exited: AtomicBool,
 }
@@ -482,6 +516,11 @@ impl Member {
         }
     }
 
+    /// Whether the sandbox is running a call now.
+    pub(crate) fn set_busy(&self, busy: bool) {
+        self.state.busy.store(busy, Ordering::Relaxed);
+    }
+
     /// Why the sandbox was stopped, if it was.
     pub(crate) fn reason(&self) -> Option<Stopped> {
         *self.state.reason.borrow()
@@ -520,10 +559,12 @@ pub(crate) struct Share {
     /// RSS of its processes (or PSS, once confirmed) plus its private tmpfs, bytes.
     pub memory: u64,
     pub tasks: u64,
+    /// It is running a call.
+    pub busy: bool,
 }
 
-/// The process budget: the sandbox with the most tasks goes when the turn's total reaches
-/// the limit (within one sandbox, its RLIMIT_NPROC stops forks right there, so a fork storm
+/// The process budget: the sandbox with the most tasks (of those running a call, if any is)
+/// goes when the turn's total reaches the limit (within one sandbox, its RLIMIT_NPROC stops forks right there, so a fork storm
 /// is named rather than left spinning against the limit).
 pub(crate) fn tasks_verdict(limits: &TurnLimits, shares: &[Share]) -> Option<(usize, Stopped)> {
     let total: u64 = shares.iter().map(|s| s.tasks).sum();
@@ -539,7 +580,8 @@ pub(crate) fn tasks_verdict(limits: &TurnLimits, shares: &[Share]) -> Option<(us
     ))
 }
 
-/// The memory budget: the sandbox using the most goes when the turn's total is over it.
+/// The memory budget: the sandbox using the most (of those running a call, if any is) goes
+/// when the turn's total is over it.
 pub(crate) fn memory_verdict(limits: &TurnLimits, shares: &[Share]) -> Option<(usize, Stopped)> {
     let total: u64 = shares.iter().map(|s| s.memory).sum();
     if total <= limits.memory_bytes {
@@ -556,7 +598,10 @@ pub(crate) fn memory_verdict(limits: &TurnLimits, shares: &[Share]) -> Option<(u
 }
 
 fn largest(shares: &[Share], key: impl Fn(&Share) -> u64) -> Option<usize> {
-    (0..shares.len()).max_by_key(|&i| key(&shares[i]))
+    let any_busy = shares.iter().any(|s| s.busy);
+    (0..shares.len())
+        .filter(|&i| shares[i].busy || !any_busy)
+        .max_by_key(|&i| key(&shares[i]))
 }
 
 /// Growth in allocated bytes smaller than this is not growth: the filesystem itself adjusts a
@@ -619,6 +664,14 @@ mod tests {
         Share {
             memory: memory_mb * MIB,
             tasks,
+            busy: false,
+        }
+    }
+
+    fn busy(share: Share) -> Share {
+        Share {
+            busy: true,
+            ..share
         }
     }
 
@@ -637,6 +690,9 @@ mod tests {
             ))
         );
         assert_eq!(memory_verdict(&LIMITS, &shares[..1]), None);
+        // A call that pushes the turn over goes, not the larger idle interpreter.
+        let pushed = [share(180, 3), busy(share(100, 5))];
+        assert!(matches!(memory_verdict(&LIMITS, &pushed), Some((1, _))));
         assert_eq!(memory_verdict(&LIMITS, &[share(256, 1)]), None);
         assert_eq!(memory_verdict(&LIMITS, &[]), None);
     }
@@ -647,6 +703,10 @@ mod tests {
         assert_eq!(
             tasks_verdict(&LIMITS, &[share(1, 40), share(1, 24)]),
             Some((0, Stopped::ProcessBudget { limit: 64 }))
+        );
+        assert_eq!(
+            tasks_verdict(&LIMITS, &[share(1, 40), busy(share(1, 24))]),
+            Some((1, Stopped::ProcessBudget { limit: 64 }))
         );
     }
 

@@ -26,8 +26,10 @@ pub(crate) const TICK: Duration = Duration::from_millis(10);
 const TMPFS_EVERY: u64 = 5;
 /// The watcher never walks one workspace more often than this…
 const MIN_WALK_INTERVAL: Duration = Duration::from_millis(20);
-/// …nor spends more than a tenth of its time walking it…
-const WALK_COST_FACTOR: u32 = 10;
+/// …nor spends more than a fifth of its time walking it (a third, while it grows: the code
+/// in it is writing, and the quota must catch up with it)…
+const WALK_COST_FACTOR: u32 = 5;
+const GROWING_WALK_COST_FACTOR: u32 = 2;
 /// …nor waits longer than this between two walks.
 const MAX_WALK_INTERVAL: Duration = Duration::from_millis(500);
 
@@ -79,9 +81,15 @@ pub(super) fn retire(cgroup: TurnCgroup) {
     }
 }
 
-/// How long the watcher waits before walking a workspace again, given the last walk's cost.
-pub(super) fn walk_interval(cost: Duration) -> Duration {
-    (cost * WALK_COST_FACTOR).clamp(MIN_WALK_INTERVAL, MAX_WALK_INTERVAL)
+/// How long the watcher waits before walking a workspace again, given the last walk's cost
+/// and whether the workspace grew since the walk before.
+pub(super) fn walk_interval(cost: Duration, growing: bool) -> Duration {
+    let factor = if growing {
+        GROWING_WALK_COST_FACTOR
+    } else {
+        WALK_COST_FACTOR
+    };
+    (cost * factor).clamp(MIN_WALK_INTERVAL, MAX_WALK_INTERVAL)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -174,7 +182,7 @@ impl TurnBudget {
             .iter()
             .map(|(_, t)| Share {
                 memory: procfs::tree_pss(&t.procs) + t.tmpfs,
-                tasks: t.share.tasks,
+                ..t.share
             })
             .collect();
         if let Some((worst, why)) = memory_verdict(&self.limits, &confirmed) {
@@ -230,6 +238,7 @@ impl MemberState {
             share: Share {
                 memory: sample.rss_bytes + tmpfs,
                 tasks: sample.tasks,
+                busy: self.busy.load(Ordering::Relaxed),
             },
             procs: sample.procs,
             tmpfs,
@@ -275,11 +284,18 @@ mod tests {
 
     #[test]
     fn walks_are_paced_by_their_cost() {
-        assert_eq!(walk_interval(Duration::ZERO), MIN_WALK_INTERVAL);
+        assert_eq!(walk_interval(Duration::ZERO, false), MIN_WALK_INTERVAL);
         assert_eq!(
-            walk_interval(Duration::from_millis(8)),
+            walk_interval(Duration::from_millis(8), false),
+            Duration::from_millis(40)
+        );
+        assert_eq!(
+            walk_interval(Duration::from_millis(40), true),
             Duration::from_millis(80)
         );
-        assert_eq!(walk_interval(Duration::from_secs(2)), MAX_WALK_INTERVAL);
+        assert_eq!(
+            walk_interval(Duration::from_secs(2), true),
+            MAX_WALK_INTERVAL
+        );
     }
 }

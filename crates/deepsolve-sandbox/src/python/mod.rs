@@ -176,14 +176,17 @@ impl Sandbox {
         let (rep_r, rep_w) = std::io::pipe()?;
         let limits = self.limits().clone();
         let (spawned, member) = self
-            .spawn(Launch {
-                argv,
-                workspace: Some(&workspace),
-                limits: &limits,
-                cpu_s: limits.interpreter_cpu_s,
-                control: Some((req_r.into(), rep_w.into())),
-                cgroup: None,
-            })
+            .spawn(
+                Launch {
+                    argv,
+                    workspace: Some(&workspace),
+                    limits: &limits,
+                    cpu_s: limits.interpreter_cpu_s,
+                    control: Some((req_r.into(), rep_w.into())),
+                    cgroup: None,
+                },
+                false,
+            )
             .map_err(SandboxError::Spawn)?;
         let mut interp = Interpreter {
             child: spawned.child,
@@ -266,6 +269,7 @@ impl Interpreter {
             return Err(SandboxError::Dead);
         }
         self.busy = true;
+        self.member.set_busy(true);
         let started = Instant::now();
         let mut cell = Cell {
             out: Capture::new(self.output_bytes),
@@ -295,6 +299,7 @@ impl Interpreter {
         self.stdout.drain_into(&mut cell.out, FINAL_DRAIN)?;
         self.stderr.drain_into(&mut cell.err, FINAL_DRAIN)?;
         self.busy = false;
+        self.member.set_busy(false);
         let reply = reply.unwrap_or(Reply {
             id: Some(id),
             status: String::new(),
@@ -415,6 +420,7 @@ impl Interpreter {
     /// Stop the interpreter and its whole sandbox now.
     pub async fn shutdown(&mut self) {
         self.busy = false;
+        self.member.set_busy(false);
         self.kill().await;
     }
 

@@ -82,7 +82,8 @@ async fn the_interpreter_and_a_command_of_the_same_turn_share_one_budget() {
     assert_eq!(held.status, CellStatus::Ok, "{held:?}");
     assert_eq!(py.stopped_by(), None);
     // Alone, this command is well within the budget; with the interpreter's 170 MB the turn
-    // is not, and the larger of the two goes.
+    // is not. The command pushed it over, so the command goes; the idle interpreter keeps
+    // its names.
     let shell = sh(
         &sb,
         &ws,
@@ -90,14 +91,29 @@ async fn the_interpreter_and_a_command_of_the_same_turn_share_one_budget() {
         Duration::from_secs(20),
     )
     .await;
-    assert!(shell.success(), "{shell:?}");
     assert!(
         matches!(
-            py.stopped_by(),
-            Some(Stopped::MemoryBudget { limit_mb: 256, .. })
+            shell.exit,
+            ExitKind::Stopped(Stopped::MemoryBudget { limit_mb: 256, .. })
         ),
-        "{:?}",
-        py.stopped_by()
+        "{shell:?}"
+    );
+    assert!(!shell.stdout.text.contains("command done"));
+    assert_eq!(py.stopped_by(), None);
+    let kept = cell(&mut py, "len(held) >> 20").await;
+    assert_eq!(kept.value.as_deref(), Some("170"), "{kept:?}");
+    // The interpreter itself growing past the budget in a cell is stopped, of course.
+    let more = cell(
+        &mut py,
+        "more = bytearray(120 << 20)\nfor i in range(0, len(more), 4096):\n    more[i] = 1",
+    )
+    .await;
+    assert!(
+        matches!(
+            more.status,
+            CellStatus::Stopped(Stopped::MemoryBudget { limit_mb: 256, .. })
+        ),
+        "{more:?}"
     );
     assert!(!py.is_alive());
     // A turn of its own (another workspace) has a budget of its own.

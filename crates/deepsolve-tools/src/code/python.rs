@@ -158,15 +158,34 @@ impl CodeExecutionTool {
                 self.start(workspace.to_path_buf())
             }
         };
-        match handle.await {
-            Ok(Ok(interp)) => Ok(interp),
-            Ok(Err(e)) => Err(ToolError::internal(format!(
-                "the Python sandbox did not start: {e}"
-            ))),
-            Err(e) => Err(ToolError::internal(format!(
-                "the Python sandbox did not start: {e}"
-            ))),
+        let interp = started(handle).await?;
+        if interp.is_alive() {
+            return Ok(interp);
         }
+        // Started ahead, then stopped while it waited for this call: the turn's other code
+        // pushed the turn over a budget. Once more, fresh.
+        if let Some(why) = interp.stopped_by() {
+            slot.lost
+                .get_or_insert_with(|| format!("stopped between calls: {why}"));
+        }
+        started(self.start(workspace.to_path_buf())).await
+    }
+}
+
+/// The interpreter a start task produced, or why there is none.
+async fn started(handle: Starting) -> Result<Interpreter, ToolError> {
+    match handle.await {
+        Ok(Ok(interp)) => Ok(interp),
+        // Not the tool's fault, and the model can act on it (use less, clean up).
+        Ok(Err(SandboxError::Budget(why))) => Err(ToolError::actionable(format!(
+            "the Python sandbox was stopped while starting: {why}"
+        ))),
+        Ok(Err(e)) => Err(ToolError::internal(format!(
+            "the Python sandbox did not start: {e}"
+        ))),
+        Err(e) => Err(ToolError::internal(format!(
+            "the Python sandbox did not start: {e}"
+        ))),
     }
 }
 
