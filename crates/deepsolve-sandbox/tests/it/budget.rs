@@ -56,6 +56,11 @@ async fn children_that_together_exceed_the_memory_budget_are_stopped_and_the_hos
     assert!(started.elapsed() < Duration::from_secs(10));
     assert!(!out.stdout.text.contains("all done"));
     let drop_mb = before.saturating_sub(lowest) / MIB;
+    // `cargo test -p deepsolve-sandbox --test it -- --nocapture budget::children` shows it.
+    println!(
+        "budget {budget_mb} MiB: stopped at {used_mb} MiB after {:?}; the host's MemAvailable fell by at most {drop_mb} MiB",
+        started.elapsed()
+    );
     assert!(
         drop_mb <= 2 * budget_mb,
         "the host lost {drop_mb} MiB of available memory"
