@@ -265,12 +265,12 @@ fn budget_breaker(req: &PolicyRequest) -> Reply {
         (
             "start more processes than the turn may",
             "exec",
-            "for i in $(seq 30); do sleep 60 & done; wait",
+            "for i in $(seq 30); do sleep 60 & sleep 0.05; done; wait",
         ),
         (
             "write more than the workspace may hold",
             "exec",
-            "for i in 1 2 3 4 5 6 7 8; do head -c 10M /dev/zero > fill_$i; done",
+            "for i in $(seq 30); do head -c 10M /dev/zero > fill_$i; done",
         ),
         (
             "compute within the limits",
@@ -371,7 +371,8 @@ fn the_settings_files_budgets_stop_each_call_that_exceeds_them_and_say_which() {
         .filter_map(|e| e.metadata().ok())
         .map(|m| m.len())
         .sum();
-    assert!(on_disk < 80 << 20, "{on_disk} bytes in the workspace");
+    // Stopped while it ran: far from the 300 MiB the command meant to write.
+    assert!(on_disk < 200 << 20, "{on_disk} bytes in the workspace");
 
     // The doctor says what holds each budget, and why no cgroup does it here.
     let doctor = env

@@ -333,23 +333,32 @@ impl TurnBudget {
         }
     }
 
-    /// With a cgroup: act on what the kernel did since the last look (an OOM kill, a refused
-    /// fork), naming it for every live sandbox of the turn.
-    fn check_cgroup(&self) -> Option<Stopped> {
+    /// With a cgroup: what the kernel did since the last look (an OOM kill, a refused fork).
+    fn cgroup_events(&self) -> Option<Stopped> {
         let cgroup = self.cgroup.as_ref()?;
         let now = cgroup.events();
         let mut seen = self.events.lock().unwrap_or_else(|e| e.into_inner());
         let why = cgroup_verdict(&self.limits, *seen, now);
         *seen = now;
-        drop(seen);
-        if let Some(why) = why {
-            self.stop_all(why);
-        }
         why
     }
 
+    /// Name what the kernel did for the turn's sandboxes.
+    fn check_cgroup(&self) {
+        if let Some(why) = self.cgroup_events() {
+            self.stop_all(why);
+        }
+    }
+
     /// Walk the workspace now and stop the turn's sandboxes if it is over its quota.
-    fn check_workspace(&self) -> Option<Stopped> {
+    fn check_workspace(&self) {
+        if let Some(why) = self.workspace_verdict() {
+            self.stop_all(why);
+        }
+    }
+
+    /// Walk the workspace now: whether it is over its quota (see [`quota_verdict`]).
+    fn workspace_verdict(&self) -> Option<Stopped> {
         let ws = self.workspace.as_ref()?;
         let previous = self
             .quota
@@ -365,8 +374,11 @@ impl TurnBudget {
         let started = Instant::now();
         let usage = Usage::of(ws, decided);
         let cost = started.elapsed();
+        // While a sandbox stopped for this turn is still dying, growth may be its last
+        // writes: it is recorded, not held against the others.
+        let dying = self.lock_members().iter().any(|m| m.is_dying());
         let mut quota = self.quota.lock().unwrap_or_else(|e| e.into_inner());
-        let why = quota_verdict(&self.limits, quota.previous, usage);
+        let why = quota_verdict(&self.limits, quota.previous, usage).filter(|_| !dying);
         let growing = usage.entries > previous.entries || usage.bytes > previous.bytes;
         quota.previous = if usage.entries > decided {
             // A partial count: its bytes are a floor, never a shrink to grow back from.
@@ -378,10 +390,6 @@ impl TurnBudget {
             usage
         };
         quota.next_walk = Instant::now() + watchdog::walk_interval(cost, growing);
-        drop(quota);
-        if let Some(why) = why {
-            self.stop_all(why);
-        }
         why
     }
 
@@ -433,6 +441,11 @@ impl MemberState {
             self.exited.store(true, Ordering::Relaxed);
         }
         exited
+    }
+
+    /// Stopped by a budget, but not gone yet.
+    fn is_dying(&self) -> bool {
+        self.reason.borrow().is_some() && !self.is_gone()
     }
 
     /// Whether nothing of the sandbox is left: its namespace's init has exited (or, when it
@@ -529,16 +542,16 @@ impl Member {
     /// At the end of a call: the last word on whether a budget stopped it. Besides what the
     /// watchdog already decided, the cgroup's events and one more walk of the workspace are
     /// judged now, so a call too short for the watcher's next walk is held to the quota too.
+    /// The verdict is this call's alone: the turn's other sandboxes are the watchdog's to judge.
     pub(crate) fn settle(&self) -> Option<Stopped> {
         if let Some(why) = self.reason() {
             return Some(why);
         }
-        if let Some(why) = self
+        let why = self
             .turn
-            .check_cgroup()
-            .or_else(|| self.turn.check_workspace())
-        {
-            // Whether it was live or not, this call is the one that ends over budget.
+            .cgroup_events()
+            .or_else(|| self.turn.workspace_verdict());
+        if let Some(why) = why {
             self.state.stop(why);
         }
         self.reason()
