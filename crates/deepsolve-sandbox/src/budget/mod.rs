@@ -286,6 +286,7 @@ impl TurnBudget {
             init: OnceLock::new(),
             tmpfs: AtomicU64::new(0),
             busy: AtomicBool::new(busy),
+            settled: AtomicBool::new(false),
             reason: watch::Sender::new(None),
             exited: AtomicBool::new(false),
         });
@@ -296,9 +297,9 @@ impl TurnBudget {
         })
     }
 
-    /// The quota judges growth from here on: what the workspace holds as a sandbox joins is
-    /// not its doing (a workspace the turn found over quota, or the last writes of a sandbox
-    /// killed for it).
+    /// The quota judges growth from here on, as a sandbox joins or leaves: what the workspace
+    /// holds then is not the doing of the sandboxes that go on (a workspace the turn found over
+    /// quota, or the last writes of a sandbox killed for it).
     fn rebaseline(&self) {
         if let Some(ws) = &self.workspace {
             let usage = Usage::of(ws, self.limits.walk_cap());
@@ -371,12 +372,14 @@ impl TurnBudget {
             .entries
             .max(self.limits.workspace_files)
             .min(self.limits.walk_cap());
+        // A sandbox stopped for this turn may still be writing its last bytes while it dies:
+        // until it is gone, and in the walk right after, growth is recorded, not held
+        // against the others.
+        let settling = self.lock_members().iter().any(|m| m.settling());
         let started = Instant::now();
         let usage = Usage::of(ws, decided);
         let cost = started.elapsed();
-        // While a sandbox stopped for this turn is still dying, growth may be its last
-        // writes: it is recorded, not held against the others.
-        let dying = self.lock_members().iter().any(|m| m.is_dying());
+        let dying = settling || self.lock_members().iter().any(|m| m.settling());
         let mut quota = self.quota.lock().unwrap_or_else(|e| e.into_inner());
         let why = quota_verdict(&self.limits, quota.previous, usage).filter(|_| !dying);
         let growing = usage.entries > previous.entries || usage.bytes > previous.bytes;
@@ -421,6 +424,8 @@ struct MemberState {
     tmpfs: AtomicU64,
     /// Whether it is running a call (budget stops go to such sandboxes first).
     busy: AtomicBool,
+    /// Stopped and gone, and a walk has since recorded what it left.
+    settled: AtomicBool,
     reason: watch::Sender<Option<Stopped>>,
     exited: AtomicBool,
 }
@@ -443,9 +448,13 @@ impl MemberState {
         exited
     }
 
-    /// Stopped by a budget, but not gone yet.
-    fn is_dying(&self) -> bool {
-        self.reason.borrow().is_some() && !self.is_gone()
+    /// Stopped by a budget and not gone yet — or gone, and this is the first time anyone
+    /// asks (the walk that asks records its last writes as final).
+    fn settling(&self) -> bool {
+        if self.reason.borrow().is_none() {
+            return false;
+        }
+        !self.is_gone() || !self.settled.swap(true, Ordering::Relaxed)
     }
 
     /// Whether nothing of the sandbox is left: its namespace's init has exited (or, when it
@@ -563,6 +572,9 @@ impl Drop for Member {
         self.turn
             .lock_members()
             .retain(|m| !Arc::ptr_eq(m, &self.state));
+        // What it wrote is final now (its owner waited for it to be gone): the others are
+        // judged on growth from here, not on its last writes.
+        self.turn.rebaseline();
     }
 }
 
