@@ -109,8 +109,9 @@ fn preview(models: &[String]) -> String {
 }
 
 /// The code tools' sandbox: which backend isolates model code, or exactly why there is none
-/// (then `code_execution`/`exec` are not mounted), and whether the sandbox's Python has the
-/// maths stack. Unhealthy only when `sandbox.backend: bwrap` is required and missing.
+/// (then `code_execution`/`exec` are not mounted), each turn's budgets and what enforces them
+/// (a cgroup, or the watchdog and why), and whether the sandbox's Python has the maths stack.
+/// Unhealthy only when `sandbox.backend: bwrap` is required and missing.
 async fn sandbox_section(
     settings: &deepsolve_settings::Settings,
 ) -> (bool, Result<Sandbox, Unavailable>) {
@@ -129,6 +130,9 @@ async fn sandbox_section(
         }
     };
     println!("sandbox    {mode}: {}", sandbox.describe());
+    for line in sandbox.describe_budgets() {
+        println!("           {line}");
+    }
     if let Some(warning) = sandbox.warning() {
         warn(&warning);
     }

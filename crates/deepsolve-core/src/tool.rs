@@ -22,6 +22,8 @@ pub struct ToolContext {
     pub user_id: Option<String>,
     pub workspace: Option<PathBuf>,
     pub call_id: String,
+    /// The turn's language: what a tool writes for the model follows it.
+    pub language: Language,
     pub cancel: CancellationToken,
     /// When the engine stops waiting for this call (its timeout, never past the turn's
     /// deadline). A tool that can return partial output should stop a little before it.

@@ -22,4 +22,7 @@ pub enum SandboxError {
     Protocol(String),
     #[error("the Python interpreter is not running (it exited or was stopped)")]
     Dead,
+    /// A budget of the turn stopped the sandbox before it could be used.
+    #[error("{0}")]
+    Budget(crate::budget::Stopped),
 }

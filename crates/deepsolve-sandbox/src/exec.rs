@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::{Member, Stopped};
 use crate::capture::{Capture, Captured};
 use crate::error::SandboxError;
 use crate::launch::{Backend, Launch};
@@ -24,6 +25,8 @@ pub enum ExitKind {
     Exited(i32),
     TimedOut,
     Cancelled,
+    /// A budget of the turn was exceeded: the command and everything it started were killed.
+    Stopped(Stopped),
 }
 
 #[derive(Debug, Clone)]
@@ -43,7 +46,7 @@ impl ExecOutcome {
 }
 
 /// Sets the process limit inside the sandbox's user namespace, then becomes `sh -c COMMAND`
-/// (see `Limits::processes` for why this is not an rlimit set from outside).
+/// (see `Limits::sandbox_nproc` for why this is not an rlimit set from outside).
 const LAUNCHER: &str = "import os, resource, sys\nn = int(sys.argv[1])\nif n > 0:\n    resource.setrlimit(resource.RLIMIT_NPROC, (n, n))\nos.execv('/bin/sh', ['sh', '-c', sys.argv[2]])\n";
 
 impl Sandbox {
@@ -82,16 +85,21 @@ impl Sandbox {
             Some(ws) => Some(self.prepare_workspace(ws)?),
             None => None,
         };
-        let spawned = self
-            .spawn(Launch {
-                argv,
-                workspace: workspace.as_deref(),
-                limits: &limits,
-                cpu_s: timeout.as_secs() + 1,
-                control: None,
-            })
+        let (spawned, member) = self
+            .spawn(
+                Launch {
+                    argv,
+                    workspace: workspace.as_deref(),
+                    limits: &limits,
+                    cpu_s: timeout.as_secs() + 1,
+                    control: None,
+                    cgroup: None,
+                },
+                true,
+            )
             .map_err(SandboxError::Spawn)?;
         let mut run = Run {
+            member,
             child: spawned.child,
             stdout: InPipe::new(spawned.stdout)?,
             stderr: InPipe::new(spawned.stderr)?,
@@ -100,7 +108,16 @@ impl Sandbox {
         };
         let exit = run.pump(started + timeout, cancel).await?;
         let status = run.child.reap().await?;
-        let exit = exit.unwrap_or_else(|| ExitKind::Exited(exit_code(&status)));
+        run.member.gone().await;
+        let exit = match exit {
+            Some(cut @ (ExitKind::Cancelled | ExitKind::Stopped(_))) => cut,
+            // A budget has the last word: a killed sandbox's status (or its running out of
+            // time while the watchdog killed it) is only the symptom.
+            cut => match run.member.settle() {
+                Some(why) => ExitKind::Stopped(why),
+                None => cut.unwrap_or_else(|| ExitKind::Exited(exit_code(&status))),
+            },
+        };
         Ok(ExecOutcome {
             stdout: run.out.finish(),
             stderr: run.err.finish(),
@@ -115,12 +132,13 @@ impl Sandbox {
     fn inner_nproc(&self) -> u64 {
         match self.backend() {
             Backend::Unsandboxed => 0,
-            Backend::Bwrap { .. } => self.limits().processes,
+            Backend::Bwrap { .. } => self.limits().sandbox_nproc(),
         }
     }
 }
 
 struct Run {
+    member: Member,
     child: SandboxChild,
     stdout: InPipe,
     stderr: InPipe,
@@ -148,6 +166,10 @@ impl Run {
                 _ = cancel.cancelled() => {
                     self.stop().await?;
                     return Ok(Some(ExitKind::Cancelled));
+                }
+                why = self.member.stopped() => {
+                    self.stop().await?;
+                    return Ok(Some(ExitKind::Stopped(why)));
                 }
             }
         }

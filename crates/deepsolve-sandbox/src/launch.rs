@@ -202,6 +202,8 @@ pub(crate) struct Launch<'a> {
     pub cpu_s: u64,
     /// Pipes the child gets as fds 3 and 4 (the interpreter's control channel).
     pub control: Option<(OwnedFd, OwnedFd)>,
+    /// The turn's cgroup (its `cgroup.procs`), joined between fork and exec.
+    pub cgroup: Option<PathBuf>,
 }
 
 /// A started process: its handle and the read ends of its stdout and stderr.
@@ -238,7 +240,12 @@ pub(crate) fn spawn(
         } => Some(high_fd(&filter.to_memfd()?)?),
         _ => None,
     };
+    let cgroup = match &launch.cgroup {
+        Some(procs) => Some(open_cgroup_procs(procs)?),
+        None => None,
+    };
     let child_setup = ChildSetup {
+        cgroup: cgroup.as_ref().map(AsRawFd::as_raw_fd),
         rlimits: rlimits(launch.limits, launch.cpu_s),
         control: control
             .as_ref()
@@ -255,6 +262,7 @@ pub(crate) fn spawn(
     // The child has its copies; ours of the control and filter fds close here.
     drop(control);
     drop(seccomp);
+    drop(cgroup);
     Ok(Spawned {
         child: SandboxChild::new(child),
         stdout: out_r,
@@ -318,6 +326,15 @@ fn unsandboxed_env(cmd: &mut Command, workspace: Option<&Path>) {
     }
 }
 
+fn open_cgroup_procs(procs: &Path) -> io::Result<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(procs)?;
+    Ok(file.into())
+}
+
 /// A close-on-exec duplicate numbered 10 or above, so `dup2` onto 3 and 4 in the child can
 /// never clobber its own source.
 fn high_fd(fd: &OwnedFd) -> io::Result<OwnedFd> {
@@ -340,7 +357,7 @@ fn rlimits(limits: &Limits, cpu_s: u64) -> Vec<(Resource, u64)> {
     vec![
         (libc::RLIMIT_AS, limits.address_space_bytes),
         (libc::RLIMIT_CPU, cpu_s.max(1)),
-        (libc::RLIMIT_FSIZE, limits.file_size_bytes),
+        (libc::RLIMIT_FSIZE, limits.effective_file_size()),
         (libc::RLIMIT_NOFILE, limits.open_files.max(32)),
         (libc::RLIMIT_CORE, 0),
     ]
@@ -375,6 +392,8 @@ fn seccomp_fd(has_control: bool) -> RawFd {
 
 /// Everything the child does between fork and exec, prepared before the fork.
 struct ChildSetup {
+    /// `cgroup.procs` of the turn's cgroup, joined first (before the fds are closed).
+    cgroup: Option<RawFd>,
     rlimits: Vec<(Resource, u64)>,
     control: Option<(RawFd, RawFd)>,
     /// The seccomp program's memfd (numbered 10 or above), for bwrap.
@@ -384,6 +403,12 @@ struct ChildSetup {
 
 impl ChildSetup {
     fn apply(&self) -> io::Result<()> {
+        if let Some(procs) = self.cgroup {
+            // SAFETY: write(2) of a static buffer to an fd opened before the fork.
+            if unsafe { libc::write(procs, c"0".as_ptr().cast(), 1) } != 1 {
+                return Err(io::Error::last_os_error());
+            }
+        }
         let mut first_free = match self.control {
             Some((req, rep)) => {
                 check(unsafe { libc::dup2(req, 3) })?;

@@ -16,9 +16,14 @@
 //! group (and with it the pid namespace) on timeout or cancel. Output is read with a cap while it
 //! streams; what came before a timeout is kept.
 //!
+//! Every sandbox started for one workspace (one turn) shares that turn's budgets — memory,
+//! processes, the workspace's size and file count — enforced while the code runs by a cgroup
+//! v2 or the watchdog ([`Enforcement`]); a call a budget stopped says which ([`Stopped`]).
+//!
 //! Processes are spawned from async context: bwrap's `--die-with-parent` is tied to the
 //! spawning *thread*, and tokio's worker threads live as long as the runtime.
 
+mod budget;
 mod capture;
 mod config;
 mod error;
@@ -31,8 +36,9 @@ mod sandbox;
 mod seccomp;
 pub mod workspace;
 
+pub use budget::{Enforcement, Stopped};
 pub use capture::{Capture, Captured};
-pub use config::{Limits, SandboxConfig, SandboxMode};
+pub use config::{Limits, MIN_ADDRESS_SPACE, SandboxConfig, SandboxMode};
 pub use error::SandboxError;
 pub use exec::{ExecOutcome, ExitKind};
 pub use launch::{Backend, HostUser, WORKDIR};

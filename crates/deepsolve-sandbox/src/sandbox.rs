@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::{Budgets, Enforcement, Member};
 use crate::config::{Limits, SandboxConfig, SandboxMode};
 use crate::error::SandboxError;
 use crate::launch::{self, Backend, HostUser, Launch, NOBODY, RootLayout, Spawned};
@@ -27,6 +28,7 @@ struct Inner {
     backend: Backend,
     layout: RootLayout,
     version: String,
+    budgets: Budgets,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -98,12 +100,14 @@ impl Sandbox {
         layout: RootLayout,
         version: String,
     ) -> Sandbox {
+        let budgets = Budgets::new(&config.limits, backend != Backend::Unsandboxed);
         Sandbox {
             inner: Arc::new(Inner {
                 config,
                 backend,
                 layout,
                 version,
+                budgets,
             }),
         }
     }
@@ -233,7 +237,7 @@ impl Sandbox {
         };
         let mut warnings = Vec::new();
         if *host == HostUser::Root {
-            warnings.push("the sandbox runs as root on the host (dropping to nobody failed): the process limit is not enforced; the pid namespace and the group kill still contain runaway processes");
+            warnings.push("the sandbox runs as root on the host (dropping to nobody failed): the kernel does not enforce the per-sandbox process limit; the watchdog's per-turn budget, the pid namespace and the group kill still contain runaway processes");
         }
         if seccomp.is_none() {
             warnings.push("sandbox.seccomp is false: model-written code may call ptrace, bpf, userfaultfd, perf_event_open, the kernel keyring, mount and namespace system calls — the kernel's attack surface is wide open. Turn it back on unless this host cannot install seccomp filters");
@@ -254,8 +258,38 @@ impl Sandbox {
         crate::workspace::prepare(dir, owner)
     }
 
-    pub(crate) fn spawn(&self, launch: Launch<'_>) -> std::io::Result<Spawned> {
-        launch::spawn(&self.inner.backend, &self.inner.layout, launch)
+    /// How the per-turn memory and process budgets are enforced here.
+    pub fn enforcement(&self) -> &Enforcement {
+        self.inner.budgets.enforcement()
+    }
+
+    /// Lines for `doctor`: every budget, its size and what enforces it.
+    pub fn describe_budgets(&self) -> Vec<String> {
+        self.enforcement().describe(self.limits())
+    }
+
+    /// Start a sandboxed process in its turn's budget (the turn is its workspace) and watch it;
+    /// `busy`: it runs a call from the start (see `budget::Member::set_busy`).
+    pub(crate) fn spawn(
+        &self,
+        mut launch: Launch<'_>,
+        busy: bool,
+    ) -> std::io::Result<(Spawned, Member)> {
+        let turn = self.inner.budgets.turn(launch.workspace)?;
+        launch.cgroup = turn.cgroup_procs();
+        let spawned = launch::spawn(&self.inner.backend, &self.inner.layout, launch)?;
+        let root = spawned
+            .child
+            .pid()
+            .ok_or_else(|| std::io::Error::other("the sandbox exited at once"));
+        match root.and_then(|pid| turn.join(pid, busy)) {
+            Ok(member) => Ok((spawned, member)),
+            Err(e) => {
+                // Unwatched code must not run: fail closed.
+                spawned.child.kill_now();
+                Err(e)
+            }
+        }
     }
 
     /// The workspace as the sandboxed code sees it.

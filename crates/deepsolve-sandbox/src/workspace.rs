@@ -11,7 +11,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, CWD, Dir, FileType, Mode, OFlags, openat, statat};
+use rustix::fs::{AtFlags, CWD, Dir, FileType, Mode, OFlags, Stat, openat, statat};
 
 use crate::error::SandboxError;
 
@@ -68,48 +68,21 @@ pub struct FileChange {
 impl Snapshot {
     pub fn take(root: &Path) -> Snapshot {
         let mut snap = Snapshot::default();
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        if let Ok(fd) = openat(CWD, root, flags, Mode::empty()) {
-            snap.walk(&fd, "", 0);
-        }
+        walk(root, MAX_DEPTH, &mut |entry| {
+            if snap.files.len() >= MAX_ENTRIES {
+                return Step::Stop;
+            }
+            if FileType::from_raw_mode(entry.stat.st_mode) == FileType::RegularFile {
+                let stamp = Stamp {
+                    size: entry.stat.st_size.max(0) as u64,
+                    mtime: (entry.stat.st_mtime, entry.stat.st_mtime_nsec as i64),
+                    ino: entry.stat.st_ino,
+                };
+                snap.files.insert(entry.rel(), stamp);
+            }
+            Step::Continue
+        });
         snap
-    }
-
-    fn walk(&mut self, dir: &OwnedFd, prefix: &str, depth: usize) {
-        let Ok(entries) = Dir::read_from(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            if self.files.len() >= MAX_ENTRIES {
-                return;
-            }
-            let name = entry.file_name();
-            if name == c"." || name == c".." {
-                continue;
-            }
-            let Ok(stat) = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
-                continue;
-            };
-            let rel = join(prefix, name);
-            match FileType::from_raw_mode(stat.st_mode) {
-                FileType::RegularFile => {
-                    let stamp = Stamp {
-                        size: stat.st_size.max(0) as u64,
-                        mtime: (stat.st_mtime, stat.st_mtime_nsec as i64),
-                        ino: stat.st_ino,
-                    };
-                    self.files.insert(rel, stamp);
-                }
-                FileType::Directory if depth < MAX_DEPTH => {
-                    let flags =
-                        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-                    if let Ok(sub) = openat(dir, name, flags, Mode::empty()) {
-                        self.walk(&sub, &rel, depth + 1);
-                    }
-                }
-                _ => {}
-            }
-        }
     }
 
     /// Files in `self` that are new or changed since `before`, sorted by path.
@@ -135,6 +108,127 @@ impl Snapshot {
 
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
+    }
+}
+
+/// One entry the walk met.
+struct Entry<'a> {
+    /// The path of its directory, relative to the workspace (`""` at the top).
+    prefix: &'a str,
+    name: &'a CStr,
+    stat: &'a Stat,
+    /// 0 for the workspace's own entries. A directory at the walk's depth limit is reported
+    /// but not entered.
+    depth: usize,
+}
+
+impl Entry<'_> {
+    /// Its path relative to the workspace, `/`-separated.
+    fn rel(&self) -> String {
+        join(self.prefix, self.name)
+    }
+}
+
+enum Step {
+    Continue,
+    Stop,
+}
+
+/// Visit every entry under `root`, never following a symlink: each directory is opened
+/// relative to its parent with `O_NOFOLLOW`, so a symlink (or a directory swapped for one
+/// mid-walk) is reported as what it is and never entered.
+fn walk(root: &Path, max_depth: usize, visit: &mut dyn FnMut(&Entry<'_>) -> Step) {
+    if let Ok(fd) = openat(CWD, root, DIR_FLAGS, Mode::empty()) {
+        walk_dir(&fd, "", 0, max_depth, visit);
+    }
+}
+
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// `Continue` when the walk should go on after this directory.
+fn walk_dir(
+    dir: &OwnedFd,
+    prefix: &str,
+    depth: usize,
+    max_depth: usize,
+    visit: &mut dyn FnMut(&Entry<'_>) -> Step,
+) -> Step {
+    let Ok(entries) = Dir::read_from(dir) else {
+        return Step::Continue;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        let Ok(stat) = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        let seen = Entry {
+            prefix,
+            name,
+            stat: &stat,
+            depth,
+        };
+        if let Step::Stop = visit(&seen) {
+            return Step::Stop;
+        }
+        let is_dir = FileType::from_raw_mode(stat.st_mode) == FileType::Directory;
+        if is_dir
+            && depth < max_depth
+            && let Ok(sub) = openat(dir, name, DIR_FLAGS, Mode::empty())
+            && let Step::Stop = walk_dir(&sub, &seen.rel(), depth + 1, max_depth, visit)
+        {
+            return Step::Stop;
+        }
+    }
+    Step::Continue
+}
+
+/// How deep the quota walk goes. Anything below is uncountable, so a workspace nested deeper
+/// is itself over a limit (it could otherwise hide files from the count).
+pub(crate) const QUOTA_DEPTH: usize = 64;
+
+/// What a workspace holds, as the quota counts it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Usage {
+    /// Allocated disk (blocks, so a sparse file counts what it really uses); a file with
+    /// several hard links counts once.
+    pub bytes: u64,
+    /// Entries of every kind: files, directories, symlinks, the rest.
+    pub entries: u64,
+    /// A directory lies deeper than [`QUOTA_DEPTH`].
+    pub too_deep: bool,
+}
+
+impl Usage {
+    /// Count `root`, stopping once more than `max_entries` are seen (the count is then over
+    /// its limit anyway, and the walk stays bounded whatever the workspace holds).
+    pub(crate) fn of(root: &Path, max_entries: u64) -> Usage {
+        let mut usage = Usage::default();
+        let mut linked = std::collections::HashSet::new();
+        walk(root, QUOTA_DEPTH, &mut |entry| {
+            usage.entries += 1;
+            let is_dir = FileType::from_raw_mode(entry.stat.st_mode) == FileType::Directory;
+            if is_dir && entry.depth >= QUOTA_DEPTH {
+                usage.too_deep = true;
+            }
+            let once = is_dir
+                || entry.stat.st_nlink <= 1
+                || linked.insert((entry.stat.st_dev, entry.stat.st_ino));
+            if once {
+                usage.bytes += (entry.stat.st_blocks.max(0) as u64).saturating_mul(512);
+            }
+            if usage.entries > max_entries || usage.too_deep {
+                Step::Stop
+            } else {
+                Step::Continue
+            }
+        });
+        usage
     }
 }
 
@@ -198,6 +292,34 @@ mod tests {
         assert_eq!(changes[1].mime, "image/png");
         assert_eq!(changes[1].size, 4);
         assert!(changes[1].created && !changes[0].created);
+    }
+
+    #[test]
+    fn usage_counts_blocks_and_entries_without_following_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/data"), vec![7u8; 1 << 20]).unwrap();
+        std::fs::hard_link(root.join("sub/data"), root.join("again")).unwrap();
+        std::os::unix::fs::symlink("/usr", root.join("usr")).unwrap();
+        let usage = Usage::of(root, 100);
+        assert_eq!(usage.entries, 4, "{usage:?}");
+        assert!(usage.bytes >= 1 << 20 && usage.bytes < 2 << 20, "{usage:?}");
+        assert!(!usage.too_deep);
+        // The walk stops once the count is over the limit.
+        assert_eq!(Usage::of(root, 2).entries, 3);
+    }
+
+    #[test]
+    fn a_workspace_nested_past_the_quota_depth_is_flagged() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep: PathBuf = std::iter::repeat_n("d", QUOTA_DEPTH + 2).collect();
+        std::fs::create_dir_all(dir.path().join(&deep)).unwrap();
+        assert!(Usage::of(dir.path(), 1000).too_deep);
+        let shallow: PathBuf = std::iter::repeat_n("d", QUOTA_DEPTH).collect();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(&shallow)).unwrap();
+        assert!(!Usage::of(dir.path(), 1000).too_deep);
     }
 
     #[test]

@@ -31,7 +31,9 @@ pub use toolset::{
 pub use code::sandboxed::human_size;
 
 /// Re-exported so a front end can detect a sandbox without naming the crate.
-pub use deepsolve_sandbox::{PythonOptions, Sandbox, SandboxConfig, SandboxError, SandboxMode};
+pub use deepsolve_sandbox::{
+    Limits, PythonOptions, Sandbox, SandboxConfig, SandboxError, SandboxMode, Stopped,
+};
 
 /// The catalog: every tool deepsolve knows, in the order turns are offered them.
 pub const CATALOG: &[ToolEntry] = &[

@@ -1,7 +1,8 @@
 //! The code tools through the real `deepsolve` binary against the mock model: a three-step
 //! sympy solve whose names carry from step to step and whose plot comes back as a PNG
 //! artifact the CLI lists; no secret of ours reaches the code and its `ptrace` is refused (the
-//! seccomp filter); fail-closed when no sandbox backend works; and the loudly warned opt-outs
+//! seccomp filter); each turn's budgets from the settings file, each stop named in the result;
+//! fail-closed when no sandbox backend works; and the loudly warned opt-outs
 //! (`sandbox.backend: none`, `sandbox.seccomp: false`).
 
 use std::path::{Path, PathBuf};
@@ -251,6 +252,148 @@ fn json_events_carry_the_artifacts_and_no_secret_reaches_the_code() {
     assert!(seen.contains("MPLBACKEND"));
     let content = result["content"].as_str().unwrap();
     assert!(content.contains("ptrace -1 1\n"), "{content}");
+}
+
+/// One work call per step, in order; then the answer.
+fn budget_breaker(req: &PolicyRequest) -> Reply {
+    const STEPS: [(&str, &str, &str); 4] = [
+        (
+            "hold more memory than the turn may",
+            "code_execution",
+            "import os, time\nkids = []\nfor _ in range(3):\n    pid = os.fork()\n    if pid == 0:\n        b = bytearray(200 << 20)\n        for i in range(0, len(b), 4096):\n            b[i] = 1\n        time.sleep(60)\n        os._exit(0)\n    kids.append(pid)\nfor pid in kids:\n    os.waitpid(pid, 0)",
+        ),
+        (
+            "start more processes than the turn may",
+            "exec",
+            "for i in $(seq 30); do sleep 60 & sleep 0.05; done; wait",
+        ),
+        (
+            "write more than the workspace may hold",
+            "exec",
+            "for i in $(seq 30); do head -c 10M /dev/zero > fill_$i; done",
+        ),
+        (
+            "compute within the limits",
+            "code_execution",
+            "import numpy as np\nint(np.arange(10).sum())",
+        ),
+    ];
+    let Some(plan) = req.plan() else {
+        let steps: Vec<Value> = STEPS
+            .iter()
+            .map(|(goal, ..)| json!({"goal": goal}))
+            .collect();
+        return Reply::calls(vec![(
+            "solve_plan",
+            json!({"analysis": "try every limit, then work within them", "steps": steps}),
+        )]);
+    };
+    let Some(step) = plan.current() else {
+        return Reply::text("Every limit held.");
+    };
+    let index = plan.steps.iter().position(|s| s.id == step.id).unwrap_or(0);
+    let (_, tool, code) = STEPS[index.min(STEPS.len() - 1)];
+    if req.work_results_for(step).is_empty() {
+        // The step's key in a comment tells the policy which step a result belongs to.
+        let tagged = format!("# {}\n{code}", step.key());
+        let args = match tool {
+            "exec" => json!({"command": tagged}),
+            _ => json!({"code": tagged}),
+        };
+        return Reply::calls(vec![(tool, args)]);
+    }
+    Reply::calls(vec![(
+        "solve_finish_step",
+        json!({"step_id": step.id, "summary": "tried"}),
+    )])
+}
+
+#[test]
+fn the_settings_files_budgets_stop_each_call_that_exceeds_them_and_say_which() {
+    let server = MockServer::policy(FnPolicy(budget_breaker));
+    let env = Env::new();
+    std::fs::write(
+        &env.config,
+        "sandbox:\n  memory_mb: 256\n  max_processes: 16\n  workspace_mb: 64\n  workspace_files: 1000\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = env
+        .cmd(&server)
+        .arg("Find the sandbox's limits.")
+        .output()
+        .expect("run deepsolve");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    server.assert_clean();
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    // Each work result once, in call order (finished steps are folded out of later requests).
+    let mut results: Vec<(String, String)> = Vec::new();
+    for result in server
+        .policy_requests()
+        .iter()
+        .flat_map(|r| r.tool_results())
+    {
+        let work = matches!(result.name.as_deref(), Some("code_execution" | "exec"));
+        if work && !results.iter().any(|(id, _)| *id == result.call_id) {
+            results.push((result.call_id, result.content));
+        }
+    }
+    let content = |i: usize| results.get(i).map(|r| r.1.as_str()).unwrap_or_default();
+    assert!(
+        content(0)
+            .starts_with("[status] stopped: the turn's code used more memory than its budget (")
+            && content(0).contains("the budget is 256 MiB")
+            && content(0).contains("The interpreter was killed"),
+        "{results:?}"
+    );
+    assert!(
+        content(1).starts_with("[status] stopped: the turn's code reached its limit of 16 processes and threads at once. The command and everything it started were killed."),
+        "{results:?}"
+    );
+    assert!(
+        content(2).starts_with("[status] stopped: the workspace grew past its quota of 64 MiB ("),
+        "{results:?}"
+    );
+    assert!(
+        content(3).starts_with("[note] The Python interpreter was restarted (the previous call was stopped: the turn's memory budget of 256 MiB was exceeded")
+            && content(3).ends_with("[value]\n45"),
+        "{results:?}"
+    );
+    let on_disk: u64 = std::fs::read_dir(env.workspace())
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    // Stopped while it ran: far from the 300 MiB the command meant to write.
+    assert!(on_disk < 200 << 20, "{on_disk} bytes in the workspace");
+
+    // The doctor says what holds each budget, and why no cgroup does it here.
+    let doctor = env
+        .command()
+        .args(["doctor", "--base-url", &server.url(), "--model", "m"])
+        .output()
+        .expect("run doctor");
+    let doctor = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        doctor.contains("memory budget: 256 MiB per turn, watchdog (")
+            || doctor.contains("memory budget: 256 MiB per turn, cgroup v2 memory.max"),
+        "{doctor}"
+    );
+    assert!(
+        doctor.contains("process budget: 16 processes and threads per turn"),
+        "{doctor}"
+    );
+    assert!(
+        doctor.contains("workspace quota: 64 MiB and 1000 files per turn"),
+        "{doctor}"
+    );
 }
 
 fn broken_bwrap(dir: &Path) -> PathBuf {

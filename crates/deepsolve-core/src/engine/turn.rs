@@ -152,6 +152,7 @@ fn tool_context(spec: &TurnSpec, cancel: &CancellationToken) -> ToolContext {
         user_id: spec.user_id.clone(),
         workspace: spec.workspace.clone(),
         call_id: String::new(),
+        language: spec.language,
         cancel: cancel.child_token(),
         deadline: None,
     }

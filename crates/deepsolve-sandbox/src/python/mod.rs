@@ -20,6 +20,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::{Member, Stopped};
 use crate::capture::{Capture, Captured};
 use crate::error::SandboxError;
 use crate::launch::Launch;
@@ -71,6 +72,8 @@ pub enum CellStatus {
     Cancelled,
     /// The interpreter died on its own (e.g. `os._exit`, a signal, a limit): state lost.
     Crashed(String),
+    /// A budget of the turn was exceeded: the interpreter was killed, its state is lost.
+    Stopped(Stopped),
 }
 
 impl CellStatus {
@@ -78,7 +81,10 @@ impl CellStatus {
     pub fn state_lost(&self) -> bool {
         matches!(
             self,
-            CellStatus::TimedOut | CellStatus::Cancelled | CellStatus::Crashed(_)
+            CellStatus::TimedOut
+                | CellStatus::Cancelled
+                | CellStatus::Crashed(_)
+                | CellStatus::Stopped(_)
         )
     }
 }
@@ -120,6 +126,8 @@ struct Reply {
 
 pub struct Interpreter {
     child: SandboxChild,
+    /// Its place in the turn's budget.
+    member: Member,
     requests: pipe::Sender,
     replies: FrameReader,
     stdout: InPipe,
@@ -151,7 +159,7 @@ impl Sandbox {
             "token": token,
             "workdir": self.inner_workdir(&workspace),
             // Outside a sandbox these would act on the host user's processes: leave them off.
-            "nproc": if isolated { self.limits().processes } else { 0 },
+            "nproc": if isolated { self.limits().sandbox_nproc() } else { 0 },
             "isolated": isolated,
             "preload": options.preload,
         });
@@ -167,17 +175,22 @@ impl Sandbox {
         let (req_r, req_w) = std::io::pipe()?;
         let (rep_r, rep_w) = std::io::pipe()?;
         let limits = self.limits().clone();
-        let spawned = self
-            .spawn(Launch {
-                argv,
-                workspace: Some(&workspace),
-                limits: &limits,
-                cpu_s: limits.interpreter_cpu_s,
-                control: Some((req_r.into(), rep_w.into())),
-            })
+        let (spawned, member) = self
+            .spawn(
+                Launch {
+                    argv,
+                    workspace: Some(&workspace),
+                    limits: &limits,
+                    cpu_s: limits.interpreter_cpu_s,
+                    control: Some((req_r.into(), rep_w.into())),
+                    cgroup: None,
+                },
+                false,
+            )
             .map_err(SandboxError::Spawn)?;
         let mut interp = Interpreter {
             child: spawned.child,
+            member,
             requests: pipe::Sender::from_owned_fd(req_w.into())?,
             replies: FrameReader::new(InPipe::new(rep_r)?, MAX_FRAME),
             stdout: InPipe::new(spawned.stdout)?,
@@ -210,6 +223,10 @@ impl Interpreter {
                 _ = tokio::time::sleep_until(deadline) => {
                     self.shutdown().await;
                     return Err(SandboxError::Start(format!("not ready after {}s", limit.as_secs())));
+                }
+                why = self.member.stopped() => {
+                    self.shutdown().await;
+                    return Err(SandboxError::Budget(why));
                 }
             }
         };
@@ -252,6 +269,7 @@ impl Interpreter {
             return Err(SandboxError::Dead);
         }
         self.busy = true;
+        self.member.set_busy(true);
         let started = Instant::now();
         let mut cell = Cell {
             out: Capture::new(self.output_bytes),
@@ -275,11 +293,13 @@ impl Interpreter {
                 return Err(e);
             }
         };
+        let status = self.judge(status).await;
         // Everything the cell wrote before its reply is in the pipes now; a killed sandbox's
         // last words too.
         self.stdout.drain_into(&mut cell.out, FINAL_DRAIN)?;
         self.stderr.drain_into(&mut cell.err, FINAL_DRAIN)?;
         self.busy = false;
+        self.member.set_busy(false);
         let reply = reply.unwrap_or(Reply {
             id: Some(id),
             status: String::new(),
@@ -340,7 +360,27 @@ impl Interpreter {
                     self.kill().await;
                     return Ok(Ended::Stopped(CellStatus::Cancelled));
                 }
+                why = self.member.stopped() => {
+                    self.kill().await;
+                    return Ok(Ended::Stopped(CellStatus::Stopped(why)));
+                }
             }
+        }
+    }
+
+    /// A budget has the last word on how a cell ended: a killed interpreter's exit (or its
+    /// running out of time while the watchdog killed it) is only the symptom. A cell that
+    /// ended over a budget stops the interpreter too, however quickly it ran.
+    async fn judge(&mut self, status: CellStatus) -> CellStatus {
+        if matches!(status, CellStatus::Cancelled | CellStatus::Stopped(_)) {
+            return status;
+        }
+        match self.member.settle() {
+            Some(why) => {
+                self.kill().await;
+                CellStatus::Stopped(why)
+            }
+            None => status,
         }
     }
 
@@ -360,7 +400,9 @@ impl Interpreter {
     /// The driver's reply pipe closed: it died. Reap it and say how.
     async fn crashed(&mut self) -> CellStatus {
         self.alive = false;
-        match self.child.kill().await {
+        let killed = self.child.kill().await;
+        self.member.gone().await;
+        match killed {
             Ok(status) => CellStatus::Crashed(format!(
                 "the interpreter exited ({})",
                 describe_status(&status)
@@ -372,16 +414,24 @@ impl Interpreter {
     async fn kill(&mut self) {
         self.alive = false;
         let _ = self.child.kill().await;
+        self.member.gone().await;
     }
 
     /// Stop the interpreter and its whole sandbox now.
     pub async fn shutdown(&mut self) {
         self.busy = false;
+        self.member.set_busy(false);
         self.kill().await;
     }
 
     pub fn is_alive(&self) -> bool {
-        self.alive && !self.busy
+        self.alive && !self.busy && self.member.reason().is_none()
+    }
+
+    /// The budget that stopped this interpreter (between calls too: the turn's other code can
+    /// push it over).
+    pub fn stopped_by(&self) -> Option<Stopped> {
+        self.member.reason()
     }
 
     /// A string unique to this interpreter that appears in its processes' command lines

@@ -102,6 +102,49 @@ pub(crate) fn processes_with(needle: &str) -> Vec<u32> {
         .collect()
 }
 
+/// A value sampled on its own thread every `every` until [`Sampling::finish`], which returns
+/// the lowest and the highest seen (e.g. processes at once, the host's available memory).
+pub(crate) struct Sampling {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<(u64, u64)>,
+}
+
+impl Sampling {
+    pub(crate) fn start(every: Duration, probe: impl Fn() -> u64 + Send + 'static) -> Sampling {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let (mut low, mut high) = (u64::MAX, 0);
+            while !flag.load(Ordering::Relaxed) {
+                let v = probe();
+                low = low.min(v);
+                high = high.max(v);
+                std::thread::sleep(every);
+            }
+            (low, high)
+        });
+        Sampling { stop, thread }
+    }
+
+    pub(crate) fn finish(self) -> (u64, u64) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().expect("the sampling thread")
+    }
+}
+
+/// The host's MemAvailable, bytes.
+pub(crate) fn mem_available() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
 /// Poll until no host process mentions `needle` (teardown of a pid namespace takes a moment).
 pub(crate) async fn assert_no_process_left(needle: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);

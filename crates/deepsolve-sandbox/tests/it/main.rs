@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod as_root;
+mod budget;
 mod common;
 mod environment;
 mod output_cap;

@@ -9,7 +9,7 @@ use deepsolve_core::{Language, SolveConfig, Tool, ToolContext, ToolError, ToolOu
 use deepsolve_sandbox::{ExecOutcome, ExitKind, Sandbox, Snapshot};
 use serde_json::{Value, json};
 
-use super::sandboxed::{self, ENGINE_GRACE, Report};
+use super::sandboxed::{self, ENGINE_GRACE, Ended, Report};
 
 use crate::toolset::PlaybookLine;
 
@@ -85,7 +85,7 @@ impl Tool for ExecTool {
             .map_err(|e| ToolError::internal(e.to_string()))?;
         let artifacts = sandboxed::artifacts(Snapshot::take(&workspace).changes_since(&before));
         let mut r = Report::default();
-        r.line(status_line(&outcome, budget));
+        r.line(status_line(&outcome, budget, ctx.language));
         r.output("stdout", &outcome.stdout);
         r.output("stderr", &outcome.stderr);
         r.files(&artifacts);
@@ -95,6 +95,7 @@ impl Tool for ExecTool {
             metadata: json!({
                 "exit": match outcome.exit { ExitKind::Exited(code) => json!(code), _ => Value::Null },
                 "timed_out": outcome.exit == ExitKind::TimedOut,
+                "stopped": match &outcome.exit { ExitKind::Stopped(why) => json!(why.kind()), _ => Value::Null },
                 "elapsed_ms": outcome.elapsed.as_millis() as u64,
                 "stdout_bytes": outcome.stdout.total_bytes,
                 "stderr_bytes": outcome.stderr.total_bytes,
@@ -105,7 +106,7 @@ impl Tool for ExecTool {
     }
 }
 
-fn status_line(outcome: &ExecOutcome, budget: Duration) -> String {
+fn status_line(outcome: &ExecOutcome, budget: Duration, language: Language) -> String {
     match outcome.exit {
         ExitKind::Exited(code) => format!("[exit status] {code}"),
         ExitKind::TimedOut => format!(
@@ -113,5 +114,6 @@ fn status_line(outcome: &ExecOutcome, budget: Duration) -> String {
             sandboxed::seconds(budget)
         ),
         ExitKind::Cancelled => "[status] cancelled: the command was killed.".into(),
+        ExitKind::Stopped(why) => sandboxed::stopped_line(&why, Ended::Command, language),
     }
 }

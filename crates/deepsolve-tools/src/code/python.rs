@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
-use super::sandboxed::{self, ENGINE_GRACE, Report};
+use super::sandboxed::{self, ENGINE_GRACE, Ended, Report};
 
 use crate::toolset::PlaybookLine;
 
@@ -142,8 +142,12 @@ impl CodeExecutionTool {
             if interp.is_alive() {
                 return Ok(interp);
             }
-            slot.lost
-                .get_or_insert_with(|| "the interpreter stopped".to_string());
+            // Between calls, the turn's other code (an `exec`, a background process) can push
+            // the turn over a budget and the interpreter with it.
+            slot.lost.get_or_insert_with(|| match interp.stopped_by() {
+                Some(why) => format!("stopped between calls: {why}"),
+                None => "the interpreter stopped".to_string(),
+            });
         }
         let handle = match slot.starting.take() {
             Some(handle) => handle,
@@ -154,15 +158,34 @@ impl CodeExecutionTool {
                 self.start(workspace.to_path_buf())
             }
         };
-        match handle.await {
-            Ok(Ok(interp)) => Ok(interp),
-            Ok(Err(e)) => Err(ToolError::internal(format!(
-                "the Python sandbox did not start: {e}"
-            ))),
-            Err(e) => Err(ToolError::internal(format!(
-                "the Python sandbox did not start: {e}"
-            ))),
+        let interp = started(handle).await?;
+        if interp.is_alive() {
+            return Ok(interp);
         }
+        // Started ahead, then stopped while it waited for this call: the turn's other code
+        // pushed the turn over a budget. Once more, fresh.
+        if let Some(why) = interp.stopped_by() {
+            slot.lost
+                .get_or_insert_with(|| format!("stopped between calls: {why}"));
+        }
+        started(self.start(workspace.to_path_buf())).await
+    }
+}
+
+/// The interpreter a start task produced, or why there is none.
+async fn started(handle: Starting) -> Result<Interpreter, ToolError> {
+    match handle.await {
+        Ok(Ok(interp)) => Ok(interp),
+        // Not the tool's fault, and the model can act on it (use less, clean up).
+        Ok(Err(SandboxError::Budget(why))) => Err(ToolError::actionable(format!(
+            "the Python sandbox was stopped while starting: {why}"
+        ))),
+        Ok(Err(e)) => Err(ToolError::internal(format!(
+            "the Python sandbox did not start: {e}"
+        ))),
+        Err(e) => Err(ToolError::internal(format!(
+            "the Python sandbox did not start: {e}"
+        ))),
     }
 }
 
@@ -254,7 +277,13 @@ impl Tool for CodeExecutionTool {
             slot.ready = Some(interp);
         }
         drop(slot);
-        let content = render(&outcome, lost_before.as_deref(), budget, &artifacts);
+        let content = render(
+            &outcome,
+            lost_before.as_deref(),
+            budget,
+            &artifacts,
+            ctx.language,
+        );
         Ok(ToolOutput {
             content,
             ok: outcome.status == CellStatus::Ok,
@@ -273,6 +302,7 @@ fn lost_reason(status: &CellStatus, budget: Duration) -> String {
         ),
         CellStatus::Cancelled => "the previous call was cancelled".into(),
         CellStatus::Crashed(why) => why.clone(),
+        CellStatus::Stopped(why) => format!("the previous call was stopped: {why}"),
         _ => "the interpreter stopped".into(),
     }
 }
@@ -282,6 +312,7 @@ fn render(
     lost_before: Option<&str>,
     budget: Duration,
     artifacts: &[deepsolve_core::Artifact],
+    language: Language,
 ) -> String {
     let mut r = Report::default();
     if let Some(why) = lost_before {
@@ -302,6 +333,7 @@ fn render(
         CellStatus::Crashed(why) => r.line(format!(
             "[status] the interpreter crashed ({why}): names defined in earlier calls are gone. Output so far is below."
         )),
+        CellStatus::Stopped(why) => r.line(sandboxed::stopped_line(why, Ended::Interpreter, language)),
     }
     r.output("stdout", &outcome.stdout);
     r.output("stderr", &outcome.stderr);
@@ -323,9 +355,15 @@ fn metadata(outcome: &CellOutcome) -> Value {
         CellStatus::TimedOut => "timed_out",
         CellStatus::Cancelled => "cancelled",
         CellStatus::Crashed(_) => "crashed",
+        CellStatus::Stopped(_) => "stopped",
+    };
+    let stopped = match &outcome.status {
+        CellStatus::Stopped(why) => json!(why.kind()),
+        _ => Value::Null,
     };
     json!({
         "status": status,
+        "stopped": stopped,
         "state_lost": outcome.status.state_lost(),
         "elapsed_ms": outcome.elapsed.as_millis() as u64,
         "stdout_bytes": outcome.stdout.total_bytes,

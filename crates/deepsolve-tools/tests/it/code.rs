@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use deepsolve_core::{SolveConfig, Tool, ToolContext, ToolOutput};
+use deepsolve_core::{Language, SolveConfig, Tool, ToolContext, ToolOutput};
 use deepsolve_tools::code::*;
 use deepsolve_tools::*;
 use serde_json::{Value, json};
@@ -31,6 +31,7 @@ fn ctx(turn: &str, workspace: Option<&Path>) -> ToolContext {
         user_id: None,
         workspace: workspace.map(Path::to_path_buf),
         call_id: "c".into(),
+        language: Language::En,
         cancel: CancellationToken::new(),
         deadline: None,
     }
@@ -183,6 +184,79 @@ async fn a_timeout_keeps_partial_output_and_a_kill_is_reported_next_call() {
     let after = call(&tool, json!({"code": "1"}), &c).await;
     assert!(after.content.contains("was restarted"), "{}", after.content);
     tool.turn_finished(&c).await;
+}
+
+#[tokio::test]
+async fn a_budget_stop_is_named_in_the_turns_language_and_the_interpreter_restarts() {
+    let limits = Limits {
+        memory_bytes: 256 << 20,
+        workspace_bytes: 16 << 20,
+        ..Limits::default()
+    };
+    let config = SandboxConfig {
+        limits,
+        ..SandboxConfig::with_mode(SandboxMode::Bwrap)
+    };
+    let sandbox = Sandbox::detect(config).await.expect("a sandbox");
+    let tool = CodeExecutionTool::new(sandbox.clone(), bare(), Duration::from_secs(30));
+    let (_d, ws, _) = scratch();
+    let mut c = ctx("t-budget", Some(&ws));
+    c.language = Language::Zh;
+    tool.turn_started(&c).await;
+    call(&tool, json!({"code": "kept = 1"}), &c).await;
+    let hog = call(
+        &tool,
+        json!({"code": "b = bytearray(400 << 20)
+for i in range(0, len(b), 4096):
+    b[i] = 1"}),
+        &c,
+    )
+    .await;
+    assert!(!hog.ok);
+    assert!(
+        hog.content
+            .starts_with("[status] 已停止：本轮代码占用的内存超出预算")
+            && hog.content.contains("预算为 256 MiB")
+            && hog.content.contains("解释器已被终止"),
+        "{}",
+        hog.content
+    );
+    assert_eq!(hog.metadata["stopped"], "memory_budget");
+    let next = call(&tool, json!({"code": "'kept' in globals()"}), &c).await;
+    assert!(
+        next.content.contains("was restarted (the previous call was stopped: the turn's memory budget of 256 MiB was exceeded"),
+        "{}",
+        next.content
+    );
+    assert!(
+        next.content.ends_with(
+            "[value]
+False"
+        ),
+        "{}",
+        next.content
+    );
+    tool.turn_finished(&c).await;
+
+    let exec = ExecTool::new(sandbox, Duration::from_secs(30));
+    let c = ctx("t-budget", Some(&ws));
+    let fill = call(
+        &exec,
+        json!({"command": "head -c 10M /dev/zero > a && head -c 10M /dev/zero > b"}),
+        &c,
+    )
+    .await;
+    assert!(!fill.ok);
+    assert!(
+        fill.content
+            .starts_with("[status] stopped: the workspace grew past its quota of 16 MiB")
+            && fill
+                .content
+                .contains("The command and everything it started were killed"),
+        "{}",
+        fill.content
+    );
+    assert_eq!(fill.metadata["stopped"], "workspace_bytes");
 }
 
 #[tokio::test]

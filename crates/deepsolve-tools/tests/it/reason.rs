@@ -45,6 +45,7 @@ fn ctx() -> ToolContext {
         user_id: None,
         workspace: None,
         call_id: "c".into(),
+        language: Language::En,
         cancel: tokio_util::sync::CancellationToken::new(),
         deadline: None,
     }
