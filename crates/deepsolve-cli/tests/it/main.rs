@@ -6,6 +6,7 @@
 mod cli;
 mod code_tools;
 mod did_you_mean;
+mod memory_probe;
 mod protocols;
 mod serve;
 mod support;
