@@ -6,7 +6,7 @@
 export type AnswerSource = "model" | "forced" | "step_summaries";
 
 /** The machine-readable `code` of an API error. */
-export type ApiErrorCode = "payload_too_large" | "unsupported_media_type" | "unknown_tool" | "unknown_config_key" | "invalid_config" | "settings_not_written" | "unauthorized" | "forbidden" | "not_found" | "bad_request" | "bad_json" | "invalid_request" | "invalid" | "unsupported" | "conflict" | "busy" | "unavailable" | "model_not_found" | "no_answer" | "internal";
+export type ApiErrorCode = "payload_too_large" | "unsupported_media_type" | "unknown_tool" | "unknown_config_key" | "invalid_config" | "settings_not_written" | "unauthorized" | "forbidden" | "not_found" | "bad_request" | "bad_json" | "request_timeout" | "invalid_request" | "invalid" | "unsupported" | "conflict" | "busy" | "unavailable" | "model_not_found" | "no_answer" | "internal";
 
 /** A file a tool produced in the turn's workspace. */
 export interface Artifact {

@@ -3,7 +3,8 @@
 //!
 //! Settings → model clients (main, reasoning) → the sandbox → the tool catalog → [`Engine`],
 //! in one place, so every front end mounts the same tools by the same rule (see
-//! `deepsolve_tools::toolset`). Turn ids and turn workspaces are made here too ([`turn`]).
+//! `deepsolve_tools::toolset`). Turn ids and turn workspaces are made here too ([`turn`]), and
+//! old workspaces collected ([`gc`]).
 //!
 //! ```no_run
 //! # async fn demo(loaded: &deepsolve_settings::Loaded, requested: &[String])
@@ -12,8 +13,9 @@
 //! // The automatic tools, then `tools.enabled`, then what the turn asked for.
 //! let offered = app.tools_for_turn(requested)?;
 //! let turn_id = deepsolve_app::new_turn_id();
+//! // Held while the turn runs: no collection ([`gc`]) deletes it meanwhile.
 //! let workspace = if app.needs_workspace(&offered) {
-//!     Some(deepsolve_app::create_workspace(&deepsolve_app::default_workspace_root()?, &turn_id)?)
+//!     Some(deepsolve_app::hold_workspace(&deepsolve_app::default_workspace_root()?, &turn_id)?)
 //! } else {
 //!     None
 //! };
@@ -23,6 +25,7 @@
 //! Tests and embedders start from [`AppBuilder::new`] with model clients they built (e.g. a
 //! scripted model), so no HTTP model is needed.
 
+pub mod gc;
 pub mod models;
 pub mod sandbox;
 pub mod turn;
@@ -35,8 +38,12 @@ use deepsolve_settings::{Loaded, Settings, ToolSection};
 use deepsolve_tools::{CATALOG, Deps, Sandbox, SandboxError, ToolEntry, Toolset};
 
 pub use deepsolve_tools::{Policy, ToolRequestError, ToolStatus, Unavailable};
+pub use gc::{GcOptions, GcReport, collect_workspaces};
 pub use models::{DEFAULT_BASE_URL, main_client, reasoning_model};
-pub use turn::{WorkspaceError, create_workspace, data_dir, default_workspace_root, new_turn_id};
+pub use turn::{
+    HeldWorkspace, WorkspaceError, create_workspace, data_dir, default_workspace_root,
+    hold_workspace, new_turn_id,
+};
 
 /// The settings sections the tool catalog declares (`tools.<tool>`): what the settings loader
 /// (`LoadOptions::tool_sections`) and `settings set` check those keys against.
@@ -54,7 +61,7 @@ pub enum AppError {
     NoModel { settings_path: PathBuf },
     #[error("cannot use the configured model")]
     Client(#[source] deepsolve_llm::ClientError),
-    #[error("tools.sandbox is `bwrap`, but {0}")]
+    #[error("sandbox.backend is `bwrap`, but {0}")]
     SandboxRequired(#[source] SandboxError),
     #[error("tools.enabled: {0}")]
     Enabled(#[source] ToolRequestError),
@@ -139,7 +146,7 @@ impl AppBuilder {
     }
 
     /// Everything from the loaded settings: the main client (an error without a model), the
-    /// reasoning client, and the sandbox (detected now; an error only when `tools.sandbox:
+    /// reasoning client, and the sandbox (detected now; an error only when `sandbox.backend:
     /// bwrap` requires one that does not work).
     pub async fn from_settings(loaded: &Loaded) -> Result<Self, AppError> {
         let main = main_client(loaded)?;

@@ -1,4 +1,4 @@
-//! The sandbox the code tools run in: `tools.sandbox` decides what is acceptable, a real probe
+//! The sandbox the code tools run in: `sandbox.backend` decides what is acceptable, a real probe
 //! decides what works (once, at start).
 
 use std::path::PathBuf;
@@ -11,19 +11,20 @@ use crate::AppError;
 /// Overrides the bwrap binary (unusual installs, and tests that need a broken one).
 pub const BWRAP_ENV: &str = "DEEPSOLVE_BWRAP";
 
-/// The sandbox `tools.sandbox` asks for, or why there is none.
+/// The sandbox `sandbox.backend` asks for, or why there is none.
 pub async fn detect(settings: &Settings) -> Result<Sandbox, SandboxError> {
-    let mode: SandboxMode = settings.tools.sandbox.parse()?;
+    let mode: SandboxMode = settings.sandbox.backend.parse()?;
     let mut config = SandboxConfig::with_mode(mode);
+    config.seccomp = settings.sandbox.seccomp;
     if let Some(path) = std::env::var_os(BWRAP_ENV).filter(|p| !p.is_empty()) {
         config.bwrap = PathBuf::from(path);
     }
     Sandbox::detect(config).await
 }
 
-/// Whether `tools.sandbox` demands bubblewrap (then its absence is an error, not a warning).
+/// Whether `sandbox.backend` demands bubblewrap (then its absence is an error, not a warning).
 pub fn is_required(settings: &Settings) -> bool {
-    settings.tools.sandbox.trim() == "bwrap"
+    settings.sandbox.backend.trim() == "bwrap"
 }
 
 /// [`detect`], as the app uses it: no sandbox is an error only when one is required.

@@ -110,11 +110,11 @@ fn preview(models: &[String]) -> String {
 
 /// The code tools' sandbox: which backend isolates model code, or exactly why there is none
 /// (then `code_execution`/`exec` are not mounted), and whether the sandbox's Python has the
-/// maths stack. Unhealthy only when `tools.sandbox: bwrap` is required and missing.
+/// maths stack. Unhealthy only when `sandbox.backend: bwrap` is required and missing.
 async fn sandbox_section(
     settings: &deepsolve_settings::Settings,
 ) -> (bool, Result<Sandbox, Unavailable>) {
-    let mode = settings.tools.sandbox.trim();
+    let mode = settings.sandbox.backend.trim();
     let sandbox = match deepsolve_app::sandbox::detect(settings).await {
         Ok(sandbox) => sandbox,
         Err(e) => {

@@ -1,6 +1,7 @@
 //! `deepsolve`: solve a problem from the command line, manage settings, check a setup.
 
 mod doctor;
+mod gc;
 mod render;
 mod serve;
 mod settings_cmd;
@@ -93,12 +94,17 @@ enum Command {
     },
     /// Run the HTTP server (streaming API, persistent sessions).
     Serve(serve::ServeArgs),
+    /// Remove old turn workspaces: empty ones, and finished turns' past sandbox.retention_days
+    /// (never a running or resumable turn's).
+    Gc(gc::GcArgs),
     /// Manage the server's users and their bearer tokens.
     Users {
         #[command(subcommand)]
         action: users_cmd::UsersAction,
         #[command(flatten)]
         database: serve::DatabaseArgs,
+        #[command(flatten)]
+        config: ConfigArgs,
     },
 }
 
@@ -120,7 +126,12 @@ fn main() -> ExitCode {
             Command::Settings { action, config } => settings_cmd::run(action, &config),
             Command::Doctor { config } => doctor::run(&config).await,
             Command::Serve(args) => serve::run(args).await,
-            Command::Users { action, database } => users_cmd::run(action, &database).await,
+            Command::Gc(args) => gc::run(args).await,
+            Command::Users {
+                action,
+                database,
+                config,
+            } => users_cmd::run(action, &database, &config).await,
         }
     });
     match result {

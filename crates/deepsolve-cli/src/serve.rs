@@ -1,14 +1,17 @@
 //! `deepsolve serve`: the HTTP server on an embedded SQLite file (or PostgreSQL by URL).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use deepsolve_server::{AuthMode, ServerConfig};
+use deepsolve_server::{AuthMode, ConnectionLimits, CorsOrigins, ServerConfig};
+use deepsolve_settings::ServerSettings;
 use deepsolve_store::{Store, StoreOptions, redact_url};
+use secrecy::ExposeSecret;
 
 use crate::ConfigArgs;
 use crate::setup::{build_app, load_settings, report_sandbox};
@@ -16,8 +19,8 @@ use crate::setup::{build_app, load_settings, report_sandbox};
 /// Where the database lives; shared by `serve` and `users`.
 #[derive(Args, Clone, Default)]
 pub(crate) struct DatabaseArgs {
-    /// sqlite://PATH or postgres://USER:PASS@HOST/DB (default: an SQLite file in the user's
-    /// data directory, e.g. ~/.local/share/deepsolve/deepsolve.db).
+    /// sqlite://PATH or postgres://USER:PASS@HOST/DB (default: server.database, else an SQLite
+    /// file in the user's data directory, e.g. ~/.local/share/deepsolve/deepsolve.db).
     #[arg(
         long,
         global = true,
@@ -29,11 +32,12 @@ pub(crate) struct DatabaseArgs {
 
 #[derive(Args)]
 pub(crate) struct ServeArgs {
-    /// Listen address. Without any user (`deepsolve users add`), only loopback is allowed.
-    #[arg(long, env = "DEEPSOLVE_ADDR", default_value = "127.0.0.1:8080")]
-    pub addr: SocketAddr,
+    /// Listen address (default: server.addr, else 127.0.0.1:8080). Without any user
+    /// (`deepsolve users add`), only loopback is allowed.
+    #[arg(long, env = "DEEPSOLVE_ADDR")]
+    pub addr: Option<SocketAddr>,
     /// This instance's stable name: after a crash, its running turns are marked interrupted
-    /// on restart (default: the listen address).
+    /// on restart (default: server.instance_id, else the listen address).
     #[arg(long, env = "DEEPSOLVE_INSTANCE_ID")]
     pub instance_id: Option<String>,
     /// Turns this process runs at once.
@@ -45,23 +49,56 @@ pub(crate) struct ServeArgs {
     pub config: ConfigArgs,
 }
 
-/// The database URL: the flag, or the default SQLite file (its directory created).
-pub(crate) fn database_url(args: &DatabaseArgs) -> anyhow::Result<String> {
-    if let Some(url) = &args.database {
-        return Ok(url.clone());
+/// Where the server listens when neither `--addr` nor `server.addr` says.
+const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::LOCALHOST,
+    8080,
+));
+
+/// The database URL: the flag (or `DEEPSOLVE_DATABASE_URL`), else `server.database`, else
+/// the default SQLite file (its directory created).
+pub(crate) fn database_url(
+    args: &DatabaseArgs,
+    settings: &ServerSettings,
+) -> anyhow::Result<String> {
+    if let Some(url) = configured_database(args, settings) {
+        return Ok(url);
     }
-    let dir = data_dir()?;
-    Ok(format!("sqlite://{}", dir.join("deepsolve.db").display()))
+    let file = default_database_file()?;
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    Ok(sqlite_url(&file))
 }
 
-fn data_dir() -> anyhow::Result<PathBuf> {
-    let dir = deepsolve_app::data_dir().context("pass --database")?;
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    Ok(dir)
+/// The database named by the flag (or `DEEPSOLVE_DATABASE_URL`), else by `server.database`.
+pub(crate) fn configured_database(
+    args: &DatabaseArgs,
+    settings: &ServerSettings,
+) -> Option<String> {
+    args.database.clone().or_else(|| {
+        settings
+            .database
+            .as_ref()
+            .map(|url| url.expose_secret().to_string())
+    })
 }
 
-pub(crate) async fn open_store(args: &DatabaseArgs) -> anyhow::Result<Store> {
-    let url = database_url(args)?;
+/// The embedded store's default file, in the data directory (not created here).
+pub(crate) fn default_database_file() -> anyhow::Result<PathBuf> {
+    let dir = deepsolve_app::data_dir().context("no data directory: pass --database")?;
+    Ok(dir.join("deepsolve.db"))
+}
+
+pub(crate) fn sqlite_url(file: &Path) -> String {
+    format!("sqlite://{}", file.display())
+}
+
+pub(crate) async fn open_store(
+    args: &DatabaseArgs,
+    settings: &ServerSettings,
+) -> anyhow::Result<Store> {
+    let url = database_url(args, settings)?;
     Store::open(&url, StoreOptions::default())
         .await
         .with_context(|| format!("cannot open the database {}", redact_url(&url)))
@@ -70,16 +107,21 @@ pub(crate) async fn open_store(args: &DatabaseArgs) -> anyhow::Result<Store> {
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging();
     let loaded = load_settings(&args.config)?;
+    let server = &loaded.settings.server;
+    let addr = listen_addr(args.addr, server)?;
+    let cors_origins =
+        CorsOrigins::parse(&server.cors_origins).context("in the setting server.cors_origins")?;
     let max_turns = args.max_turns.max(1);
     let app = build_app(&loaded, Some(max_turns)).await?;
     report_sandbox(&app);
     let solve = &loaded.settings.solve;
-    let store = open_store(&args.database).await?;
+    let store = open_store(&args.database, server).await?;
     let config = ServerConfig {
         instance_id: args
             .instance_id
             .clone()
-            .unwrap_or_else(|| args.addr.to_string()),
+            .or_else(|| server.instance_id.clone())
+            .unwrap_or_else(|| addr.to_string()),
         defaults: solve.clone(),
         context_window: loaded
             .settings
@@ -88,11 +130,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(deepsolve_core::DEFAULT_CONTEXT_WINDOW),
         max_running_turns: max_turns,
         workspace_root: Some(deepsolve_app::default_workspace_root()?),
+        workspace_retention: deepsolve_app::gc::days(loaded.settings.sandbox.retention_days),
         settings_path: Some(loaded.path.clone()),
+        limits: connection_limits(server),
+        cors_origins,
         ..ServerConfig::default()
     };
     let state = deepsolve_server::prepare(store, Arc::new(app), config).await?;
-    let listener = deepsolve_server::bind(args.addr, state.auth).await?;
+    let listener = deepsolve_server::bind(addr, state.auth).await?;
     let local = listener.local_addr()?;
     let mode = match state.auth {
         AuthMode::SingleUser => "single-user mode: no token needed",
@@ -101,8 +146,33 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The first stdout line is machine-readable: scripts and tests wait for it.
     println!("listening on http://{local}");
     eprintln!("deepsolve: serving on http://{local} ({mode}); Ctrl-C stops");
+    let collector = deepsolve_server::gc::spawn_collector(&state);
     deepsolve_server::serve(listener, state, shutdown_signal()).await?;
+    collector.stop().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--addr` (or `DEEPSOLVE_ADDR`), else `server.addr`, else the default.
+fn listen_addr(flag: Option<SocketAddr>, settings: &ServerSettings) -> anyhow::Result<SocketAddr> {
+    if let Some(addr) = flag {
+        return Ok(addr);
+    }
+    match &settings.addr {
+        Some(text) => text.trim().parse().with_context(|| {
+            format!("the setting server.addr is `{text}`, not a listen address like 127.0.0.1:8080")
+        }),
+        None => Ok(DEFAULT_ADDR),
+    }
+}
+
+/// The `server` settings' timeouts and connection cap (already clamped by the loader).
+fn connection_limits(settings: &ServerSettings) -> ConnectionLimits {
+    ConnectionLimits {
+        header_timeout: Duration::from_secs(settings.header_timeout_s),
+        body_timeout: Duration::from_secs(settings.body_timeout_s),
+        idle_timeout: Duration::from_secs(settings.idle_timeout_s),
+        max_connections: u32::try_from(settings.max_connections).unwrap_or(u32::MAX),
+    }
 }
 
 fn init_logging() {

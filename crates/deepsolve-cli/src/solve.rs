@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use deepsolve_app::{create_workspace, default_workspace_root, new_turn_id};
+use deepsolve_app::{default_workspace_root, hold_workspace, new_turn_id};
 use deepsolve_core::{ChatModel, Engine, TurnSpec};
 use deepsolve_protocol::{Language, Protocol, StopReason, TurnOutcome};
 use tokio::sync::mpsc;
@@ -18,11 +18,14 @@ pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
     let offered = app.tools_for_turn(&args.tools)?;
     report_sandbox(&app);
     let turn_id = new_turn_id();
-    let workspace = if app.needs_workspace(&offered) {
-        Some(create_workspace(&default_workspace_root()?, &turn_id)?)
+    // Held until the turn is over: no collection, here or in another process, deletes it.
+    let held = if app.needs_workspace(&offered) {
+        Some(hold_workspace(&default_workspace_root()?, &turn_id)?)
     } else {
         None
     };
+    let workspace = held.as_ref().map(|h| h.path().to_path_buf());
+    let automatic_gc = crate::gc::collect_in_background(&loaded.settings);
     let mut spec = TurnSpec::new(turn_id, args.problem.clone());
     spec.workspace = workspace.clone();
     spec.language = match args.lang {
@@ -43,6 +46,10 @@ pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
         Box::new(LiveRenderer::new(model.name()).with_workspace(workspace))
     };
     let outcome = drive(app.engine(), model.as_ref(), spec, renderer).await?;
+    drop(held);
+    if let Some(pass) = automatic_gc {
+        pass.finish();
+    }
     Ok(exit_code(&outcome))
 }
 

@@ -7,7 +7,9 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use deepsolve_store::Role;
 
+use crate::ConfigArgs;
 use crate::serve::{DatabaseArgs, open_store};
+use crate::setup::load_settings;
 
 #[derive(Subcommand)]
 pub(crate) enum UsersAction {
@@ -29,8 +31,15 @@ pub(crate) enum UsersAction {
     List,
 }
 
-pub(crate) async fn run(action: UsersAction, database: &DatabaseArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(database).await?;
+/// `database` (the flag or `DEEPSOLVE_DATABASE_URL`) wins over `server.database` in the
+/// settings, as for `serve`.
+pub(crate) async fn run(
+    action: UsersAction,
+    database: &DatabaseArgs,
+    config: &ConfigArgs,
+) -> anyhow::Result<ExitCode> {
+    let loaded = load_settings(config)?;
+    let store = open_store(database, &loaded.settings.server).await?;
     match action {
         UsersAction::Add { name, admin } => {
             let role = if admin { Role::Admin } else { Role::User };

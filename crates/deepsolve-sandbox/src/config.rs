@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use crate::error::SandboxError;
 
-/// `tools.sandbox` in the settings.
+/// `sandbox.backend` in the settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SandboxMode {
     /// bubblewrap when it works; otherwise the code tools are not mounted (fail closed).
@@ -90,6 +90,10 @@ pub struct SandboxConfig {
     /// enforces the process limit and the sandboxed code is `nobody` on the host too. Off,
     /// bwrap runs as root and a fork bomb is contained by the pid namespace and the kill alone.
     pub drop_root: bool,
+    /// Install the seccomp filter (`seccomp.rs`) in every bwrap sandbox; when it cannot be
+    /// built or installed, there is no sandbox (fail closed). Off is an explicit, loudly
+    /// warned opt-out (`sandbox.seccomp: false`).
+    pub seccomp: bool,
 }
 
 impl Default for SandboxConfig {
@@ -100,6 +104,7 @@ impl Default for SandboxConfig {
             python: PathBuf::from("/usr/bin/python3"),
             limits: Limits::default(),
             drop_root: true,
+            seccomp: true,
         }
     }
 }

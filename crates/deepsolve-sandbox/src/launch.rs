@@ -13,6 +13,7 @@ use tokio::process::Command;
 
 use crate::config::Limits;
 use crate::process::SandboxChild;
+use crate::seccomp::SeccompFilter;
 
 /// Where the workspace appears inside the sandbox.
 pub const WORKDIR: &str = "/workspace";
@@ -27,6 +28,8 @@ pub enum Backend {
         host: HostUser,
         /// bwrap ≥ 0.8 can forbid nested user namespaces inside the sandbox.
         disable_userns: bool,
+        /// Installed by bwrap in every sandbox; `None` only by the explicit opt-out.
+        seccomp: Option<SeccompFilter>,
     },
     /// `sandbox: none`: no isolation, only a clean environment, rlimits and the group kill.
     Unsandboxed,
@@ -228,11 +231,19 @@ pub(crate) fn spawn(
         Some((a, b)) => Some((high_fd(&a)?, high_fd(&b)?)),
         None => None,
     };
+    let seccomp = match backend {
+        Backend::Bwrap {
+            seccomp: Some(filter),
+            ..
+        } => Some(high_fd(&filter.to_memfd()?)?),
+        _ => None,
+    };
     let child_setup = ChildSetup {
         rlimits: rlimits(launch.limits, launch.cpu_s),
         control: control
             .as_ref()
             .map(|(a, b)| (a.as_raw_fd(), b.as_raw_fd())),
+        seccomp: seccomp.as_ref().map(AsRawFd::as_raw_fd),
         drop: drop_root,
     };
     // SAFETY: `apply` only makes async-signal-safe system calls (dup2, close_range, setrlimit,
@@ -241,8 +252,9 @@ pub(crate) fn spawn(
         cmd.pre_exec(move || child_setup.apply());
     }
     let child = cmd.spawn()?;
-    // The child has its copies; ours of the control fds close here.
+    // The child has its copies; ours of the control and filter fds close here.
     drop(control);
+    drop(seccomp);
     Ok(Spawned {
         child: SandboxChild::new(child),
         stdout: out_r,
@@ -261,6 +273,7 @@ fn command_line(
             bwrap,
             host,
             disable_userns,
+            seccomp,
         } => {
             // As nobody, bwrap binds the workspace from the stage it is mounted on.
             let (source, drop_root) = match (host, launch.workspace) {
@@ -272,6 +285,10 @@ fn command_line(
                 (_, ws) => (ws.map(Path::to_path_buf), None),
             };
             let mut args = bwrap_args(layout, launch.limits, source.as_deref(), *disable_userns);
+            if seccomp.is_some() {
+                let fd = seccomp_fd(launch.control.is_some());
+                args.splice(0..0, ["--seccomp".into(), fd.to_string().into()]);
+            }
             args.extend(launch.argv.iter().cloned());
             Ok((bwrap.as_os_str().to_owned(), args, drop_root))
         }
@@ -350,16 +367,24 @@ fn c_path(path: &OsStr) -> io::Result<CString> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))
 }
 
+/// The fd bwrap reads the seccomp program from: the first after stdio and the control pipes
+/// (bwrap closes it once read, so the sandboxed code never sees it).
+fn seccomp_fd(has_control: bool) -> RawFd {
+    if has_control { 5 } else { 3 }
+}
+
 /// Everything the child does between fork and exec, prepared before the fork.
 struct ChildSetup {
     rlimits: Vec<(Resource, u64)>,
     control: Option<(RawFd, RawFd)>,
+    /// The seccomp program's memfd (numbered 10 or above), for bwrap.
+    seccomp: Option<RawFd>,
     drop: Option<DropRoot>,
 }
 
 impl ChildSetup {
     fn apply(&self) -> io::Result<()> {
-        let first_free = match self.control {
+        let mut first_free = match self.control {
             Some((req, rep)) => {
                 check(unsafe { libc::dup2(req, 3) })?;
                 check(unsafe { libc::dup2(rep, 4) })?;
@@ -367,7 +392,12 @@ impl ChildSetup {
             }
             None => 3,
         };
-        close_from(first_free);
+        if let Some(program) = self.seccomp {
+            let target = seccomp_fd(self.control.is_some());
+            check(unsafe { libc::dup2(program, target) })?;
+            first_free = target + 1;
+        }
+        close_from(first_free as u32);
         for &(resource, value) in &self.rlimits {
             let lim = libc::rlimit {
                 rlim_cur: value,

@@ -11,8 +11,9 @@
 //! What every sandboxed process gets: no network (own network namespace), a clean
 //! environment, a read-only system, a private `/tmp`, the workspace as the only writable
 //! place, its own pid/ipc/uts/user namespaces, no capabilities, uid 65534, rlimits (address
-//! space, CPU, file size, open files, processes), and a kill of the whole process group (and
-//! with it the pid namespace) on timeout or cancel. Output is read with a cap while it
+//! space, CPU, file size, open files, processes), a seccomp filter ([`SeccompFilter`]:
+//! ptrace, bpf, mounts, namespaces and the like refused), and a kill of the whole process
+//! group (and with it the pid namespace) on timeout or cancel. Output is read with a cap while it
 //! streams; what came before a timeout is kept.
 //!
 //! Processes are spawned from async context: bwrap's `--die-with-parent` is tied to the
@@ -27,6 +28,7 @@ mod pipe;
 mod process;
 mod python;
 mod sandbox;
+mod seccomp;
 pub mod workspace;
 
 pub use capture::{Capture, Captured};
@@ -36,4 +38,5 @@ pub use exec::{ExecOutcome, ExitKind};
 pub use launch::{Backend, HostUser, WORKDIR};
 pub use python::{CellOutcome, CellStatus, INTERRUPT_GRACE, Interpreter, PythonOptions, ReadyInfo};
 pub use sandbox::Sandbox;
+pub use seccomp::SeccompFilter;
 pub use workspace::{FileChange, Snapshot};

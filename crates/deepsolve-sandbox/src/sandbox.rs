@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{Limits, SandboxConfig, SandboxMode};
 use crate::error::SandboxError;
 use crate::launch::{self, Backend, HostUser, Launch, NOBODY, RootLayout, Spawned};
+use crate::seccomp::SeccompFilter;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -57,9 +58,10 @@ impl Sandbox {
         }
         let bwrap = find_bwrap(&config.bwrap).ok_or_else(|| {
             SandboxError::Unavailable(
-                "bubblewrap (bwrap) is not installed: install the Debian package `bubblewrap` (scripts/install-deps does), or set tools.sandbox: none to run model code without isolation".into(),
+                "bubblewrap (bwrap) is not installed: install the Debian package `bubblewrap` (scripts/install-deps does), or set sandbox.backend: none to run model code without isolation".into(),
             )
         })?;
+        let seccomp = seccomp_filter(&config)?;
         let version = bwrap_version(&bwrap).await;
         let mut first_failure = None;
         for host in host_candidates(config.drop_root) {
@@ -68,6 +70,7 @@ impl Sandbox {
                     bwrap: bwrap.clone(),
                     host: host.clone(),
                     disable_userns,
+                    seccomp: seccomp.clone(),
                 };
                 let candidate =
                     Sandbox::assemble(config.clone(), backend, layout.clone(), version.clone());
@@ -105,18 +108,31 @@ impl Sandbox {
         }
     }
 
-    /// Start the system Python in the sandbox with a scratch workspace and check it ran there.
+    /// Start the system Python in the sandbox with a scratch workspace and check it ran there
+    /// (and, with the seccomp filter, that the filter refuses what it must).
     async fn probe(&self) -> Result<(), String> {
         let scratch = std::env::temp_dir().join(format!(
             "deepsolve-probe-{}-{}",
             std::process::id(),
             unique()
         ));
+        let filtered = matches!(
+            self.backend(),
+            Backend::Bwrap {
+                seccomp: Some(_),
+                ..
+            }
+        );
         let argv: Vec<OsString> = vec![
             self.config().python.as_os_str().to_owned(),
             "-I".into(),
             "-c".into(),
-            "import os; open('probe', 'w').write(str(os.getuid()))".into(),
+            PROBE.into(),
+            if filtered {
+                libc::SYS_ptrace.to_string().into()
+            } else {
+                "".into()
+            },
         ];
         let cancel = CancellationToken::new();
         let result = tokio::time::timeout(
@@ -126,10 +142,23 @@ impl Sandbox {
         .await;
         let written = std::fs::read_to_string(scratch.join("probe")).unwrap_or_default();
         let _ = std::fs::remove_dir_all(&scratch);
+        let expected = if filtered {
+            format!("{NOBODY} ptrace:{}", libc::EPERM)
+        } else {
+            format!("{NOBODY} ptrace:unchecked")
+        };
         match result {
             Err(_) => Err("the probe timed out".into()),
             Ok(Err(e)) => Err(e.to_string()),
-            Ok(Ok(out)) if out.success() && written == NOBODY.to_string() => Ok(()),
+            Ok(Ok(out)) if out.success() && written == expected => Ok(()),
+            Ok(Ok(out))
+                if out.success() && filtered && written.starts_with(&format!("{NOBODY} ")) =>
+            {
+                Err(format!(
+                    "the seccomp filter is not in force in the sandbox (ptrace gave {}, not EPERM); set sandbox.seccomp: false to run without it (not recommended)",
+                    written.split_once(':').map(|(_, e)| e).unwrap_or("?")
+                ))
+            }
             Ok(Ok(out)) => {
                 let said = out.stderr.text.trim();
                 Err(if said.is_empty() {
@@ -166,6 +195,7 @@ impl Sandbox {
             Backend::Bwrap {
                 host,
                 disable_userns,
+                seccomp,
                 ..
             } => {
                 let who = match host {
@@ -178,8 +208,12 @@ impl Sandbox {
                 } else {
                     ""
                 };
+                let filter = match seccomp {
+                    Some(_) => ", seccomp filter on",
+                    None => ", NO seccomp filter",
+                };
                 format!(
-                    "{} {who}: no network, clean environment, read-only system, private /tmp, workspace the only writable place{userns}",
+                    "{} {who}: no network, clean environment, read-only system, private /tmp, workspace the only writable place{userns}{filter}",
                     if self.inner.version.is_empty() {
                         "bwrap"
                     } else {
@@ -192,15 +226,19 @@ impl Sandbox {
 
     /// A warning to print on every start, when the setup is weaker than it should be.
     pub fn warning(&self) -> Option<String> {
-        match &self.inner.backend {
-            Backend::Unsandboxed => Some(
-                "tools.sandbox is `none`: model-written code runs WITHOUT isolation, with your user's access to files and network. Use it only on a throwaway machine.".into(),
-            ),
-            Backend::Bwrap { host: HostUser::Root, .. } => Some(
-                "the sandbox runs as root on the host (dropping to nobody failed): the process limit is not enforced; the pid namespace and the group kill still contain runaway processes".into(),
-            ),
-            Backend::Bwrap { .. } => None,
+        let Backend::Bwrap { host, seccomp, .. } = &self.inner.backend else {
+            return Some(
+                "sandbox.backend is `none`: model-written code runs WITHOUT isolation, with your user's access to files and network. Use it only on a throwaway machine.".into(),
+            );
+        };
+        let mut warnings = Vec::new();
+        if *host == HostUser::Root {
+            warnings.push("the sandbox runs as root on the host (dropping to nobody failed): the process limit is not enforced; the pid namespace and the group kill still contain runaway processes");
         }
+        if seccomp.is_none() {
+            warnings.push("sandbox.seccomp is false: model-written code may call ptrace, bpf, userfaultfd, perf_event_open, the kernel keyring, mount and namespace system calls — the kernel's attack surface is wide open. Turn it back on unless this host cannot install seccomp filters");
+        }
+        (!warnings.is_empty()).then(|| warnings.join("; "))
     }
 
     /// Create the workspace if needed, make it writable for the sandbox, and return its
@@ -266,6 +304,22 @@ impl Sandbox {
             })
             .collect())
     }
+}
+
+/// The probe: write the uid it runs as and, given the ptrace syscall number, the errno of
+/// `ptrace(PTRACE_TRACEME)` (which succeeds without the filter).
+const PROBE: &str = "import os, sys\nresult = 'unchecked'\nif sys.argv[1]:\n    import ctypes\n    libc = ctypes.CDLL(None, use_errno=True)\n    r = libc.syscall(int(sys.argv[1]), 0, 0, 0, 0)\n    result = str(ctypes.get_errno()) if r == -1 else 'allowed'\nopen('probe', 'w').write(f'{os.getuid()} ptrace:{result}')\n";
+
+/// The filter `config` asks for, or why the sandbox cannot have it (then there is none).
+fn seccomp_filter(config: &SandboxConfig) -> Result<Option<SeccompFilter>, SandboxError> {
+    if !config.seccomp {
+        return Ok(None);
+    }
+    SeccompFilter::build().map(Some).map_err(|e| {
+        SandboxError::Unavailable(format!(
+            "{e}: the sandbox needs its seccomp filter; set sandbox.seccomp: false to run without it (not recommended)"
+        ))
+    })
 }
 
 fn is_executable(path: &Path) -> bool {

@@ -56,6 +56,16 @@ impl ApiError {
         ApiError::new(StatusCode::FORBIDDEN, ApiErrorCode::Forbidden, message)
     }
 
+    /// The request body did not arrive in time; the connection is closed after this answer
+    /// (the rest of the body is not waited for).
+    pub fn body_timed_out() -> Self {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            ApiErrorCode::RequestTimeout,
+            "the request body did not arrive in time",
+        )
+    }
+
     pub fn internal() -> Self {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -91,6 +101,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if self.status == StatusCode::REQUEST_TIMEOUT {
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         response
     }

@@ -9,7 +9,8 @@ use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
 
-/// `Json<T>` with API errors: 413 for a body over the limit, 415 without a JSON content type,
+/// `Json<T>` with API errors: 408 for a body slower than the body timeout, 413 for a body
+/// over the limit, 415 without a JSON content type,
 /// 400 for broken JSON, 422 naming the field for well-formed JSON of the wrong shape
 /// (unknown fields included: request types deny them).
 pub struct ApiJson<T>(pub T);
@@ -26,6 +27,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 }
 
 fn json_error(rejection: JsonRejection) -> ApiError {
+    if crate::body_timeout::is_body_timeout(&rejection) {
+        return ApiError::body_timed_out();
+    }
     let status = rejection.status();
     let code = match status {
         StatusCode::PAYLOAD_TOO_LARGE => ApiErrorCode::PayloadTooLarge,

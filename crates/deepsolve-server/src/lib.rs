@@ -10,8 +10,12 @@
 //! - Errors are `{"error": {"code", "message"}}`; another user's data is a 404.
 
 pub mod auth;
+pub mod body_timeout;
+pub mod cors;
 pub mod error;
 pub mod extract;
+pub mod gc;
+mod listener;
 pub mod metrics;
 pub mod openai;
 pub mod openapi;
@@ -36,7 +40,9 @@ use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
 
 pub use auth::{AuthMode, Caller, LOCAL_USER, UnsafeBind, check_bind};
+pub use cors::{CorsOrigins, InvalidOrigin};
 pub use error::ApiError;
+pub use listener::ConnectionLimits;
 pub use state::{AppState, ServerConfig};
 
 #[derive(Debug, thiserror::Error)]
@@ -100,10 +106,13 @@ async fn relay_cancellations(state: std::sync::Weak<AppState>) {
     }
 }
 
-/// The routes, with body limit and panic catching.
+/// The routes, with the body size and time limits, panic catching and CORS (for the
+/// configured origins only).
 pub fn router(state: Arc<AppState>) -> Router {
     let max_body = state.config.max_body_bytes;
-    Router::new()
+    let body_timeout = state.config.limits.body_timeout;
+    let cors = state.config.cors_origins.layer();
+    let routes = Router::new()
         .route("/api/v1/turns", post(routes::create_turn))
         .route("/api/v1/turns/{id}", get(routes::get_turn))
         .route("/api/v1/turns/{id}/events", get(routes::turn_events))
@@ -126,41 +135,46 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/models", get(openai::list_models))
         .fallback(routes::not_found)
         .layer(DefaultBodyLimit::max(max_body))
+        .layer(axum::middleware::from_fn_with_state(
+            body_timeout,
+            body_timeout::limit_body_time,
+        ))
         .layer(CatchPanicLayer::custom(
             |_panic: Box<dyn std::any::Any + Send>| {
                 axum::response::IntoResponse::into_response(ApiError::internal())
             },
         ))
-        .with_state(state)
+        .with_state(state);
+    match cors {
+        Some(cors) => routes.layer(cors),
+        None => routes,
+    }
 }
 
-/// Serve on a bound listener until `shutdown` resolves. Running turns are then cancelled
-/// (their SSE streams end with `turn_finished: cancelled`, which also lets the graceful
-/// shutdown finish: it waits for open streams) and their ends are recorded before this
-/// returns — a clean stop leaves no turn `running` for the next start to call interrupted.
+/// Serve on a bound listener until `shutdown` resolves, with the connection limits of
+/// `state.config.limits` (header, body and idle timeouts, the connection cap: see
+/// [`ConnectionLimits`]). Running turns are then cancelled (their SSE streams end with
+/// `turn_finished: cancelled`, which also lets the graceful shutdown finish: it waits for
+/// open streams) and their ends are recorded before this returns — a clean stop leaves no
+/// turn `running` for the next start to call interrupted.
 pub async fn serve(
     listener: TcpListener,
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    let addr = listener
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
     if let Ok(local) = listener.local_addr() {
         check_bind(local, state.auth)?;
     }
     let app = router(state.clone());
     let stopping = state.clone();
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            stopping.cancel_all();
-        })
-        .await;
+    listener::serve_connections(listener, app, state.config.limits, async move {
+        shutdown.await;
+        stopping.cancel_all();
+    })
+    .await;
     state.cancel_all();
     wait_for_turns(&state, SHUTDOWN_GRACE).await;
-    result.map_err(|source| ServerError::Listen { addr, source })
+    Ok(())
 }
 
 /// How long a stopping server waits for cancelled turns to record their end.

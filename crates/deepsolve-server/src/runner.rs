@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use deepsolve_app::{ToolRequestError, create_workspace, new_turn_id};
+use deepsolve_app::{HeldWorkspace, ToolRequestError, hold_workspace, new_turn_id};
 use deepsolve_core::{ConfigError, SolveConfig, TurnSpec};
 use deepsolve_protocol::api::{ApiErrorCode, CreateTurn, TurnCreated};
 use deepsolve_protocol::{
@@ -195,20 +195,22 @@ impl<'a> From<&'a TurnRecord> for TurnKeys<'a> {
 
 /// Run a recorded turn (new or resumed) on its own task; its slot is `cancel`'s. The
 /// workspace is made here, once the turn exists: a refused turn leaves no directory, and a
-/// resumed one finds the files it wrote before.
+/// resumed one finds the files it wrote before. The turn's task holds it until the turn's end
+/// is recorded, so no collection deletes it meanwhile.
 pub(crate) fn launch(
     state: &Arc<AppState>,
     mut spec: TurnSpec,
     cancel: tokio_util::sync::CancellationToken,
 ) -> TurnCreated {
-    spec.workspace = workspace_for(state, &spec);
+    let workspace = workspace_for(state, &spec);
+    spec.workspace = workspace.as_ref().map(|held| held.path().to_path_buf());
     let created = TurnCreated {
         events_url: format!("/api/v1/turns/{}/events", spec.turn_id),
         turn_id: spec.turn_id.clone(),
         session_id: spec.session_id.clone().unwrap_or_default(),
         status: TurnStatus::Running,
     };
-    tokio::spawn(drive(state.clone(), spec, cancel));
+    tokio::spawn(drive(state.clone(), spec, cancel, workspace));
     created
 }
 
@@ -330,15 +332,16 @@ pub fn apply_overrides(
     }
 }
 
-/// A private directory for a turn whose tools need one (the same rule as the CLI's).
-fn workspace_for(state: &AppState, spec: &TurnSpec) -> Option<PathBuf> {
+/// A private directory for a turn whose tools need one (the same rule as the CLI's), held for
+/// the turn.
+fn workspace_for(state: &AppState, spec: &TurnSpec) -> Option<HeldWorkspace> {
     if !state.app.needs_workspace(&spec.tools) {
         return None;
     }
     let root = state.config.workspace_root.as_ref()?;
     let turn_id = spec.turn_id.as_str();
-    match create_workspace(root, turn_id) {
-        Ok(dir) => Some(dir),
+    match hold_workspace(root, turn_id) {
+        Ok(held) => Some(held),
         Err(e) => {
             tracing::warn!(turn_id, error = %e, "no workspace for this turn");
             None
@@ -347,8 +350,14 @@ fn workspace_for(state: &AppState, spec: &TurnSpec) -> Option<PathBuf> {
 }
 
 /// Run the turn to its end and record it. The engine runs on its own task so that a panic
-/// inside it becomes a failed turn, not a turn stuck `running`.
-async fn drive(state: Arc<AppState>, spec: TurnSpec, cancel: tokio_util::sync::CancellationToken) {
+/// inside it becomes a failed turn, not a turn stuck `running`. `held` is the turn's
+/// workspace, let go once the end is recorded (its artifacts are in the store by then).
+async fn drive(
+    state: Arc<AppState>,
+    spec: TurnSpec,
+    cancel: tokio_util::sync::CancellationToken,
+    held: Option<HeldWorkspace>,
+) {
     let turn_id = spec.turn_id.clone();
     let user_id = spec.user_id.clone().unwrap_or_default();
     let workspace = spec.workspace.clone();
@@ -380,6 +389,7 @@ async fn drive(state: Arc<AppState>, spec: TurnSpec, cancel: tokio_util::sync::C
         }
     };
     state.writer.finish(&turn_id, finish).await;
+    drop(held);
     state.unregister_turn(&turn_id);
 }
 

@@ -11,6 +11,8 @@ use deepsolve_store::Store;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::AuthMode;
+use crate::cors::CorsOrigins;
+use crate::listener::ConnectionLimits;
 use crate::metrics::Metrics;
 use crate::writer::EventWriter;
 
@@ -34,10 +36,20 @@ pub struct ServerConfig {
     pub sse_poll: Duration,
     /// Per-turn workspaces (`<root>/<turn_id>`) where tools write files; `None`: no workspace.
     pub workspace_root: Option<PathBuf>,
+    /// How long a finished turn's workspace is kept after its last change
+    /// (`sandbox.retention_days`; empty ones go at the next collection).
+    pub workspace_retention: Duration,
+    /// How often the workspace collector runs (`deepsolve_server::gc`), after its first pass
+    /// at start.
+    pub workspace_gc_interval: Duration,
     /// Largest artifact copied into the store.
     pub max_artifact_bytes: u64,
     /// The settings file `PUT /api/v1/capabilities/settings` writes (`None`: read-only).
     pub settings_path: Option<PathBuf>,
+    /// Header, body and idle timeouts and the connection cap.
+    pub limits: ConnectionLimits,
+    /// Browser origins allowed to call the API (none: no CORS headers at all).
+    pub cors_origins: CorsOrigins,
 }
 
 impl Default for ServerConfig {
@@ -51,8 +63,12 @@ impl Default for ServerConfig {
             max_running_turns: 4096,
             sse_poll: Duration::from_secs(5),
             workspace_root: None,
+            workspace_retention: Duration::from_secs(7 * 24 * 60 * 60),
+            workspace_gc_interval: Duration::from_secs(60 * 60),
             max_artifact_bytes: 20 * 1024 * 1024,
             settings_path: None,
+            limits: ConnectionLimits::default(),
+            cors_origins: CorsOrigins::default(),
         }
     }
 }

@@ -128,6 +128,15 @@ pub enum SettingsError {
     )]
     SecretNotWritable { key: String, path: PathBuf },
 
+    /// `settings set server.database postgres://user:PASSWORD@…`: same rule as the API key.
+    #[error(
+        "refusing to write '{key}' with a password to {}: secrets are never stored in clear; \
+         export DEEPSOLVE_DATABASE_URL, or write the URL without its password and give that \
+         to PostgreSQL by PGPASSWORD or ~/.pgpass",
+        path.display()
+    )]
+    PasswordNotWritable { key: String, path: PathBuf },
+
     /// A tool's settings struct does not fit its own declared section (a bug in the tool).
     #[error("the settings of the tool '{tool}' do not fit its struct: {reason}")]
     ToolSection { tool: String, reason: String },

@@ -6,7 +6,7 @@
 //! errors naming the full key and the file, variable or argument it came from — and every
 //! numeric knob is clamped with a warning. The `solve` section is core's
 //! [`SolveConfig`](deepsolve_core::SolveConfig), checked by `SolveConfig::from_map`. Under
-//! `tools`, besides `enabled` and `sandbox`, each tool may have a section of its own,
+//! `tools`, besides `enabled` (and `sandbox`, the deprecated name of `sandbox.backend`), each tool may have a section of its own,
 //! `tools.<tool>`, whose keys the tool declares ([`ToolSection`]) and the loader is given
 //! ([`LoadOptions::tool_sections`]): it is checked as strictly as every other key, and the
 //! tool reads it with [`Settings::tool_settings`].
@@ -32,7 +32,8 @@
 //!
 //! Secrets: the API key is a [`secrecy::SecretString`]; `Debug` hides it,
 //! [`Settings::redacted_value`] shows `"*** (from <source>)"`, and [`set_in_file`] refuses to
-//! write it.
+//! write it. `server.database` is one too when its URL holds a password: masked as
+//! `postgres://user:***@host/db`, and never written by [`set_in_file`] with the password.
 
 mod error;
 mod layers;
@@ -47,7 +48,8 @@ mod yaml;
 pub use error::{Origin, SettingsError};
 pub use load::{CONFIG_ENV, LoadOptions, Loaded, get, load, resolve_path};
 pub use model::{
-    ApiKeySource, LlmSettings, ModelRef, ModelsSettings, Protocol, Settings, ToolsSettings,
+    ApiKeySource, LlmSettings, ModelRef, ModelsSettings, Protocol, SandboxSettings, ServerSettings,
+    Settings, ToolsSettings,
 };
 pub use schema::{Builtin, Clamp, Field, Kind, ToolSection, all_keys};
 pub use write::{set_in_file, set_many_in_file};

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::error::SettingsError;
 use deepsolve_core::SolveConfig;
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -19,10 +19,12 @@ pub struct Settings {
     pub models: ModelsSettings,
     pub solve: SolveConfig,
     pub tools: ToolsSettings,
+    pub sandbox: SandboxSettings,
+    pub server: ServerSettings,
 }
 
 /// The main model endpoint.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmSettings {
     /// OpenAI-compatible base URL (e.g. `https://api.deepseek.com/v1`).
@@ -43,6 +45,25 @@ pub struct LlmSettings {
     pub protocol: Protocol,
     /// Extra JSON fields merged into every request body (provider-specific switches).
     pub extra_body: Map<String, Value>,
+    /// The most one reply may hold (content, reasoning and tool-call arguments together), MiB;
+    /// a longer reply ends its round with a named error. Clamped to 1–64.
+    pub max_reply_mb: u64,
+}
+
+impl Default for LlmSettings {
+    fn default() -> Self {
+        LlmSettings {
+            base_url: None,
+            model: None,
+            api_key: None,
+            api_key_source: None,
+            api_key_env: None,
+            context_window: None,
+            protocol: Protocol::default(),
+            extra_body: Map::new(),
+            max_reply_mb: 4,
+        }
+    }
 }
 
 /// How tool calls are exchanged with the model: the core's own type, so the
@@ -72,13 +93,11 @@ pub struct ModelRef {
 }
 
 /// Tool toggles, and the tools' own sections.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolsSettings {
     /// Opt-in tools offered on every turn by default (e.g. `reason`).
     pub enabled: Vec<String>,
-    /// `auto` (bwrap when available), `bwrap` (required), or `none`.
-    pub sandbox: String,
     /// `tools.<tool>` for each tool whose section has values, checked against the tool's
     /// [`ToolSection`](crate::ToolSection) (clamped, blanks dropped). Filled by the loader,
     /// never from the `tools` mapping itself (whose other keys stay strict); read it with
@@ -87,12 +106,77 @@ pub struct ToolsSettings {
     pub sections: Map<String, Value>,
 }
 
-impl Default for ToolsSettings {
+/// How model code is isolated, and what one turn's sandboxed processes may use together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxSettings {
+    /// `auto` (bubblewrap when it works, else no code tools), `bwrap` (required), or `none`
+    /// (no isolation: an explicit, loudly warned opt-out). `tools.sandbox` is its old name.
+    pub backend: String,
+    /// Memory of all the turn's sandboxed processes together, MiB.
+    pub memory_mb: u64,
+    /// Processes (and threads) of the turn's sandboxes together.
+    pub max_processes: u64,
+    /// Bytes the turn's workspace may hold, MiB.
+    pub workspace_mb: u64,
+    /// Files (and directories) the turn's workspace may hold.
+    pub workspace_files: u64,
+    /// Days a finished turn's workspace is kept; empty ones go at the next collection.
+    pub retention_days: u64,
+    /// The seccomp filter of sandboxed processes; `false` is an explicit, warned opt-out.
+    pub seccomp: bool,
+}
+
+impl Default for SandboxSettings {
     fn default() -> Self {
-        ToolsSettings {
-            enabled: Vec::new(),
-            sandbox: "auto".to_string(),
-            sections: Map::new(),
+        SandboxSettings {
+            backend: "auto".to_string(),
+            memory_mb: 2048,
+            max_processes: 64,
+            workspace_mb: 1024,
+            workspace_files: 10_000,
+            retention_days: 7,
+            seccomp: true,
+        }
+    }
+}
+
+/// `deepsolve serve`: where it listens and stores, and the limits on every connection.
+/// Command-line flags win over these.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSettings {
+    /// Listen address, e.g. `127.0.0.1:8080`.
+    pub addr: Option<String>,
+    /// `sqlite://PATH` or `postgres://USER:PASS@HOST/DB`. A secret when it holds a password:
+    /// `Debug` hides it, [`Settings::redacted_value`] masks the password.
+    #[serde(skip)]
+    pub database: Option<SecretString>,
+    /// This instance's stable name (its running turns are marked interrupted on restart).
+    pub instance_id: Option<String>,
+    /// Browser origins allowed to call the API cross-origin; none by default.
+    pub cors_origins: Vec<String>,
+    /// Seconds a client may take to send a request's headers.
+    pub header_timeout_s: u64,
+    /// Seconds a client may take to send a request's body.
+    pub body_timeout_s: u64,
+    /// Seconds a kept-alive connection may wait for its next request.
+    pub idle_timeout_s: u64,
+    /// Connections served at once; more are refused.
+    pub max_connections: u64,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        ServerSettings {
+            addr: None,
+            database: None,
+            instance_id: None,
+            cors_origins: Vec::new(),
+            header_timeout_s: 10,
+            body_timeout_s: 30,
+            idle_timeout_s: 60,
+            max_connections: 4096,
         }
     }
 }
@@ -127,6 +211,8 @@ impl Settings {
         out.insert("models".into(), to_value(&self.models));
         out.insert("solve".into(), to_value(&self.solve));
         out.insert("tools".into(), to_value(&self.tools));
+        out.insert("sandbox".into(), to_value(&self.sandbox));
+        out.insert("server".into(), self.server.redacted_value());
         Value::Object(out)
     }
 }
@@ -171,6 +257,42 @@ impl LlmSettings {
     }
 }
 
+impl ServerSettings {
+    fn redacted_value(&self) -> Value {
+        let mut value = to_value(self);
+        if let Value::Object(map) = &mut value {
+            let shown = self.database.as_ref().map_or(Value::Null, |url| {
+                Value::String(mask_password(url.expose_secret()))
+            });
+            map.insert("database".into(), shown);
+        }
+        value
+    }
+}
+
+/// `url` with the password of its user info (`scheme://user:PASSWORD@host`) replaced by `***`.
+pub(crate) fn mask_password(url: &str) -> String {
+    match password_span(url) {
+        Some((start, end)) => format!("{}***{}", &url[..start], &url[end..]),
+        None => url.to_string(),
+    }
+}
+
+/// Whether `url` carries a password in clear.
+pub(crate) fn has_password(url: &str) -> bool {
+    password_span(url).is_some_and(|(start, end)| end > start)
+}
+
+/// Byte range of the password in `scheme://user:password@host/…`, if there is one.
+fn password_span(url: &str) -> Option<(usize, usize)> {
+    let authority_start = url.find("://")? + 3;
+    let rest = &url[authority_start..];
+    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let at = rest[..authority_len].rfind('@')?;
+    let colon = rest[..at].find(':')?;
+    Some((authority_start + colon + 1, authority_start + at))
+}
+
 /// Serialise a section. These types hold only strings, numbers and maps, so this cannot fail;
 /// `null` is the harmless answer if it ever did.
 fn to_value<T: Serialize>(value: &T) -> Value {
@@ -199,7 +321,23 @@ mod tests {
         assert_eq!(v["solve"]["temperature"], json!(0.3));
         assert_eq!(v["llm"]["api_key"], Value::Null);
         assert_eq!(v["llm"]["protocol"], json!("native"));
-        assert_eq!(v["tools"]["sandbox"], json!("auto"));
+        assert_eq!(v["sandbox"]["backend"], json!("auto"));
+        assert_eq!(v["sandbox"]["memory_mb"], json!(2048));
+        assert_eq!(v["server"]["header_timeout_s"], json!(10));
+        assert_eq!(v["server"]["database"], Value::Null);
+    }
+
+    #[test]
+    fn passwords_are_masked_in_database_urls() {
+        assert_eq!(
+            mask_password("postgres://u:p%40ss@h:5432/db?x=1"),
+            "postgres://u:***@h:5432/db?x=1"
+        );
+        assert_eq!(mask_password("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(mask_password("sqlite:///a@b/x.db"), "sqlite:///a@b/x.db");
+        assert!(has_password("postgres://u:p@h/db"));
+        assert!(!has_password("postgres://u:@h/db"));
+        assert!(!has_password("sqlite://x:y.db"));
     }
 
     #[test]
@@ -220,7 +358,7 @@ mod tests {
             .insert("web_search".into(), json!({"max_results": 3}));
         assert_eq!(
             s.redacted_value()["tools"],
-            json!({"enabled": [], "sandbox": "auto", "web_search": {"max_results": 3}})
+            json!({"enabled": [], "web_search": {"max_results": 3}})
         );
         let read: Map<String, Value> = s.tool_settings("web_search").unwrap();
         assert_eq!(read["max_results"], 3);

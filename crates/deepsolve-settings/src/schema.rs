@@ -85,6 +85,9 @@ pub(crate) enum Own {
     SolveFlag,
     /// The `tools` section: `enabled`, `sandbox` and the declared tool sections.
     Tools,
+    /// A database URL (`server.database`): its password is a secret — type errors never echo
+    /// the value, `settings get` masks the password, `settings set` refuses one.
+    DatabaseUrl,
 }
 
 pub(crate) const SECRET: Kind = Kind::Builtin(Builtin(Own::Secret));
@@ -93,6 +96,7 @@ pub(crate) const SOLVE: Kind = Kind::Builtin(Builtin(Own::Solve));
 pub(crate) const SOLVE_KNOB: Kind = Kind::Builtin(Builtin(Own::SolveKnob));
 pub(crate) const SOLVE_FLAG: Kind = Kind::Builtin(Builtin(Own::SolveFlag));
 pub(crate) const TOOLS: Kind = Kind::Builtin(Builtin(Own::Tools));
+pub(crate) const DATABASE_URL: Kind = Kind::Builtin(Builtin(Own::DatabaseUrl));
 
 impl Kind {
     /// Whether a raw value from `--set` or the environment is taken verbatim rather than parsed
@@ -100,7 +104,10 @@ impl Kind {
     pub(crate) fn is_verbatim_text(self) -> bool {
         matches!(
             self,
-            Kind::Text | Kind::EnvName | Kind::Choice(_) | Kind::Builtin(Builtin(Own::Secret))
+            Kind::Text
+                | Kind::EnvName
+                | Kind::Choice(_)
+                | Kind::Builtin(Builtin(Own::Secret | Own::DatabaseUrl))
         )
     }
 }
@@ -167,11 +174,13 @@ const fn field(name: &'static str, kind: Kind) -> Field {
 
 /// The protocols `llm.protocol` accepts, in the order they are documented.
 pub(crate) const PROTOCOLS: &[&str] = &["native", "tags", "auto"];
-/// The sandbox modes `tools.sandbox` accepts.
-pub(crate) const SANDBOXES: &[&str] = &["auto", "bwrap", "none"];
+/// The isolation backends `sandbox.backend` (and the deprecated `tools.sandbox`) accept.
+pub(crate) const BACKENDS: &[&str] = &["auto", "bwrap", "none"];
 
 /// `llm.context_window`: tokens the model accepts; unset = the model catalog's value.
 const CONTEXT_WINDOW: Clamp = Clamp::whole(1024.0, 10_000_000.0);
+/// `llm.max_reply_mb`: the most one reply (content, reasoning and tool-call arguments) may hold.
+const MAX_REPLY_MB: Clamp = Clamp::whole(1.0, 64.0);
 
 const LLM: &[Field] = &[
     field("base_url", Kind::Text),
@@ -181,6 +190,7 @@ const LLM: &[Field] = &[
     field("context_window", Kind::Number(CONTEXT_WINDOW)),
     field("protocol", Kind::Choice(PROTOCOLS)),
     field("extra_body", Kind::FreeMap),
+    field("max_reply_mb", Kind::Number(MAX_REPLY_MB)),
 ];
 
 const MODEL_REF: &[Field] = &[
@@ -194,10 +204,40 @@ const MODELS: &[Field] = &[
     field("vision", Kind::Section(MODEL_REF)),
 ];
 
-/// The keys of `tools` besides the tool sections.
+/// The keys of `tools` besides the tool sections. `sandbox` is the deprecated spelling of
+/// `sandbox.backend`, still read (with a warning).
 pub(crate) const TOOLS_OWN: &[Field] = &[
     field("enabled", Kind::TextList),
-    field("sandbox", Kind::Choice(SANDBOXES)),
+    field("sandbox", Kind::Choice(BACKENDS)),
+];
+
+/// `sandbox`: how model code is isolated, and the budget of one turn's processes together.
+const SANDBOX: &[Field] = &[
+    field("backend", Kind::Choice(BACKENDS)),
+    field("memory_mb", Kind::Number(Clamp::whole(64.0, 1_048_576.0))),
+    field("max_processes", Kind::Number(Clamp::whole(4.0, 4096.0))),
+    field("workspace_mb", Kind::Number(Clamp::whole(1.0, 1_048_576.0))),
+    field(
+        "workspace_files",
+        Kind::Number(Clamp::whole(10.0, 10_000_000.0)),
+    ),
+    field("retention_days", Kind::Number(Clamp::whole(0.0, 3650.0))),
+    field("seccomp", Kind::Flag),
+];
+
+/// `server`: where `deepsolve serve` listens and stores, and what a connection may cost it.
+const SERVER: &[Field] = &[
+    field("addr", Kind::Text),
+    field("database", DATABASE_URL),
+    field("instance_id", Kind::Text),
+    field("cors_origins", Kind::TextList),
+    field("header_timeout_s", Kind::Number(Clamp::whole(1.0, 600.0))),
+    field("body_timeout_s", Kind::Number(Clamp::whole(1.0, 3600.0))),
+    field("idle_timeout_s", Kind::Number(Clamp::whole(1.0, 3600.0))),
+    field(
+        "max_connections",
+        Kind::Number(Clamp::whole(1.0, 1_000_000.0)),
+    ),
 ];
 
 pub(crate) const SECTIONS: &[Field] = &[
@@ -205,6 +245,8 @@ pub(crate) const SECTIONS: &[Field] = &[
     field("models", Kind::Section(MODELS)),
     field("solve", SOLVE),
     field("tools", TOOLS),
+    field("sandbox", Kind::Section(SANDBOX)),
+    field("server", Kind::Section(SERVER)),
 ];
 
 /// The whole tree.
@@ -363,7 +405,10 @@ mod tests {
         let miss = hint_of("llm.modle");
         assert!(miss.starts_with("known in llm: base_url, model"), "{miss}");
         let miss = hint_of("lm");
-        assert_eq!(miss, "known sections: llm, models, solve, tools");
+        assert_eq!(
+            miss,
+            "known sections: llm, models, solve, tools, sandbox, server"
+        );
         let miss = hint_of("llm.model.x");
         assert!(miss.contains("'llm.model' is a single value"), "{miss}");
         let miss = hint_of("solve.max_round");
@@ -377,6 +422,11 @@ mod tests {
         assert!(keys.contains(&"models.reason.api_key_env".to_string()));
         assert!(keys.contains(&"solve.plan_first".to_string()));
         assert!(keys.contains(&"tools.sandbox".to_string()));
-        assert_eq!(keys.len(), 7 + 6 + KNOBS.len() + FLAGS.len() + 2);
+        assert!(keys.contains(&"sandbox.memory_mb".to_string()));
+        assert!(keys.contains(&"server.database".to_string()));
+        assert_eq!(
+            keys.len(),
+            8 + 6 + KNOBS.len() + FLAGS.len() + 2 + SANDBOX.len() + SERVER.len()
+        );
     }
 }

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::error::{Origin, SettingsError, preview, type_name};
-use crate::model::{ApiKeySource, Settings};
+use crate::model::{ApiKeySource, SandboxSettings, ServerSettings, Settings, has_password};
 use crate::schema::{self, Builtin, Clamp, Field, Kind, Own, Schema};
 use crate::tree::Origins;
 
@@ -56,8 +56,29 @@ pub(crate) fn build(
     }
     let mut tools_value = tree.remove("tools").unwrap_or(Value::Null);
     let tool_sections = take_tool_sections(schema, &mut tools_value);
+    let old_backend = take_key(&mut tools_value, "sandbox");
     let mut tools: crate::model::ToolsSettings = section(tools_value, "tools", origins)?;
     tools.sections = tool_sections;
+    let mut warnings = checked.warnings;
+    let sandbox_value = tree.remove("sandbox").unwrap_or(Value::Null);
+    let backend_set = sandbox_value.get("backend").is_some();
+    let mut sandbox: SandboxSettings = section(sandbox_value, "sandbox", origins)?;
+    if let Some(Value::String(backend)) = old_backend {
+        let old = origins.of(&["tools".into(), "sandbox".into()]);
+        warnings.push(if backend_set {
+            let new = origins.of(&["sandbox".into(), "backend".into()]);
+            format!("tools.sandbox is deprecated and ignored: sandbox.backend ({new}) wins ({old})")
+        } else {
+            sandbox.backend = backend;
+            format!("tools.sandbox is deprecated; write sandbox.backend instead ({old})")
+        });
+    }
+    let mut server_value = tree.remove("server").unwrap_or(Value::Null);
+    let database = take_key(&mut server_value, "database");
+    let mut server: ServerSettings = section(server_value, "server", origins)?;
+    if let Some(Value::String(url)) = database {
+        server.database = Some(SecretString::from(url));
+    }
     let settings = Settings {
         llm,
         models: section(
@@ -67,8 +88,15 @@ pub(crate) fn build(
         )?,
         solve: checked.solve,
         tools,
+        sandbox,
+        server,
     };
-    Ok((settings, checked.warnings))
+    Ok((settings, warnings))
+}
+
+/// Remove `key` from a section's mapping (absent, or the section is unset: `None`).
+fn take_key(section: &mut Value, key: &str) -> Option<Value> {
+    section.as_object_mut().and_then(|map| map.remove(key))
 }
 
 /// The checked sections of the tools (`tools.<tool>`), taken out of the `tools` mapping so the
@@ -164,6 +192,7 @@ impl Checker<'_> {
             Kind::TextList => self.text_list(path, value),
             Kind::Builtin(Builtin(own)) => match own {
                 Own::Secret => self.secret(path, value),
+                Own::DatabaseUrl => self.database_url(path, value),
                 Own::Solve => self.solve(path, value),
                 // `Own::Tools` is checked as a section above.
                 Own::Free | Own::SolveKnob | Own::SolveFlag | Own::Tools => Ok(()),
@@ -253,6 +282,25 @@ impl Checker<'_> {
                 if let Origin::File(file) = self.origins.of(path) {
                     self.warnings.push(format!(
                         "{} is stored in clear in {}; prefer DEEPSOLVE_API_KEY or llm.api_key_env",
+                        path.join("."),
+                        file.display()
+                    ));
+                }
+            }
+            other => return Err(self.wrong(path, "a string", type_name(other).to_string())),
+        }
+        Ok(())
+    }
+
+    /// A database URL: a string, never echoed in errors; a password stored in the file gets a
+    /// warning.
+    fn database_url(&mut self, path: &[String], value: &mut Value) -> Result<(), SettingsError> {
+        match value {
+            Value::String(s) if s.trim().is_empty() => *value = Value::Null,
+            Value::String(url) => {
+                if let (true, Origin::File(file)) = (has_password(url), self.origins.of(path)) {
+                    self.warnings.push(format!(
+                        "{} holds a password in clear in {}; prefer DEEPSOLVE_DATABASE_URL",
                         path.join("."),
                         file.display()
                     ));
@@ -403,6 +451,7 @@ impl Checker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use secrecy::ExposeSecret;
     use serde_json::json;
     use std::path::PathBuf;
 
@@ -428,7 +477,10 @@ mod tests {
                     "context_window": 64000, "protocol": "tags", "extra_body": {"a": {"b": 1}}},
             "models": {"reason": {"model": "r"}, "vision": null},
             "solve": {"max_rounds": 5, "plan_first": false},
-            "tools": {"enabled": ["reason"], "sandbox": "none"},
+            "tools": {"enabled": ["reason"]},
+            "sandbox": {"backend": "none", "memory_mb": 512, "seccomp": false},
+            "server": {"addr": "0.0.0.0:80", "database": "sqlite:///x.db",
+                       "cors_origins": ["https://a.example"], "header_timeout_s": 5},
         }))
         .unwrap();
         assert!(w.is_empty(), "{w:?}");
@@ -438,7 +490,83 @@ mod tests {
         assert!(s.models.vision.is_none());
         assert_eq!(s.solve.max_rounds, 5);
         assert!(!s.solve.plan_first);
-        assert_eq!(s.tools.sandbox, "none");
+        assert_eq!(s.sandbox.backend, "none");
+        assert_eq!((s.sandbox.memory_mb, s.sandbox.max_processes), (512, 64));
+        assert!(!s.sandbox.seccomp);
+        assert_eq!(s.server.addr.as_deref(), Some("0.0.0.0:80"));
+        assert_eq!(
+            s.server
+                .database
+                .as_ref()
+                .map(|d| d.expose_secret().to_string()),
+            Some("sqlite:///x.db".into())
+        );
+        assert_eq!(s.server.cors_origins, ["https://a.example"]);
+        assert_eq!(
+            (s.server.header_timeout_s, s.server.body_timeout_s),
+            (5, 30)
+        );
+    }
+
+    #[test]
+    fn tools_sandbox_is_the_deprecated_name_of_sandbox_backend() {
+        let (s, w) = run(json!({"tools": {"sandbox": "none"}})).unwrap();
+        assert_eq!(s.sandbox.backend, "none");
+        assert_eq!(
+            w,
+            ["tools.sandbox is deprecated; write sandbox.backend instead (in /s.yaml)"]
+        );
+        let (s, w) =
+            run(json!({"tools": {"sandbox": "none"}, "sandbox": {"backend": "bwrap"}})).unwrap();
+        assert_eq!(s.sandbox.backend, "bwrap");
+        assert!(w[0].contains("deprecated and ignored"), "{w:?}");
+        let e = err(json!({"tools": {"sandbox": "docker"}}));
+        assert!(
+            e.contains("'tools.sandbox'") && e.contains("auto, bwrap, none"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sandbox_and_server_numbers_are_clamped() {
+        let (s, w) = run(json!({
+            "sandbox": {"memory_mb": 1, "max_processes": 100000, "retention_days": 0},
+            "server": {"header_timeout_s": 0, "max_connections": 0},
+        }))
+        .unwrap();
+        assert_eq!(s.sandbox.memory_mb, 64);
+        assert_eq!(s.sandbox.max_processes, 4096);
+        assert_eq!(s.sandbox.retention_days, 0);
+        assert_eq!(s.server.header_timeout_s, 1);
+        assert_eq!(s.server.max_connections, 1);
+        for key in [
+            "sandbox.memory_mb",
+            "sandbox.max_processes",
+            "server.header_timeout_s",
+        ] {
+            assert!(w.iter().any(|w| w.contains(key)), "{key}: {w:?}");
+        }
+    }
+
+    #[test]
+    fn a_database_password_is_a_secret() {
+        let url = "postgres://u:hunter2@db.example/deepsolve";
+        let (s, w) = run(json!({"server": {"database": url}})).unwrap();
+        assert!(w[0].contains("server.database holds a password"), "{w:?}");
+        assert!(!w[0].contains("hunter2"));
+        assert!(!format!("{s:?}").contains("hunter2"));
+        let shown = s.redacted_value();
+        assert_eq!(
+            shown["server"]["database"],
+            json!("postgres://u:***@db.example/deepsolve")
+        );
+        let e = err(json!({"server": {"database": 5}}));
+        assert!(
+            e.contains("server.database") && e.contains("a number"),
+            "{e}"
+        );
+        let (_, w) = run(json!({"server": {"database": "postgres://u@db/x"}})).unwrap();
+        assert!(w.is_empty(), "{w:?}");
     }
 
     #[test]
@@ -455,11 +583,8 @@ mod tests {
         );
         let e = err(json!({"models": {"reason": {"model": "m", "url": 1}}}));
         assert!(e.contains("'models.reason.url'"), "{e}");
-        let e = err(json!({"server": {}}));
-        assert!(
-            e.contains("'server'") && e.contains("known sections"),
-            "{e}"
-        );
+        let e = err(json!({"serve": {}}));
+        assert!(e.contains("'serve'") && e.contains("known sections"), "{e}");
     }
 
     #[test]
@@ -552,7 +677,7 @@ mod tests {
                 .unwrap();
         assert_eq!(s.llm.model, None);
         assert_eq!(s.llm.protocol, crate::Protocol::Native);
-        assert_eq!(s.tools.sandbox, "auto");
+        assert_eq!(s.sandbox.backend, "auto");
     }
 
     #[test]
@@ -581,6 +706,8 @@ mod tests {
         leaves(&s.redacted_value(), String::new(), &mut from_structs);
         from_structs.sort();
         let mut from_schema = schema::all_keys(&[]);
+        // Read only to be moved to its new name, `sandbox.backend`.
+        from_schema.retain(|key| key != "tools.sandbox");
         from_schema.sort();
         assert_eq!(from_structs, from_schema);
     }

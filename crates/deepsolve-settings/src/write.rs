@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use crate::error::{Origin, SettingsError};
+use crate::model::has_password;
 use crate::schema::{Schema, ToolSection};
 use crate::tree::{self, Origins};
 use crate::validate;
@@ -16,6 +17,8 @@ use crate::yaml;
 
 /// The only key that holds a secret; it is never written by us.
 const SECRET_KEY: &str = "llm.api_key";
+/// A key whose value may carry a secret (a password in the URL); written only without one.
+const DATABASE_KEY: &str = "server.database";
 
 /// Set `dotted_key` to `raw_value` in the settings file at `path`, whose `tools` may hold
 /// `tool_sections` (as for [`load`](crate::load)) (created, with its parent
@@ -57,6 +60,12 @@ pub fn set_many_in_file(
             });
         }
         let kind = tree::known_kind(schema, &key, &Origin::CommandLine)?;
+        if key.join(".") == DATABASE_KEY && has_password(raw_value) {
+            return Err(SettingsError::PasswordNotWritable {
+                key: DATABASE_KEY.into(),
+                path: path.to_path_buf(),
+            });
+        }
         let value = tree::raw_value(kind, raw_value, &key, &Origin::CommandLine)?;
         if value.is_null() {
             tree::replace(&mut file, &key, None);

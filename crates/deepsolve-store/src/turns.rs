@@ -285,6 +285,18 @@ impl Store {
         Ok(done.rows_affected() > 0)
     }
 
+    /// The turns a server may still run or resume: `running` (here or on another replica) and
+    /// `interrupted`. Their workspaces are kept whatever their age (the workspace collector's
+    /// bookkeeping, never a client's request).
+    pub async fn resumable_turn_ids_unscoped(&self) -> Result<Vec<String>, StoreError> {
+        let ids = sqlx::query_scalar("SELECT id FROM turns WHERE status IN ($1, $2) ORDER BY id")
+            .bind(TurnStatus::Running.as_str())
+            .bind(TurnStatus::Interrupted.as_str())
+            .fetch_all(self.pool())
+            .await?;
+        Ok(ids)
+    }
+
     /// How many turns are in each status (metrics, health).
     pub async fn count_turns(&self, status: TurnStatus) -> Result<u64, StoreError> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM turns WHERE status = $1")

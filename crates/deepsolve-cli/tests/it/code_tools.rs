@@ -1,7 +1,8 @@
 //! The code tools through the real `deepsolve` binary against the mock model: a three-step
 //! sympy solve whose names carry from step to step and whose plot comes back as a PNG
-//! artifact the CLI lists; no secret of ours reaches the code; and fail-closed when no
-//! sandbox backend works.
+//! artifact the CLI lists; no secret of ours reaches the code and its `ptrace` is refused (the
+//! seccomp filter); fail-closed when no sandbox backend works; and the loudly warned opt-outs
+//! (`sandbox.backend: none`, `sandbox.seccomp: false`).
 
 use std::path::{Path, PathBuf};
 
@@ -185,8 +186,9 @@ fn json_events_carry_the_artifacts_and_no_secret_reaches_the_code() {
             return Reply::text("done");
         };
         if req.work_results_for(step).is_empty() {
+            // Also what the seccomp filter says to ptrace(PTRACE_TRACEME): EPERM (errno 1).
             let code = format!(
-                "# {}\nimport os\nopen('env.txt', 'w').write(repr(dict(os.environ)))\nprint(sorted(os.environ))",
+                "# {}\nimport os\nopen('env.txt', 'w').write(repr(dict(os.environ)))\nprint(sorted(os.environ))\nimport ctypes, platform\nlibc = ctypes.CDLL(None, use_errno=True)\nnr = {{'x86_64': 101, 'aarch64': 117}}[platform.machine()]\nprint('ptrace', libc.syscall(nr, 0, 0, 0, 0), ctypes.get_errno())",
                 step.key()
             );
             return Reply::calls(vec![("code_execution", json!({"code": code}))]);
@@ -247,6 +249,8 @@ fn json_events_carry_the_artifacts_and_no_secret_reaches_the_code() {
         );
     }
     assert!(seen.contains("MPLBACKEND"));
+    let content = result["content"].as_str().unwrap();
+    assert!(content.contains("ptrace -1 1\n"), "{content}");
 }
 
 fn broken_bwrap(dir: &Path) -> PathBuf {
@@ -305,13 +309,13 @@ fn without_a_working_sandbox_the_code_tools_are_not_mounted() {
         .cmd(&server)
         .env("DEEPSOLVE_BWRAP", &bwrap)
         .env("PATH", "/nonexistent")
-        .args(["--set", "tools.sandbox=bwrap", "Solve x + 1 = 3."])
+        .args(["--set", "sandbox.backend=bwrap", "Solve x + 1 = 3."])
         .output()
         .expect("run deepsolve");
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("tools.sandbox is `bwrap`, but bubblewrap cannot create a sandbox here")
+            .contains("sandbox.backend is `bwrap`, but bubblewrap cannot create a sandbox here")
     );
 
     // The doctor says exactly why.
@@ -326,6 +330,7 @@ fn without_a_working_sandbox_the_code_tools_are_not_mounted() {
     assert!(stdout.contains("code tools are off (not mounted): bubblewrap cannot create a sandbox here: bwrap: No permissions"), "{stdout}");
 }
 
+/// Also through the deprecated spelling `tools.sandbox`, which still counts, with a warning.
 #[test]
 fn sandbox_none_runs_with_a_loud_warning() {
     let server = MockServer::policy(WellBehaved::new(1).with_work_tool(Some("exec")));
@@ -339,10 +344,58 @@ fn sandbox_none_runs_with_a_loud_warning() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
         stderr.contains(
-            "WARNING: tools.sandbox is `none`: model-written code runs WITHOUT isolation"
+            "WARNING: sandbox.backend is `none`: model-written code runs WITHOUT isolation"
         ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("tools.sandbox is deprecated; write sandbox.backend instead (in --set"),
         "{stderr}"
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("\"name\":\"exec\""), "{stdout}");
+}
+
+#[test]
+fn seccomp_off_runs_without_the_filter_with_a_loud_warning() {
+    let server = MockServer::policy(WellBehaved::new(1).with_work_tool(Some("exec")));
+    let env = Env::new();
+    let out = env
+        .cmd(&server)
+        .args([
+            "--set",
+            "sandbox.seccomp=false",
+            "--json",
+            "Solve x + 1 = 3.",
+        ])
+        .output()
+        .expect("run deepsolve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("WARNING: sandbox.seccomp is false: model-written code may call ptrace"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("\"name\":\"exec\""),
+        "still sandboxed: {stdout}"
+    );
+
+    // The doctor shows the filter's state either way.
+    let doctor = |seccomp: &str| {
+        let out = env
+            .command()
+            .args(["doctor", "--base-url", &server.url(), "--model", "m"])
+            .args(["--set", &format!("sandbox.seccomp={seccomp}")])
+            .output()
+            .expect("run doctor");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let off = doctor("false");
+    assert!(off.contains("NO seccomp filter"), "{off}");
+    assert!(off.contains("sandbox.seccomp is false"), "{off}");
+    let on = doctor("true");
+    assert!(on.contains("seccomp filter on"), "{on}");
+    assert!(!on.contains("sandbox.seccomp is false"), "{on}");
 }

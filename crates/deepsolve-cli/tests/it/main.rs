@@ -5,7 +5,9 @@
 
 mod cli;
 mod code_tools;
+mod connections;
 mod did_you_mean;
+mod gc;
 mod memory_probe;
 mod protocols;
 mod serve;

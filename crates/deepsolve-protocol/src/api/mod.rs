@@ -211,6 +211,8 @@ pub enum ApiErrorCode {
     BadJson,
     PayloadTooLarge,
     UnsupportedMediaType,
+    /// The request body did not arrive within the server's body timeout (408).
+    RequestTimeout,
     /// Well-formed JSON of the wrong shape, or a value out of place.
     InvalidRequest,
     /// Refused by the store's own checks.
@@ -238,12 +240,13 @@ pub enum ApiErrorCode {
 }
 
 impl ApiErrorCode {
-    pub const ALL: [ApiErrorCode; 20] = [
+    pub const ALL: [ApiErrorCode; 21] = [
         ApiErrorCode::NotFound,
         ApiErrorCode::BadRequest,
         ApiErrorCode::BadJson,
         ApiErrorCode::PayloadTooLarge,
         ApiErrorCode::UnsupportedMediaType,
+        ApiErrorCode::RequestTimeout,
         ApiErrorCode::InvalidRequest,
         ApiErrorCode::Invalid,
         ApiErrorCode::Unsupported,
@@ -268,6 +271,7 @@ impl ApiErrorCode {
             ApiErrorCode::BadJson => "bad_json",
             ApiErrorCode::PayloadTooLarge => "payload_too_large",
             ApiErrorCode::UnsupportedMediaType => "unsupported_media_type",
+            ApiErrorCode::RequestTimeout => "request_timeout",
             ApiErrorCode::InvalidRequest => "invalid_request",
             ApiErrorCode::Invalid => "invalid",
             ApiErrorCode::Unsupported => "unsupported",

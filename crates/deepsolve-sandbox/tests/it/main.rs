@@ -8,4 +8,5 @@ mod common;
 mod environment;
 mod output_cap;
 mod python;
+mod seccomp;
 mod security;

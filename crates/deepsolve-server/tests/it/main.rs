@@ -5,6 +5,7 @@
 
 mod api;
 mod config_keys;
+mod gc;
 mod openai_facade;
 mod openapi;
 mod support;

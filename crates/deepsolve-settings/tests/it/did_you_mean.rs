@@ -56,7 +56,9 @@ fn a_typo_in_the_file_gets_the_nearest_key() {
     let f = file("tool:\n  sandbox: none\n");
     let e = load_err(&f, &[], &[]);
     assert!(
-        e.contains("(known sections: llm, models, solve, tools) — did you mean 'tools'?"),
+        e.contains(
+            "(known sections: llm, models, solve, tools, sandbox, server) — did you mean 'tools'?"
+        ),
         "{e}"
     );
 }
@@ -108,10 +110,10 @@ fn settings_get_and_set_suggest_too() {
     );
     assert!(e.ends_with(" — did you mean 'solve.temperature'?"), "{e}");
     let f = file("");
-    let e = set_in_file(&f.path, "tools.sandbx", "none", &[])
+    let e = set_in_file(&f.path, "sandbox.backnd", "none", &[])
         .unwrap_err()
         .to_string();
-    assert!(e.ends_with(" — did you mean 'tools.sandbox'?"), "{e}");
+    assert!(e.ends_with(" — did you mean 'sandbox.backend'?"), "{e}");
 }
 
 #[test]

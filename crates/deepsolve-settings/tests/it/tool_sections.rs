@@ -265,7 +265,7 @@ fn settings_get_shows_the_section_and_its_keys() {
     );
     let whole = get(&loaded, None).unwrap();
     assert_eq!(whole["tools"]["web_search"]["provider"], "duckduckgo");
-    assert_eq!(whole["tools"]["sandbox"], "auto");
+    assert_eq!(whole["sandbox"]["backend"], "auto");
     let e = get(&loaded, Some("tools.web_search.max_reslts"))
         .unwrap_err()
         .to_string();

@@ -459,6 +459,36 @@ async fn a_restart_interrupts_only_its_own_running_turns_and_resume_reclaims_the
     }
 }
 
+#[tokio::test]
+async fn resumable_turns_are_the_running_and_interrupted_ones_of_every_owner() {
+    for (store, _dir) in stores().await {
+        let (finished, _) = running_turn(&store, "u", None).await;
+        store
+            .finish_turn(&finished, &TurnFinish::default())
+            .await
+            .expect("finish");
+        let (cancelled, _) = running_turn(&store, "u", None).await;
+        let cancel = TurnFinish {
+            status: Some(TurnStatus::Cancelled),
+            ..Default::default()
+        };
+        store
+            .finish_turn(&cancelled, &cancel)
+            .await
+            .expect("cancel");
+        let (interrupted, _) = running_turn(&store, "u", None).await;
+        store.mark_interrupted("node-a").await.expect("mark");
+        let (elsewhere, _) = running_turn(&store, "v", None).await;
+        reown(&store, &elsewhere, "node-z").await;
+        let (running, _) = running_turn(&store, "v", None).await;
+        let mut expected = vec![interrupted, elsewhere, running];
+        expected.sort();
+        let mut ids = store.resumable_turn_ids_unscoped().await.expect("ids");
+        ids.sort();
+        assert_eq!(ids, expected);
+    }
+}
+
 /// Hand a turn to another node through the public API: interrupt it and reclaim it there.
 async fn reown(store: &Store, turn: &str, node: &str) {
     store.mark_interrupted("node-a").await.expect("mark");

@@ -1,7 +1,7 @@
 //! The code tools: `code_execution` (Python, one persistent interpreter per turn) and `exec`
 //! (a shell command), both in the sandbox (`deepsolve-sandbox`) and the turn's workspace, and
 //! the plumbing they share (`sandboxed`). They are built only with a `Sandbox` whose probe ran
-//! real code (or the explicit, loudly warned `tools.sandbox: none`).
+//! real code (or the explicit, loudly warned `sandbox.backend: none`).
 
 pub(crate) mod exec;
 pub(crate) mod python;
