@@ -28,10 +28,11 @@ use crate::metrics::Metrics;
 
 /// Events written per transaction at most.
 const BATCH: usize = 1024;
-/// Encoded event bytes per transaction at most (a batch of large events, such as tool calls
-/// with megabytes of arguments, is written in several): the batch is held twice while it is
-/// written, once encoded here and once in the database driver.
-const BATCH_BYTES: usize = 1024 * 1024;
+/// Encoded event bytes per transaction at most (a batch of large events, such as a fast
+/// stream's gathered text, is written in several): while a batch is written it is held three
+/// or four times over, encoded here, in the database driver's arguments and in SQLite's own
+/// copies. Ordinary batches (a thousand small events) stay well under it.
+const BATCH_BYTES: usize = 256 * 1024;
 /// Attempts at a failing batch before falling back to per-turn writes.
 const ATTEMPTS: u32 = 4;
 
