@@ -10,6 +10,7 @@ mod did_you_mean;
 mod gc;
 mod memory_probe;
 mod protocols;
+mod reply_memory;
 mod serve;
 mod support;
 mod tool_settings;

@@ -89,7 +89,7 @@ impl BigReply {
     }
 
     /// The problem that asks the mock for this reply.
-    fn problem(&self) -> String {
+    pub(crate) fn problem(&self) -> String {
         format!(
             "memory probe: {} {} {}",
             self.part.name(),
@@ -222,9 +222,8 @@ impl Server {
         std::fs::write(path, "5").expect("reset the peak (clear_refs 5)");
     }
 
-    /// Run one turn with `problem`, following its events to the end like a client; returns
-    /// the stop reason, the error kind and the bytes of SSE the reader got.
-    pub(crate) async fn turn(&self, problem: &str) -> (String, Option<String>, u64) {
+    /// Run one turn with `problem`, following its events to the end like a client.
+    pub(crate) async fn turn(&self, problem: &str) -> Followed {
         let http = reqwest::Client::new();
         let created: Value = http
             .post(format!("{}/api/v1/turns", self.base))
@@ -241,9 +240,20 @@ impl Server {
             .send()
             .await
             .expect("events");
-        let followed = follow(events).await;
+        let mut followed = follow(events).await;
         self.wait_until_recorded(&http, &turn).await;
+        followed.turn_id = turn;
         followed
+    }
+
+    /// `GET /api/v1/turns/{id}`.
+    pub(crate) async fn view(&self, turn: &str) -> Value {
+        reqwest::get(format!("{}/api/v1/turns/{turn}", self.base))
+            .await
+            .expect("get the turn")
+            .json()
+            .await
+            .expect("json")
     }
 
     /// `turn_finished` reaches readers before the turn's end is written: wait for that too.
@@ -273,8 +283,19 @@ impl Drop for Server {
     }
 }
 
+/// What a client following a turn saw.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Followed {
+    pub turn_id: String,
+    pub stop_reason: String,
+    /// The `error` event's kind, if the turn had one.
+    pub error_kind: Option<String>,
+    /// Bytes of SSE the reader got.
+    pub events_bytes: u64,
+}
+
 /// Read an event stream to its end, keeping only what the probe reports.
-async fn follow(response: reqwest::Response) -> (String, Option<String>, u64) {
+async fn follow(response: reqwest::Response) -> Followed {
     let mut stream = response.bytes_stream();
     let mut bytes = 0u64;
     let mut line = Vec::new();
@@ -302,7 +323,12 @@ async fn follow(response: reqwest::Response) -> (String, Option<String>, u64) {
             line.clear();
         }
     }
-    (stop, error, bytes)
+    Followed {
+        turn_id: String::new(),
+        stop_reason: stop,
+        error_kind: error,
+        events_bytes: bytes,
+    }
 }
 
 /// One probe: a fresh server (with `settings`), a warm-up turn, then the big reply's turn.
@@ -313,15 +339,15 @@ pub(crate) async fn measure(binary: &Path, settings: &str, big: BigReply) -> Mea
     let (rss_before_kib, _) = server.memory_kib();
     server.reset_peak();
     let started = Instant::now();
-    let (stop_reason, error_kind, events_bytes) = server.turn(&big.problem()).await;
+    let followed = server.turn(&big.problem()).await;
     let elapsed = started.elapsed();
     let (_, peak_kib) = server.memory_kib();
     Measured {
         rss_before_kib,
         peak_kib,
-        stop_reason,
-        error_kind,
-        events_bytes,
+        stop_reason: followed.stop_reason,
+        error_kind: followed.error_kind,
+        events_bytes: followed.events_bytes,
         elapsed,
     }
 }
