@@ -39,6 +39,7 @@ fn parse_row(row: &str) -> (Part, usize) {
     let (part, bytes) = row.split_once(':').expect("--rows part:bytes,…");
     let part = match part {
         "content" => Part::Content,
+        "letters" => Part::Letters,
         "reasoning" => Part::Reasoning,
         "arguments" => Part::Arguments,
         other => panic!("unknown part {other}"),
@@ -66,6 +67,7 @@ async fn main() {
         (Part::Content, 3 * MB),
         (Part::Content, cap.min(4 * MIB) - 64 * 1024),
         (Part::Content, 10 * MB),
+        (Part::Letters, 10 * MB),
         (Part::Reasoning, 10 * MB),
         (Part::Arguments, 3 * MB),
         (Part::Arguments, 8 * MB),

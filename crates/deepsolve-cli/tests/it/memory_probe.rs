@@ -20,6 +20,8 @@ use serde_json::{Value, json};
 pub(crate) enum Part {
     /// Visible text.
     Content,
+    /// Visible text that is one run of letters, without a space (the tokenizer's worst case).
+    Letters,
     /// `reasoning_content`.
     Reasoning,
     /// The arguments of one tool call (to a tool the turn does not offer: refused, as any
@@ -31,6 +33,7 @@ impl Part {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Part::Content => "content",
+            Part::Letters => "letters",
             Part::Reasoning => "reasoning",
             Part::Arguments => "arguments",
         }
@@ -61,6 +64,7 @@ impl BigReply {
         };
         let turn = match self.part {
             Part::Content => Turn::text(body),
+            Part::Letters => Turn::text(body.replace(' ', "x")),
             Part::Reasoning => Turn::text("Done.").with_reasoning(body),
             Part::Arguments => {
                 let args = json!({"notes": body}).to_string();
@@ -102,6 +106,7 @@ impl BigReply {
         let mut words = problem.strip_prefix("memory probe: ")?.split_whitespace();
         let part = match words.next()? {
             "content" => Part::Content,
+            "letters" => Part::Letters,
             "reasoning" => Part::Reasoning,
             "arguments" => Part::Arguments,
             _ => return None,
