@@ -72,6 +72,11 @@ pub fn message_tokens(m: &Message) -> u64 {
     PER_MESSAGE + count(&m.content) + calls
 }
 
+/// Warm the tokenizer (it takes a moment to load) off the hot path.
+pub fn warm_up() {
+    LazyLock::force(&BPE);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,9 +105,4 @@ mod tests {
             );
         }
     }
-}
-
-/// Warm the tokenizer (it takes a moment to load) off the hot path.
-pub fn warm_up() {
-    LazyLock::force(&BPE);
 }
