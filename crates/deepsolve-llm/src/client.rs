@@ -15,7 +15,7 @@ use crate::accumulate::{ReplyTooLarge, StreamAccumulator};
 use crate::classify::{Failure, RetryKind, classify_status, classify_stream_error};
 use crate::config::{ClientConfig, ClientError, normalize_base_url};
 use crate::retry::{backoff_delay, parse_retry_after, random_jitter};
-use crate::sse::{MAX_STREAM_BYTES, SseEvent, SseParser};
+use crate::sse::{MAX_EVENT_BYTES, MAX_STREAM_BYTES, SseError, SseEvent, SseParser};
 use crate::wire::{self, ChatChunk, ProviderError, truncate_message};
 
 /// Cap on an HTTP error body we read to explain a failure.
@@ -246,7 +246,9 @@ impl OpenAiClient {
     ) -> Result<(), Failure> {
         let idle = self.config.stream_idle_timeout;
         let mut stream = response.bytes_stream();
-        let mut parser = SseParser::new();
+        let cap = self.config.max_reply_bytes;
+        let event_limit = event_limit(cap);
+        let mut parser = SseParser::with_limits(MAX_STREAM_BYTES, event_limit);
         loop {
             let next = match tokio::time::timeout(idle, stream.next()).await {
                 Err(_) if acc.saw_finish() => return Ok(()),
@@ -262,7 +264,13 @@ impl OpenAiClient {
                 }
                 Some(Ok(bytes)) => bytes,
             };
-            let events = parser.feed(&bytes).map_err(|e| protocol(e.to_string()))?;
+            let events = parser.feed(&bytes).map_err(|e| match e {
+                // One event that large carries more than the reply cap allows.
+                SseError::EventTooLarge { .. } if event_limit < MAX_EVENT_BYTES => {
+                    Failure::Fatal(ModelError::from(ReplyTooLarge { limit: cap }))
+                }
+                other => protocol(other.to_string()),
+            })?;
             for event in events {
                 if self.handle_event(event, acc, on_delta, visible)? == Flow::Done {
                     return Ok(());
@@ -459,6 +467,12 @@ async fn read_limited_or(
         }
         body.extend_from_slice(&chunk);
     }
+}
+
+/// The most one SSE event may take: like a whole JSON reply, and never more than the parser's
+/// own cap on an event.
+fn event_limit(max_reply_bytes: usize) -> usize {
+    json_body_limit(max_reply_bytes).min(MAX_EVENT_BYTES)
 }
 
 /// The most a whole JSON reply may take: twice the reply cap (escapes such as `\n` or `\u4e00`

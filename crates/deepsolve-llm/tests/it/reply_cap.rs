@@ -159,6 +159,23 @@ async fn a_reply_past_the_cap_is_not_retried_even_before_visible_output() {
 }
 
 #[tokio::test]
+async fn one_stream_event_far_past_the_cap_is_not_buffered_whole() {
+    // One delta of 2 MiB: past twice the cap and a megabyte, so the parser stops reading it
+    // before its end, and the failure is the cap's.
+    let huge = text_chunk(&"w".repeat(2 * 1024 * 1024));
+    let server = TestServer::start(vec![Reply::chunks(&[huge])]).await;
+    let result = capped(server.base_url())
+        .complete(&request(), &mut |_| {})
+        .await;
+    assert_eq!(
+        result,
+        Err(ModelError::ReplyTooLarge {
+            limit_bytes: CAP as u64
+        })
+    );
+}
+
+#[tokio::test]
 async fn a_json_reply_past_the_cap_is_reply_too_large() {
     let content = "z".repeat(CAP + 1);
     let within_body = Reply::json(json!({
