@@ -175,7 +175,7 @@ export interface ErrorDetail {
  * What an `error` event is about: why the model failed, or why the turn could not run.
  * Kinds a newer server adds read back as `unknown`.
  */
-export type ErrorKind = "context_length" | "tools_unsupported" | "rate_limited" | "bad_request" | "transport" | "idle_timeout" | "stream_cut" | "auth" | "server" | "protocol" | "turn_not_started" | "internal" | "unknown";
+export type ErrorKind = "context_length" | "tools_unsupported" | "rate_limited" | "bad_request" | "transport" | "idle_timeout" | "stream_cut" | "auth" | "server" | "protocol" | "reply_too_large" | "turn_not_started" | "internal" | "unknown";
 
 /** What happened, tagged by `type`. */
 export type EventKind = {

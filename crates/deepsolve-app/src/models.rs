@@ -30,8 +30,15 @@ pub fn main_client(loaded: &Loaded) -> Result<Arc<OpenAiClient>, AppError> {
     config.api_key = llm.api_key.clone();
     config.extra_body = llm.extra_body.clone();
     config.stream_idle_timeout = loaded.settings.solve.stream_idle_timeout();
+    config.max_reply_bytes = max_reply_bytes(loaded);
     let client = OpenAiClient::new(config).map_err(AppError::Client)?;
     Ok(Arc::new(client))
+}
+
+/// `llm.max_reply_mb` in bytes: the cap on one reply of either model.
+fn max_reply_bytes(loaded: &Loaded) -> usize {
+    let mib = usize::try_from(loaded.settings.llm.max_reply_mb).unwrap_or(usize::MAX);
+    mib.saturating_mul(1024 * 1024)
 }
 
 /// The reasoning model: `models.reason`, else `main`; or why it cannot be used (then only
@@ -58,6 +65,7 @@ pub fn reasoning_model(
         None => llm.api_key.clone(),
     };
     config.stream_idle_timeout = Duration::from_secs(loaded.settings.solve.stream_idle_timeout_s);
+    config.max_reply_bytes = max_reply_bytes(loaded);
     match OpenAiClient::new(config) {
         Ok(client) => Ok(Arc::new(client)),
         Err(e) => Err(Unavailable(format!("cannot use models.reason: {e}"))),

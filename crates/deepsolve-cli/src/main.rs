@@ -108,7 +108,26 @@ enum Command {
     },
 }
 
+/// Freed large buffers go back to the system at once. By default glibc raises its threshold
+/// for serving allocations from their own mappings to the largest buffer freed so far; after
+/// one big model reply, later big buffers are carved from the heap arenas of whichever threads
+/// touched them and stay resident after use (a 1 MB tool-call argument cost the server 11 MiB
+/// at peak instead of 7). Pinning the threshold at glibc's own starting value (128 KiB) keeps
+/// every buffer above it in a mapping of its own, returned when freed.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn return_large_buffers_to_the_system() {
+    // SAFETY: mallopt only sets an allocator parameter and has no memory-safety preconditions;
+    // it runs first thing in `main`, before any other thread exists, so nothing races with it.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn return_large_buffers_to_the_system() {}
+
 fn main() -> ExitCode {
+    return_large_buffers_to_the_system();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

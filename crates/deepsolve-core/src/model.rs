@@ -121,6 +121,13 @@ pub enum ModelError {
     StreamCut { message: String },
     #[error("unreadable reply from the model: {message}")]
     Protocol { message: String },
+    /// The reply (content, reasoning and tool-call arguments together) grew past the per-reply
+    /// cap; the stream was dropped there.
+    #[error(
+        "the model's reply exceeded {limit_bytes} bytes (content, reasoning and tool-call \
+         arguments together; the cap is llm.max_reply_mb)"
+    )]
+    ReplyTooLarge { limit_bytes: u64 },
 }
 
 impl ModelError {
@@ -142,6 +149,7 @@ impl ModelError {
             ModelError::IdleTimeout { .. } => ErrorKind::IdleTimeout,
             ModelError::StreamCut { .. } => ErrorKind::StreamCut,
             ModelError::Protocol { .. } => ErrorKind::Protocol,
+            ModelError::ReplyTooLarge { .. } => ErrorKind::ReplyTooLarge,
         }
     }
 }

@@ -56,6 +56,16 @@ fn take_tail(text: &str, max_bytes: usize, max_lines: usize) -> &str {
     &text[start..]
 }
 
+/// `text` cut to at most `max_bytes` (at a character boundary), with `…` where it was cut: for
+/// messages that quote model output (a validator echoing a megabyte-long argument).
+pub(crate) fn clip(mut text: String, max_bytes: usize) -> String {
+    if text.len() > max_bytes {
+        text.truncate(floor_char_boundary(&text, max_bytes));
+        text.push('…');
+    }
+    text
+}
+
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i = i.min(s.len());
     while !s.is_char_boundary(i) {
@@ -101,6 +111,12 @@ mod tests {
         let text = "x".repeat(100_000);
         let out = head_tail(&text, MAX_BYTES, MAX_LINES);
         assert!(out.len() < MAX_BYTES + 100);
+    }
+
+    #[test]
+    fn clip_cuts_long_text_at_a_char_boundary() {
+        assert_eq!(clip("short".into(), 10), "short");
+        assert_eq!(clip("ééé".into(), 3), "é…");
     }
 
     proptest! {

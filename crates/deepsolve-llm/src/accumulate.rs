@@ -8,7 +8,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use deepsolve_core::{ChatRequest, Completion, FinishReason, StreamDelta, ToolCall, Usage};
+use deepsolve_core::{
+    ChatRequest, Completion, FinishReason, ModelError, StreamDelta, ToolCall, Usage,
+};
 use serde_json::Value;
 
 use crate::estimate;
@@ -55,6 +57,8 @@ struct PartialCall {
     id: String,
     name: String,
     arguments: String,
+    /// Where `arguments` stands as a JSON value, kept up to date fragment by fragment.
+    shape: JsonShape,
 }
 
 /// Assembles tool calls from deltas.
@@ -107,6 +111,7 @@ impl ToolCallAccumulator {
             call.name = name;
         }
         if let Some(arguments) = delta.arguments {
+            call.shape.feed(&arguments);
             call.arguments.push_str(&arguments);
         }
     }
@@ -133,10 +138,12 @@ impl ToolCallAccumulator {
                 } else {
                     c.id
                 };
+                let mut arguments = c.arguments;
+                arguments.shrink_to_fit();
                 ToolCall {
                     id,
                     name: c.name,
-                    arguments: c.arguments,
+                    arguments,
                 }
             })
             .collect()
@@ -175,14 +182,99 @@ impl ToolCallAccumulator {
 
     /// Whether a name-only delta continues call `slot` (the name is being repeated) rather than
     /// starting a new call.
-    fn continues(&self, slot: usize, name: &str) -> bool {
-        let call = &self.calls[slot];
-        call.name == name && (call.arguments.is_empty() || !is_complete_json(&call.arguments))
+    fn continues(&mut self, slot: usize, name: &str) -> bool {
+        let call = &mut self.calls[slot];
+        call.name == name && (call.arguments.is_empty() || !call.shape.is_complete(&call.arguments))
     }
 
     fn new_call(&mut self) -> usize {
         self.calls.push(PartialCall::default());
         self.calls.len() - 1
+    }
+}
+
+/// Whether arguments streamed so far form one complete JSON value, answered without re-reading
+/// the whole text for every delta: a server that repeats the call's name in every chunk asks
+/// after each fragment, and a full parse each time would cost the square of the reply's size.
+///
+/// A scanner follows strings and brackets as fragments arrive; the strict parse runs only
+/// once the top-level value has closed, and its answer is kept until more text arrives. Text
+/// after a closed value can never make it complete again.
+#[derive(Debug, Clone, Default)]
+struct JsonShape {
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    /// The top-level object, array or string has closed.
+    closed: bool,
+    /// Something other than whitespace followed the closed value.
+    trailing: bool,
+    /// Something other than whitespace, a bracket or a quote came first: a number, a literal,
+    /// or not JSON at all.
+    bare: bool,
+    /// The strict answer for the text as it was last asked about, until more text comes.
+    verdict: Option<bool>,
+}
+
+/// A bare top-level value longer than this is not taken for a complete one: no tool takes a
+/// scalar, and parsing a long one after every fragment would be quadratic again.
+const MAX_BARE_LEN: usize = 64;
+
+impl JsonShape {
+    fn feed(&mut self, fragment: &str) {
+        // Whitespace never completes a value or breaks a complete one: keep the answer, or a
+        // stream of blank fragments would make every question a full parse again.
+        if fragment.bytes().all(|b| b.is_ascii_whitespace()) {
+            return;
+        }
+        self.verdict = None;
+        for byte in fragment.bytes() {
+            self.step(byte);
+        }
+    }
+
+    fn step(&mut self, byte: u8) {
+        if self.in_string {
+            match (self.escaped, byte) {
+                (true, _) => self.escaped = false,
+                (false, b'\\') => self.escaped = true,
+                (false, b'"') => {
+                    self.in_string = false;
+                    self.closed |= self.depth == 0 && !self.bare;
+                }
+                _ => {}
+            }
+            return;
+        }
+        if self.closed {
+            self.trailing |= !byte.is_ascii_whitespace();
+            return;
+        }
+        match byte {
+            b'"' => self.in_string = true,
+            b'{' | b'[' => self.depth += 1,
+            b'}' | b']' if self.depth > 0 => {
+                self.depth -= 1;
+                self.closed = self.depth == 0 && !self.bare;
+            }
+            b if self.depth == 0 && !b.is_ascii_whitespace() => self.bare = true,
+            _ => {}
+        }
+    }
+
+    /// True when `text` (everything fed so far) is one complete JSON value.
+    fn is_complete(&mut self, text: &str) -> bool {
+        if let Some(verdict) = self.verdict {
+            return verdict;
+        }
+        let worth_parsing = if self.bare {
+            text.len() <= MAX_BARE_LEN
+        } else {
+            self.closed && !self.trailing
+        };
+        let verdict = worth_parsing && is_complete_json(text);
+        self.verdict = Some(verdict);
+        verdict
     }
 }
 
@@ -199,9 +291,31 @@ pub fn synthesize_call_id() -> String {
     format!("call_ds_{n}_{:08x}", rand::random::<u32>())
 }
 
+/// The default cap on one reply: content, reasoning and tool-call arguments together.
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 4 * 1024 * 1024;
+
+/// A reply grew past its cap (content, reasoning and tool-call arguments together). Nothing
+/// past the cap is kept: the caller stops reading and drops the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the model's reply exceeded {limit} bytes (content, reasoning and tool-call arguments \
+     together)"
+)]
+pub struct ReplyTooLarge {
+    pub limit: usize,
+}
+
+impl From<ReplyTooLarge> for ModelError {
+    fn from(e: ReplyTooLarge) -> Self {
+        ModelError::ReplyTooLarge {
+            limit_bytes: u64::try_from(e.limit).unwrap_or(u64::MAX),
+        }
+    }
+}
+
 /// Accumulates a whole streamed reply: visible text and reasoning, tool calls, the finish
 /// reason and the provider's usage.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct StreamAccumulator {
     text: String,
     reasoning: String,
@@ -209,51 +323,110 @@ pub struct StreamAccumulator {
     finish_reason: Option<FinishReason>,
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
+    /// Bytes of text, reasoning and arguments taken in so far.
+    reply_bytes: usize,
+    max_reply_bytes: usize,
+}
+
+impl Default for StreamAccumulator {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl StreamAccumulator {
+    /// An accumulator with the default cap ([`DEFAULT_MAX_REPLY_BYTES`]).
     pub fn new() -> Self {
-        Self::default()
+        Self::with_max_reply_bytes(DEFAULT_MAX_REPLY_BYTES)
+    }
+
+    /// An accumulator that refuses a reply past `max_reply_bytes` of text, reasoning and
+    /// tool-call arguments together.
+    pub fn with_max_reply_bytes(max_reply_bytes: usize) -> Self {
+        StreamAccumulator {
+            text: String::new(),
+            reasoning: String::new(),
+            calls: ToolCallAccumulator::new(),
+            finish_reason: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+            reply_bytes: 0,
+            max_reply_bytes,
+        }
     }
 
     /// Applies one chunk and returns the visible deltas it produced, to be streamed live.
     ///
     /// Only the first choice (`index` 0 or absent) is read. When a delta carries both
     /// `reasoning_content` and `reasoning` (some servers send both with the same text),
-    /// `reasoning_content` wins so the reasoning is not doubled.
-    pub fn apply(&mut self, chunk: &ChatChunk) -> Vec<StreamDelta> {
+    /// `reasoning_content` wins so the reasoning is not doubled. A chunk that would take the
+    /// reply past its cap is refused whole ([`ReplyTooLarge`]).
+    pub fn apply(&mut self, chunk: &ChatChunk) -> Result<Vec<StreamDelta>, ReplyTooLarge> {
         if let Some(usage) = chunk.usage {
             self.record_usage(usage);
         }
         let mut out = Vec::new();
         let first = chunk.choices.iter().find(|c| c.index.unwrap_or(0) == 0);
-        let Some(choice) = first else { return out };
+        let Some(choice) = first else { return Ok(out) };
         if let Some(delta) = &choice.delta {
-            self.apply_delta(delta, &mut out);
+            self.apply_delta(delta, &mut out)?;
         }
         if let Some(reason) = choice.finish_reason.as_deref().filter(|r| !r.is_empty()) {
             self.finish_reason = Some(FinishReason::parse(reason));
         }
-        out
+        Ok(out)
     }
 
-    fn apply_delta(&mut self, delta: &ChunkDelta, out: &mut Vec<StreamDelta>) {
-        if let Some(content) = &delta.content {
-            for (is_reasoning, text) in content_parts(content) {
-                self.push_visible(is_reasoning, text, out);
-            }
-        }
+    fn apply_delta(
+        &mut self,
+        delta: &ChunkDelta,
+        out: &mut Vec<StreamDelta>,
+    ) -> Result<(), ReplyTooLarge> {
+        let parts = delta
+            .content
+            .as_ref()
+            .map(content_parts)
+            .unwrap_or_default();
         let reasoning = [&delta.reasoning_content, &delta.reasoning]
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
             .find(|s| !s.is_empty());
+        let calls: Vec<ToolCallDelta> = delta.tool_calls.iter().map(Into::into).collect();
+        let incoming = parts.iter().map(|(_, text)| text.len()).sum::<usize>()
+            + reasoning.map_or(0, str::len)
+            + calls
+                .iter()
+                .map(|c| c.arguments.as_ref().map_or(0, String::len))
+                .sum::<usize>();
+        self.take_in(incoming)?;
+        for (is_reasoning, text) in parts {
+            self.push_visible(is_reasoning, text, out);
+        }
         if let Some(reasoning) = reasoning {
             self.push_visible(true, reasoning.to_string(), out);
         }
-        for call in &delta.tool_calls {
-            self.calls.push(call.into());
+        for call in calls {
+            self.calls.push(call);
         }
+        Ok(())
+    }
+
+    /// Counts `bytes` more against the cap, or refuses them.
+    fn take_in(&mut self, bytes: usize) -> Result<(), ReplyTooLarge> {
+        let total = self.reply_bytes.saturating_add(bytes);
+        if total > self.max_reply_bytes {
+            return Err(ReplyTooLarge {
+                limit: self.max_reply_bytes,
+            });
+        }
+        self.reply_bytes = total;
+        Ok(())
+    }
+
+    /// Bytes of text, reasoning and tool-call arguments taken in so far.
+    pub fn reply_bytes(&self) -> usize {
+        self.reply_bytes
     }
 
     fn push_visible(&mut self, is_reasoning: bool, text: String, out: &mut Vec<StreamDelta>) {
@@ -302,7 +475,11 @@ impl StreamAccumulator {
     /// The finished completion. Without a reported `finish_reason` (a server that only sent
     /// `[DONE]`) it is `tool_calls` when calls came back, else `stop`. Usage the provider did
     /// not report is estimated locally from `request` and the reply, and marked so.
-    pub fn finish(self, request: &ChatRequest) -> Completion {
+    pub fn finish(mut self, request: &ChatRequest) -> Completion {
+        // The buffers grew by doubling; the completion lives on in the turn's context, so it
+        // should hold what the model wrote, not up to twice that.
+        self.text.shrink_to_fit();
+        self.reasoning.shrink_to_fit();
         let tool_calls = self.calls.finish();
         let finish_reason = self.finish_reason.unwrap_or(if tool_calls.is_empty() {
             FinishReason::Stop
@@ -353,6 +530,55 @@ fn content_part(part: &Value) -> Option<(bool, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Text to cut into fragments: near-JSON noise, or real JSON with a little noise after it.
+    fn json_ish() -> impl Strategy<Value = String> {
+        let noise = "[{}\\[\\]\"\\\\:,a1 \n]{0,24}";
+        let value = prop::collection::btree_map("[a-z\"\\\\{]{0,3}", "[a-z0-9\\[\"]{0,4}", 0..4)
+            .prop_map(|m| serde_json::to_string(&m).unwrap_or_default());
+        prop_oneof![
+            noise.prop_map(String::from),
+            (value, "[ \n}x]{0,2}").prop_map(|(v, tail)| v + &tail),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn the_shape_answers_like_a_full_parse_after_every_fragment(
+            text in json_ish(),
+            cuts in prop::collection::vec(0usize..40, 0..8),
+        ) {
+            let mut points: Vec<usize> = cuts
+                .into_iter()
+                .map(|c| c % (text.len() + 1))
+                .filter(|c| text.is_char_boundary(*c))
+                .collect();
+            points.sort_unstable();
+            points.push(text.len());
+            let mut shape = JsonShape::default();
+            let mut start = 0;
+            for point in points {
+                shape.feed(&text[start..point]);
+                let so_far = &text[..point];
+                prop_assert_eq!(shape.is_complete(so_far), is_complete_json(so_far), "{:?}", so_far);
+                start = point;
+            }
+        }
+    }
+
+    #[test]
+    fn a_repeated_name_after_complete_arguments_starts_a_new_call_however_they_streamed() {
+        let mut acc = ToolCallAccumulator::new();
+        for fragment in ["{\"a\"", ": [1, ", "\"]}\"", "]", "}"] {
+            acc.push(delta(None, None, Some("f"), Some(fragment)));
+        }
+        acc.push(delta(None, None, Some("f"), Some("{}")));
+        let calls = acc.finish();
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert_eq!(calls[0].arguments, "{\"a\": [1, \"]}\"]}");
+        assert_eq!(calls[1].arguments, "{}");
+    }
 
     fn delta(
         index: Option<u64>,

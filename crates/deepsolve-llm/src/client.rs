@@ -11,11 +11,11 @@ use futures::StreamExt;
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
-use crate::accumulate::StreamAccumulator;
+use crate::accumulate::{ReplyTooLarge, StreamAccumulator};
 use crate::classify::{Failure, RetryKind, classify_status, classify_stream_error};
 use crate::config::{ClientConfig, ClientError, normalize_base_url};
 use crate::retry::{backoff_delay, parse_retry_after, random_jitter};
-use crate::sse::{MAX_STREAM_BYTES, SseEvent, SseParser};
+use crate::sse::{MAX_EVENT_BYTES, MAX_STREAM_BYTES, SseError, SseEvent, SseParser};
 use crate::wire::{self, ChatChunk, ProviderError, truncate_message};
 
 /// Cap on an HTTP error body we read to explain a failure.
@@ -138,7 +138,12 @@ impl OpenAiClient {
         on_delta: &mut Sink<'_>,
         max: u32,
     ) -> Result<Completion, ModelError> {
-        let body = wire::build_request_body(&self.config.model, request, &self.config.extra_body);
+        // Written once for every attempt; retries send the same bytes.
+        let body = bytes::Bytes::from(wire::request_body_bytes(
+            &self.config.model,
+            request,
+            &self.config.extra_body,
+        ));
         let max = max.max(1);
         let mut attempt = 1;
         loop {
@@ -167,13 +172,18 @@ impl OpenAiClient {
     /// One request and its stream.
     async fn attempt(
         &self,
-        body: &Value,
+        body: &bytes::Bytes,
         request: &ChatRequest,
         on_delta: &mut Sink<'_>,
     ) -> Result<Completion, Failure> {
-        let http_request = self.authorize(self.http.post(&self.endpoint).json(body));
+        let post = self
+            .http
+            .post(&self.endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.clone());
+        let http_request = self.authorize(post);
         let response = self.send(http_request).await?;
-        let mut acc = StreamAccumulator::new();
+        let mut acc = StreamAccumulator::with_max_reply_bytes(self.config.max_reply_bytes);
         let mut visible = false;
         let read = if is_json(&response) {
             self.read_json(response, &mut acc, on_delta, &mut visible)
@@ -236,7 +246,9 @@ impl OpenAiClient {
     ) -> Result<(), Failure> {
         let idle = self.config.stream_idle_timeout;
         let mut stream = response.bytes_stream();
-        let mut parser = SseParser::new();
+        let cap = self.config.max_reply_bytes;
+        let event_limit = event_limit(cap);
+        let mut parser = SseParser::with_limits(MAX_STREAM_BYTES, event_limit);
         loop {
             let next = match tokio::time::timeout(idle, stream.next()).await {
                 Err(_) if acc.saw_finish() => return Ok(()),
@@ -252,7 +264,13 @@ impl OpenAiClient {
                 }
                 Some(Ok(bytes)) => bytes,
             };
-            let events = parser.feed(&bytes).map_err(|e| protocol(e.to_string()))?;
+            let events = parser.feed(&bytes).map_err(|e| match e {
+                // One event that large carries more than the reply cap allows.
+                SseError::EventTooLarge { .. } if event_limit < MAX_EVENT_BYTES => {
+                    Failure::Fatal(ModelError::from(ReplyTooLarge { limit: cap }))
+                }
+                other => protocol(other.to_string()),
+            })?;
             for event in events {
                 if self.handle_event(event, acc, on_delta, visible)? == Flow::Done {
                     return Ok(());
@@ -295,8 +313,16 @@ impl OpenAiClient {
         visible: &mut bool,
     ) -> Result<(), Failure> {
         let idle = self.config.stream_idle_timeout;
-        let body = read_limited(response, MAX_STREAM_BYTES, idle).await?;
-        let data = String::from_utf8_lossy(&body).into_owned();
+        let limit = json_body_limit(self.config.max_reply_bytes);
+        // A body that large carries more than the reply cap allows.
+        let too_large = || {
+            Failure::Fatal(ModelError::from(ReplyTooLarge {
+                limit: self.config.max_reply_bytes,
+            }))
+        };
+        let body = read_limited_or(response, limit, idle, too_large).await?;
+        let data = String::from_utf8(body)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         let event = SseEvent { event: None, data };
         self.handle_event(event, acc, on_delta, visible).map(|_| ())
     }
@@ -325,7 +351,14 @@ impl OpenAiClient {
         if chunk.error.as_ref().is_some_and(|e| !e.is_null()) {
             return Err(self.stream_error(data));
         }
-        for delta in acc.apply(&chunk) {
+        // The chunk holds what it carries; the raw text is not needed any more.
+        drop(event);
+        // Past the cap the error ends the read, and with it the response: the connection is
+        // dropped, not drained.
+        let deltas = acc
+            .apply(&chunk)
+            .map_err(|e| Failure::Fatal(ModelError::from(e)))?;
+        for delta in deltas {
             *visible = true;
             on_delta(delta);
         }
@@ -410,6 +443,17 @@ async fn read_limited(
     cap: usize,
     idle: Duration,
 ) -> Result<Vec<u8>, Failure> {
+    let overflow = || protocol(format!("the response body exceeded {cap} bytes"));
+    read_limited_or(response, cap, idle, overflow).await
+}
+
+/// [`read_limited`] with the failure a body over `cap` is.
+async fn read_limited_or(
+    response: reqwest::Response,
+    cap: usize,
+    idle: Duration,
+    overflow: impl FnOnce() -> Failure,
+) -> Result<Vec<u8>, Failure> {
     let mut stream = response.bytes_stream();
     let mut body = Vec::new();
     loop {
@@ -419,10 +463,27 @@ async fn read_limited(
         let Some(chunk) = next else { return Ok(body) };
         let chunk = chunk.map_err(|e| Failure::retry(RetryKind::Transport, describe(&e)))?;
         if body.len().saturating_add(chunk.len()) > cap {
-            return Err(protocol(format!("the response body exceeded {cap} bytes")));
+            return Err(overflow());
         }
         body.extend_from_slice(&chunk);
     }
+}
+
+/// The most one SSE event may take: like a whole JSON reply, and never more than the parser's
+/// own cap on an event.
+fn event_limit(max_reply_bytes: usize) -> usize {
+    json_body_limit(max_reply_bytes).min(MAX_EVENT_BYTES)
+}
+
+/// The most a whole JSON reply may take: twice the reply cap (escapes such as `\n` or `\u4e00`
+/// make the JSON text longer than what it carries) plus room for the envelope, and never more
+/// than a stream may.
+fn json_body_limit(max_reply_bytes: usize) -> usize {
+    const ENVELOPE: usize = 1024 * 1024;
+    max_reply_bytes
+        .saturating_mul(2)
+        .saturating_add(ENVELOPE)
+        .min(MAX_STREAM_BYTES)
 }
 
 fn is_json(response: &reqwest::Response) -> bool {

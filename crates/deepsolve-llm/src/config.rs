@@ -31,6 +31,9 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// First retry delay; each further retry doubles it (±10 %, capped at 30 s).
     pub backoff_base: Duration,
+    /// Cap on one reply: its content, reasoning and tool-call arguments together (4 MiB).
+    /// Crossing it ends the call with `ModelError::ReplyTooLarge` and drops the connection.
+    pub max_reply_bytes: usize,
 }
 
 impl ClientConfig {
@@ -45,6 +48,7 @@ impl ClientConfig {
             max_attempts: 4,
             connect_timeout: Duration::from_secs(10),
             backoff_base: Duration::from_millis(500),
+            max_reply_bytes: crate::accumulate::DEFAULT_MAX_REPLY_BYTES,
         }
     }
 }

@@ -3,30 +3,17 @@
 //! o200k_base is the tokenizer of current OpenAI models; for other families it is an
 //! approximation, which is why such usage is marked `estimated`.
 
-use std::sync::LazyLock;
-
 use deepsolve_core::{ChatRequest, ToolCall};
-use tiktoken_rs::CoreBPE;
-
-/// Loaded once per process: building the BPE tables costs tens of milliseconds. `None` only if
-/// the embedded tables failed to load, in which case a characters/4 rule is used.
-static O200K: LazyLock<Option<CoreBPE>> = LazyLock::new(|| tiktoken_rs::o200k_base().ok());
 
 /// Per-message framing tokens (role markers and separators) in OpenAI's chat format.
 const MESSAGE_OVERHEAD: u64 = 4;
 /// Tokens that prime the assistant's reply.
 const REPLY_PRIMING: u64 = 3;
 
-/// Tokens in `text` (special-token strings are counted as plain text).
+/// Tokens in `text` (special-token strings are counted as plain text): the engine's own count,
+/// so the process holds one tokenizer, and long untrusted text is counted in bounded windows.
 pub fn count_tokens(text: &str) -> u64 {
-    if text.is_empty() {
-        return 0;
-    }
-    let count = match &*O200K {
-        Some(bpe) => bpe.encode_ordinary(text).len(),
-        None => text.chars().count().div_ceil(4),
-    };
-    u64::try_from(count).unwrap_or(u64::MAX)
+    deepsolve_core::count_tokens(text)
 }
 
 /// Estimated prompt tokens of `request`: messages (with their tool calls and sent-back

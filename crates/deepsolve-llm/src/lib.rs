@@ -22,6 +22,9 @@ pub mod retry;
 pub mod sse;
 pub mod wire;
 
-pub use accumulate::{StreamAccumulator, ToolCallAccumulator, ToolCallDelta, synthesize_call_id};
+pub use accumulate::{
+    DEFAULT_MAX_REPLY_BYTES, ReplyTooLarge, StreamAccumulator, ToolCallAccumulator, ToolCallDelta,
+    synthesize_call_id,
+};
 pub use client::OpenAiClient;
 pub use config::{ClientConfig, ClientError};

@@ -6,7 +6,8 @@
 //! `content` as a string or an array of parts, `arguments` as a string or an object.
 
 use deepsolve_core::{ChatRequest, Message, Role, ToolCall, ToolChoice, ToolSpec};
-use serde::{Deserialize, Deserializer};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
 /// Request fields that `extra_body` may never replace: they define what is asked and how the
@@ -137,6 +138,140 @@ fn tool_call_to_wire(call: &ToolCall) -> Value {
         "type": "function",
         "function": { "name": call.name, "arguments": call.arguments },
     })
+}
+
+/// The request body of [`build_request_body`] as JSON bytes, written straight from `request`:
+/// no copy of the conversation is built on the way (it can hold megabytes of model output),
+/// and the buffer is sized exactly, once. The JSON is the same as `build_request_body`'s.
+pub fn request_body_bytes(
+    model: &str,
+    request: &ChatRequest,
+    extra_body: &Map<String, Value>,
+) -> Vec<u8> {
+    let empty = ChatRequest {
+        messages: Vec::new(),
+        tools: request.tools.clone(),
+        tool_choice: request.tool_choice,
+        max_tokens: request.max_tokens,
+        temperature: request.temperature,
+        stop: request.stop.clone(),
+    };
+    let Value::Object(fields) = build_request_body(model, &empty, extra_body) else {
+        return Vec::new();
+    };
+    let body = Body {
+        fields: &fields,
+        messages: &request.messages,
+    };
+    let mut size = ByteCount(0);
+    // Neither writer can fail, and every value here encodes: strings, numbers, maps.
+    let _ = serde_json::to_writer(&mut size, &body);
+    let mut out = Vec::with_capacity(size.0);
+    let _ = serde_json::to_writer(&mut out, &body);
+    out
+}
+
+/// Counts the bytes written to it.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The body's small fields, with `messages` written from the request itself.
+struct Body<'a> {
+    fields: &'a Map<String, Value>,
+    messages: &'a [Message],
+}
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.fields.len()))?;
+        for (key, value) in self.fields {
+            if key == "messages" {
+                map.serialize_entry(key, &WireMessages(self.messages))?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+struct WireMessages<'a>(&'a [Message]);
+
+impl Serialize for WireMessages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(WireMessage))
+    }
+}
+
+/// One message in the shape of [`message_to_wire`], keys in the same (sorted) order.
+struct WireMessage<'a>(&'a Message);
+
+impl Serialize for WireMessage<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let m = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        let role = match m.role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Tool => "tool",
+            Role::Assistant => "assistant",
+        };
+        let with_calls = m.role == Role::Assistant && !m.tool_calls.is_empty();
+        if with_calls && m.content.is_empty() {
+            map.serialize_entry("content", &Value::Null)?;
+        } else {
+            map.serialize_entry("content", &m.content)?;
+        }
+        let reasoning = m.reasoning_content.as_deref().filter(|r| !r.is_empty());
+        if let (true, Some(reasoning)) = (with_calls, reasoning) {
+            map.serialize_entry("reasoning_content", reasoning)?;
+        }
+        map.serialize_entry("role", role)?;
+        if m.role == Role::Tool {
+            let id = m.tool_call_id.as_deref().unwrap_or_default();
+            map.serialize_entry("tool_call_id", id)?;
+        }
+        if with_calls {
+            let calls: Vec<WireCall<'_>> = m.tool_calls.iter().map(WireCall).collect();
+            map.serialize_entry("tool_calls", &calls)?;
+        }
+        map.end()
+    }
+}
+
+/// One call in the shape of `tool_call_to_wire`.
+struct WireCall<'a>(&'a ToolCall);
+
+impl Serialize for WireCall<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Function<'a> {
+            arguments: &'a str,
+            name: &'a str,
+        }
+        let call = self.0;
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry(
+            "function",
+            &Function {
+                arguments: &call.arguments,
+                name: &call.name,
+            },
+        )?;
+        map.serialize_entry("id", &call.id)?;
+        map.serialize_entry("type", "function")?;
+        map.end()
+    }
 }
 
 /// One offered tool in OpenAI shape.
@@ -324,6 +459,54 @@ pub fn truncate_message(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_body_bytes_are_the_body_value_written_out() {
+        let call = |id: &str, args: &str| ToolCall {
+            id: id.into(),
+            name: "python".into(),
+            arguments: args.into(),
+        };
+        let mut with_reasoning = Message::assistant_with_calls(
+            "",
+            vec![call("c1", "{\"code\":\"print(1)\"}")],
+            Some("think \"hard\"\n".into()),
+        );
+        with_reasoning.name = Some("ignored".into());
+        let request = ChatRequest {
+            messages: vec![
+                Message::system("sys"),
+                Message::user("é \u{1F980} \\ \""),
+                with_reasoning,
+                Message::tool_result(&call("c1", ""), "1\n"),
+                Message::assistant_with_calls(
+                    "text too",
+                    vec![call("c2", "")],
+                    Some(String::new()),
+                ),
+                Message::tool_result(&call("c2", ""), ""),
+                Message::assistant("done"),
+            ],
+            tools: vec![ToolSpec {
+                name: "python".into(),
+                description: "runs code".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            tool_choice: ToolChoice::Auto,
+            max_tokens: 100,
+            temperature: 0.3,
+            stop: vec!["<tool_response>".into()],
+        };
+        let mut extra = Map::new();
+        extra.insert("enable_thinking".into(), json!(false));
+        extra.insert("stream_options".into(), Value::Null);
+        extra.insert("messages".into(), json!("cannot replace"));
+        for extra in [Map::new(), extra] {
+            let value = build_request_body("m", &request, &extra);
+            let bytes = request_body_bytes("m", &request, &extra);
+            assert_eq!(serde_json::to_vec(&value).expect("json"), bytes);
+        }
+    }
 
     #[test]
     fn parses_the_common_error_shapes() {

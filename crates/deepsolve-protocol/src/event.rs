@@ -102,6 +102,8 @@ pub enum ErrorKind {
     StreamCut,
     /// The model's reply could not be read.
     Protocol,
+    /// The model's reply grew past the per-reply cap (`llm.max_reply_mb`).
+    ReplyTooLarge,
     /// The server could not start the turn (e.g. a refused setting).
     TurnNotStarted,
     /// The turn failed inside the server.
@@ -124,6 +126,7 @@ impl ErrorKind {
             ErrorKind::IdleTimeout => "idle_timeout",
             ErrorKind::StreamCut => "stream_cut",
             ErrorKind::Protocol => "protocol",
+            ErrorKind::ReplyTooLarge => "reply_too_large",
             ErrorKind::TurnNotStarted => "turn_not_started",
             ErrorKind::Internal => "internal",
             ErrorKind::Unknown => "unknown",
@@ -302,6 +305,7 @@ mod tests {
             ErrorKind::IdleTimeout,
             ErrorKind::StreamCut,
             ErrorKind::Protocol,
+            ErrorKind::ReplyTooLarge,
             ErrorKind::TurnNotStarted,
             ErrorKind::Internal,
         ] {

@@ -186,9 +186,7 @@ fn piece(kind: &EventKind, planned: &mut bool) -> Piece {
             Piece::Progress(format!("Replanning: {reason}\n"))
         }
         EventKind::ToolCall { name, args, .. } if !is_solve_tool(name) => {
-            let args = args.to_string();
-            let short: String = args.chars().take(160).collect();
-            Piece::Progress(format!("→ {name} {short}\n"))
+            Piece::Progress(format!("→ {name} {}\n", json_preview(args, 160)))
         }
         EventKind::ToolResult {
             name,
@@ -212,6 +210,34 @@ fn piece(kind: &EventKind, planned: &mut bool) -> Piece {
     }
 }
 
+/// The first `max_chars` characters of `value` as JSON, without writing out the rest (tool
+/// arguments can be megabytes).
+fn json_preview(value: &Value, max_chars: usize) -> String {
+    /// Takes bytes until it has enough, then refuses more, which stops the encoder.
+    struct Head(Vec<u8>, usize);
+    impl std::io::Write for Head {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let room = self.1 - self.0.len();
+            if room == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            let n = buf.len().min(room);
+            self.0.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // A character is at most 4 bytes; stopping early is the point, so the error is expected.
+    let mut head = Head(Vec::new(), max_chars * 4);
+    let _ = serde_json::to_writer(&mut head, value);
+    String::from_utf8_lossy(&head.0)
+        .chars()
+        .take(max_chars)
+        .collect()
+}
+
 fn created_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -222,7 +248,7 @@ fn created_now() -> u64 {
 /// `reasoning_content`).
 async fn complete(
     id: String,
-    mut events: mpsc::Receiver<deepsolve_store::StoredEvent>,
+    mut events: mpsc::Receiver<Arc<deepsolve_store::StoredEvent>>,
 ) -> ApiResult<Response> {
     let mut planned = false;
     let mut progress = String::new();
@@ -272,7 +298,7 @@ fn stream(
     state: Arc<AppState>,
     id: String,
     turn_id: String,
-    mut events: mpsc::Receiver<deepsolve_store::StoredEvent>,
+    mut events: mpsc::Receiver<Arc<deepsolve_store::StoredEvent>>,
     include_usage: bool,
 ) -> Response {
     let (tx, rx) = mpsc::channel::<Event>(64);

@@ -8,6 +8,7 @@
 //! (failed or interrupted turns have no `turn_finished`).
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::response::sse::Event;
@@ -39,13 +40,14 @@ pub fn follow(
 
 /// A turn's events with `seq > after`, in order and without gaps, from the log then live; the
 /// channel closes after `turn_finished` or when the turn ended without one. Dropping the
-/// receiver stops the reader task.
+/// receiver stops the reader task. A live event is shared with every other reader of the
+/// turn, not copied for each (events can be megabytes).
 pub fn tail(
     store: Store,
     turn_id: String,
     after: Option<u64>,
     poll: Duration,
-) -> mpsc::Receiver<StoredEvent> {
+) -> mpsc::Receiver<Arc<StoredEvent>> {
     let (tx, rx) = mpsc::channel(BUFFER);
     tokio::spawn(async move {
         let mut reader = Reader {
@@ -80,7 +82,7 @@ struct Reader {
     turn_id: String,
     /// The last `seq` sent.
     last: Option<u64>,
-    tx: mpsc::Sender<StoredEvent>,
+    tx: mpsc::Sender<Arc<StoredEvent>>,
 }
 
 impl Reader {
@@ -102,7 +104,7 @@ impl Reader {
             tokio::select! {
                 _ = self.tx.closed() => return Err(Stop::ClientGone),
                 received = sub.recv() => match received {
-                    Received::Msg(HubMsg::Event(event)) => match self.offer(&event).await? {
+                    Received::Msg(HubMsg::Event(event)) => match self.offer(event).await? {
                         Offer::Finished => return Ok(()),
                         Offer::Sent | Offer::Old => {}
                         Offer::Gap => reread = true,
@@ -122,8 +124,8 @@ impl Reader {
                 .events_after(&self.turn_id, self.last, PAGE)
                 .await?;
             let full = page.len() == PAGE as usize;
-            for event in &page {
-                if let Offer::Finished = self.send(event).await? {
+            for event in page {
+                if let Offer::Finished = self.send(Arc::new(event)).await? {
                     return Ok(Progress::Finished);
                 }
             }
@@ -142,7 +144,7 @@ impl Reader {
     }
 
     /// A live event: send it if it is the next one.
-    async fn offer(&mut self, event: &StoredEvent) -> Result<Offer, Stop> {
+    async fn offer(&mut self, event: Arc<StoredEvent>) -> Result<Offer, Stop> {
         match self.last {
             Some(last) if event.seq <= last => Ok(Offer::Old),
             Some(last) if event.seq != last + 1 => Ok(Offer::Gap),
@@ -153,13 +155,12 @@ impl Reader {
         }
     }
 
-    async fn send(&mut self, event: &StoredEvent) -> Result<Offer, Stop> {
-        self.tx
-            .send(event.clone())
-            .await
-            .map_err(|_| Stop::ClientGone)?;
-        self.last = Some(event.seq);
-        Ok(if event.is_turn_finished() {
+    async fn send(&mut self, event: Arc<StoredEvent>) -> Result<Offer, Stop> {
+        let seq = event.seq;
+        let finished = event.is_turn_finished();
+        self.tx.send(event).await.map_err(|_| Stop::ClientGone)?;
+        self.last = Some(seq);
+        Ok(if finished {
             Offer::Finished
         } else {
             Offer::Sent

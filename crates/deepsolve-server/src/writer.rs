@@ -28,6 +28,11 @@ use crate::metrics::Metrics;
 
 /// Events written per transaction at most.
 const BATCH: usize = 1024;
+/// Encoded event bytes per transaction at most (a batch of large events, such as a fast
+/// stream's gathered text, is written in several): while a batch is written it is held three
+/// or four times over, encoded here, in the database driver's arguments and in SQLite's own
+/// copies. Ordinary batches (a thousand small events) stay well under it.
+const BATCH_BYTES: usize = 256 * 1024;
 /// Attempts at a failing batch before falling back to per-turn writes.
 const ATTEMPTS: u32 = 4;
 
@@ -221,10 +226,20 @@ async fn run(store: Store, mut rx: Inbox) {
     let mut endings: Vec<Ending> = Vec::new();
     let mut conn = Conn::default();
     while rx.recv_many(&mut inbox, BATCH).await > 0 {
+        let mut pending_bytes = 0;
         for msg in inbox.drain(..) {
             match msg {
                 WriterMsg::Event(event) => match StoredEvent::from_event(&event) {
-                    Ok(stored) => pending.push(stored),
+                    Ok(stored) => {
+                        // The event itself is not needed any more once encoded.
+                        drop(event);
+                        pending_bytes += stored.data.len();
+                        pending.push(stored);
+                        if pending_bytes >= BATCH_BYTES {
+                            flush(&store, &mut conn, &mut pending).await;
+                            pending_bytes = 0;
+                        }
+                    }
                     Err(e) => tracing::error!(error = %e, "unencodable event dropped"),
                 },
                 WriterMsg::Finish {

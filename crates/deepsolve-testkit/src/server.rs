@@ -420,7 +420,9 @@ async fn play(reply: Reply, streaming: bool, meta: &StreamMeta) -> Response {
             .collect()
     };
     match reply {
-        Reply::Turn(turn) if streaming => sse_response(whole(sse::frames(&turn, meta))),
+        Reply::Turn(turn) if streaming => {
+            sse_response(lazy(sse::FrameIter::new(turn, meta.clone())))
+        }
         Reply::Turn(turn) => json_response(200, &sse::completion_json(&turn, meta), &[]),
         Reply::Status {
             status,
@@ -440,6 +442,28 @@ async fn play(reply: Reply, streaming: bool, meta: &StreamMeta) -> Response {
             json_response(500, &json!({"error": {"message": "nested delay"}}), &[])
         }
     }
+}
+
+/// Bytes per network write of a lazily streamed reply: several frames at a time, as a
+/// provider's server flushes them, so a reply of many megabytes is quick to play.
+const WRITE_BYTES: usize = 16 * 1024;
+
+/// `frames` built as they are sent, never all at once: a reply of many megabytes costs the
+/// mock a few kilobytes at a time.
+fn lazy(
+    frames: impl Iterator<Item = String> + Send + 'static,
+) -> impl Stream<Item = Result<Bytes, io::Error>> + Send {
+    let mut frames = frames.peekable();
+    stream::iter(std::iter::from_fn(move || {
+        frames.peek()?;
+        let mut write = String::new();
+        while write.len() < WRITE_BYTES
+            && let Some(frame) = frames.next()
+        {
+            write.push_str(&frame);
+        }
+        Some(Ok(Bytes::from(write)))
+    }))
 }
 
 fn whole(frames: Vec<String>) -> impl Stream<Item = Result<Bytes, io::Error>> + Send {

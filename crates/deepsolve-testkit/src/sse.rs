@@ -95,34 +95,6 @@ pub fn text_chunks(text: &str, meta: &StreamMeta, text_chunk: usize) -> Vec<Valu
     out
 }
 
-fn tool_call_chunks(turn: &Turn, meta: &StreamMeta) -> Vec<Value> {
-    let style = turn.style;
-    let mut out = Vec::new();
-    for (i, (name, args)) in turn.tool_calls.iter().enumerate() {
-        let pieces = split_chars(args, style.args_chunk);
-        let id = meta.call_id(i);
-        let head = CallHead {
-            index: i,
-            id: &id,
-            name,
-        };
-        let first = pieces.first().copied().unwrap_or("");
-        out.push(chunk(
-            meta,
-            json!({"tool_calls": [call_delta(style, &head, true, first)]}),
-            None,
-        ));
-        for piece in pieces.iter().skip(1) {
-            out.push(chunk(
-                meta,
-                json!({"tool_calls": [call_delta(style, &head, false, piece)]}),
-                None,
-            ));
-        }
-    }
-    out
-}
-
 struct CallHead<'a> {
     index: usize,
     id: &'a str,
@@ -154,49 +126,193 @@ fn call_delta(style: DeltaStyle, head: &CallHead<'_>, first: bool, args: &str) -
 
 /// Every chunk of `turn` as JSON, in stream order, without the `[DONE]` terminator.
 pub fn chunks(turn: &Turn, meta: &StreamMeta) -> Vec<Value> {
-    let text_chunk = turn.style.text_chunk;
-    let mut out = vec![chunk(
-        meta,
-        json!({"role": "assistant", "content": ""}),
-        None,
-    )];
-    if let Some(reasoning) = &turn.reasoning {
-        out.extend(
-            split_chars(reasoning, text_chunk)
-                .into_iter()
-                .map(|piece| chunk(meta, json!({"reasoning_content": piece}), None)),
-        );
-    }
-    if let Some(text) = &turn.text {
-        out.extend(
-            split_chars(text, text_chunk)
-                .into_iter()
-                .map(|piece| chunk(meta, json!({"content": piece}), None)),
-        );
-    }
-    out.extend(tool_call_chunks(turn, meta));
-    out.push(chunk(meta, json!({}), Some(&turn.finish_reason)));
-    if let Some((prompt, completion)) = turn.usage {
-        out.push(json!({
-            "id": meta.completion_id,
-            "object": "chat.completion.chunk",
-            "created": 0,
-            "model": meta.model,
-            "choices": [],
-            "usage": usage_json(prompt, completion),
-        }));
-    }
-    out
+    ChunkIter::new(turn.clone(), meta.clone()).collect()
 }
 
 /// The full SSE body of `turn`: one `data:` frame per chunk, then `data: [DONE]`.
 pub fn frames(turn: &Turn, meta: &StreamMeta) -> Vec<String> {
-    let mut out: Vec<String> = chunks(turn, meta)
-        .iter()
-        .map(|c| data_frame(&c.to_string()))
-        .collect();
-    out.push(DONE_FRAME.to_string());
-    out
+    FrameIter::new(turn.clone(), meta.clone()).collect()
+}
+
+/// The chunks of a turn one at a time, in the order of [`chunks`], so that a reply of many
+/// megabytes streams without all its chunks being built first.
+#[derive(Debug, Clone)]
+pub struct ChunkIter {
+    turn: Turn,
+    meta: StreamMeta,
+    stage: Stage,
+    /// Byte offset into the text being cut into pieces.
+    pos: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Role,
+    Reasoning,
+    Text,
+    /// The `n`-th tool call; `first` until its first delta is out.
+    Call {
+        n: usize,
+        first: bool,
+    },
+    Finish,
+    Usage,
+    Done,
+}
+
+impl ChunkIter {
+    pub fn new(turn: Turn, meta: StreamMeta) -> Self {
+        ChunkIter {
+            turn,
+            meta,
+            stage: Stage::Role,
+            pos: 0,
+        }
+    }
+
+    /// The next piece of `text` after `pos`, `size` characters long (0: all of it).
+    fn piece(text: &str, pos: &mut usize, size: usize) -> Option<(usize, usize)> {
+        let rest = text.get(*pos..).filter(|r| !r.is_empty())?;
+        let len = match size {
+            0 => rest.len(),
+            n => rest.char_indices().nth(n).map_or(rest.len(), |(i, _)| i),
+        };
+        let start = *pos;
+        *pos += len;
+        Some((start, *pos))
+    }
+
+    /// The next stage, with the cursor back at the start of its text.
+    fn advance(&mut self, stage: Stage) {
+        self.stage = stage;
+        self.pos = 0;
+    }
+
+    fn reasoning_chunk(&mut self) -> Option<Value> {
+        let text = self.turn.reasoning.as_deref().unwrap_or("");
+        let (a, b) = Self::piece(text, &mut self.pos, self.turn.style.text_chunk)?;
+        Some(chunk(
+            &self.meta,
+            json!({"reasoning_content": &text[a..b]}),
+            None,
+        ))
+    }
+
+    fn text_chunk(&mut self) -> Option<Value> {
+        let text = self.turn.text.as_deref().unwrap_or("");
+        let (a, b) = Self::piece(text, &mut self.pos, self.turn.style.text_chunk)?;
+        Some(chunk(&self.meta, json!({"content": &text[a..b]}), None))
+    }
+
+    /// The next delta of call `n`: its first always goes out (empty arguments included).
+    fn call_chunk(&mut self, n: usize, first: bool) -> Option<Value> {
+        let (name, args) = self.turn.tool_calls.get(n)?;
+        let style = self.turn.style;
+        let piece = match Self::piece(args, &mut self.pos, style.args_chunk) {
+            Some((a, b)) => &args[a..b],
+            None if first => "",
+            None => return None,
+        };
+        let id = self.meta.call_id(n);
+        let head = CallHead {
+            index: n,
+            id: &id,
+            name,
+        };
+        let delta = call_delta(style, &head, first, piece);
+        Some(chunk(&self.meta, json!({"tool_calls": [delta]}), None))
+    }
+
+    fn usage_chunk(&self) -> Option<Value> {
+        let (prompt, completion) = self.turn.usage?;
+        Some(json!({
+            "id": self.meta.completion_id,
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": self.meta.model,
+            "choices": [],
+            "usage": usage_json(prompt, completion),
+        }))
+    }
+}
+
+impl Iterator for ChunkIter {
+    type Item = Value;
+
+    fn next(&mut self) -> Option<Value> {
+        loop {
+            match self.stage {
+                Stage::Role => {
+                    self.advance(Stage::Reasoning);
+                    let delta = json!({"role": "assistant", "content": ""});
+                    return Some(chunk(&self.meta, delta, None));
+                }
+                Stage::Reasoning => match self.reasoning_chunk() {
+                    Some(c) => return Some(c),
+                    None => self.advance(Stage::Text),
+                },
+                Stage::Text => match self.text_chunk() {
+                    Some(c) => return Some(c),
+                    None => self.advance(Stage::Call { n: 0, first: true }),
+                },
+                Stage::Call { n, .. } if n >= self.turn.tool_calls.len() => {
+                    self.advance(Stage::Finish);
+                }
+                Stage::Call { n, first } => match self.call_chunk(n, first) {
+                    Some(c) => {
+                        self.stage = Stage::Call { n, first: false };
+                        return Some(c);
+                    }
+                    None => self.advance(Stage::Call {
+                        n: n + 1,
+                        first: true,
+                    }),
+                },
+                Stage::Finish => {
+                    self.advance(Stage::Usage);
+                    let reason = self.turn.finish_reason.as_str();
+                    return Some(chunk(&self.meta, json!({}), Some(reason)));
+                }
+                Stage::Usage => {
+                    self.advance(Stage::Done);
+                    if let Some(c) = self.usage_chunk() {
+                        return Some(c);
+                    }
+                }
+                Stage::Done => return None,
+            }
+        }
+    }
+}
+
+/// The SSE frames of a turn one at a time (each chunk's `data:` frame, then `[DONE]`).
+#[derive(Debug, Clone)]
+pub struct FrameIter {
+    chunks: ChunkIter,
+    done: bool,
+}
+
+impl FrameIter {
+    pub fn new(turn: Turn, meta: StreamMeta) -> Self {
+        FrameIter {
+            chunks: ChunkIter::new(turn, meta),
+            done: false,
+        }
+    }
+}
+
+impl Iterator for FrameIter {
+    type Item = String;
+
+    fn next(&mut self) -> Option<String> {
+        if let Some(chunk) = self.chunks.next() {
+            return Some(data_frame(&chunk.to_string()));
+        }
+        if std::mem::replace(&mut self.done, true) {
+            return None;
+        }
+        Some(DONE_FRAME.to_string())
+    }
 }
 
 /// The non-streaming (`stream: false`) completion body of `turn`.

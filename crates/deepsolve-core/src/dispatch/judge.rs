@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::repetition::REFUSE_AT;
+use super::repetition::{REFUSE_AT, Signature};
 use super::toolbox::Toolbox;
 use crate::config::SolveConfig;
 use crate::json_repair::JsonError;
@@ -46,7 +46,7 @@ pub(super) struct Round<'a> {
     /// The round calls a work tool (a `solve_finish_step` beside it is refused).
     pub(super) has_work: bool,
     /// The first call of each signature this round, for duplicates.
-    pub(super) first_of: HashMap<String, String>,
+    pub(super) first_of: HashMap<Signature, String>,
 }
 
 /// One call as it comes to be judged.
@@ -54,7 +54,7 @@ pub(super) struct Candidate<'a> {
     pub(super) index: usize,
     pub(super) call: &'a ToolCall,
     pub(super) parsed: &'a Result<Value, JsonError>,
-    pub(super) signature: &'a str,
+    pub(super) signature: Signature,
     /// Rounds in a row this exact call was made.
     pub(super) streak: u32,
 }
@@ -105,14 +105,14 @@ impl Round<'_> {
     }
 
     /// A duplicate within the round, or a call repeated round after round.
-    fn repeated(&mut self, call: &ToolCall, signature: &str, streak: u32) -> Option<Verdict> {
-        if let Some(first) = self.first_of.get(signature) {
+    fn repeated(&mut self, call: &ToolCall, signature: Signature, streak: u32) -> Option<Verdict> {
+        if let Some(first) = self.first_of.get(&signature) {
             return Some(refuse(
                 self.texts
                     .render(Text::RefuseDuplicate, &[("first", first)]),
             ));
         }
-        self.first_of.insert(signature.to_string(), call.id.clone());
+        self.first_of.insert(signature, call.id.clone());
         (streak >= REFUSE_AT).then(|| {
             refuse(
                 self.texts

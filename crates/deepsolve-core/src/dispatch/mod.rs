@@ -22,7 +22,7 @@ use crate::tool::{ToolContext, ToolOutput};
 use judge::{Candidate, Round, Verdict};
 use run::{Bounds, Ran, run_work};
 
-pub(crate) use repetition::{FORCE_AT, RepetitionGuard, signature};
+pub(crate) use repetition::{FORCE_AT, RepetitionGuard, Signature, signature};
 pub(crate) use toolbox::{Mounted, Toolbox};
 
 /// The result of one call, in call order.
@@ -70,7 +70,7 @@ struct Judged<'a> {
 /// A round's calls as read: arguments parsed leniently, signatures, and repetition streaks.
 struct Read {
     parsed: Vec<Result<Value, JsonError>>,
-    signatures: Vec<String>,
+    signatures: Vec<Signature>,
     streaks: Vec<u32>,
 }
 
@@ -78,7 +78,7 @@ impl Read {
     fn new(calls: &[ToolCall], guard: &mut RepetitionGuard) -> Self {
         let parsed: Vec<Result<Value, JsonError>> =
             calls.iter().map(|c| parse_lenient(&c.arguments)).collect();
-        let signatures: Vec<String> = calls
+        let signatures: Vec<Signature> = calls
             .iter()
             .zip(&parsed)
             .map(|(c, p)| signature(&c.name, p.as_ref().unwrap_or(&Value::Null)))
@@ -93,15 +93,16 @@ impl Read {
 }
 
 /// Decide what to do with each call, run the spine inline and the work tools in parallel.
-/// `on_start` is told about each call (with its parsed arguments) before anything runs.
+/// `on_start` is given each call's parsed arguments once it is judged, before any work tool
+/// runs (a solve tool has run by then: it emits nothing itself).
 pub(crate) async fn run_batch(
     input: BatchInput<'_>,
-    on_start: &(dyn Fn(&ToolCall, &Value) + Sync),
+    on_start: &(dyn Fn(&ToolCall, Value) + Sync),
     on_done: &(dyn Fn(&CallResult) + Sync),
 ) -> BatchOutput {
     let read = Read::new(input.calls, input.guard);
     let force_answer = read.streaks.iter().any(|s| *s >= FORCE_AT);
-    let judged = judge_all(&input, &read, on_start);
+    let judged = judge_all(&input, read, on_start);
     let bounds = Bounds {
         config: input.config,
         deadline: input.deadline,
@@ -116,11 +117,13 @@ pub(crate) async fn run_batch(
     }
 }
 
-/// Every call through the gates, in call order (solve tools run as they are judged).
+/// Every call through the gates, in call order (solve tools run as they are judged). A call's
+/// parsed arguments move on to its event, and are copied only for a work tool that runs with
+/// them: arguments may be megabytes.
 fn judge_all<'a>(
     input: &BatchInput<'a>,
-    read: &Read,
-    on_start: &(dyn Fn(&ToolCall, &Value) + Sync),
+    read: Read,
+    on_start: &(dyn Fn(&ToolCall, Value) + Sync),
 ) -> Vec<Judged<'a>> {
     let mut round = Round {
         toolbox: input.toolbox,
@@ -134,20 +137,36 @@ fn judge_all<'a>(
             .any(|c| input.toolbox.is_work_tool(&c.name)),
         first_of: HashMap::new(),
     };
+    let Read {
+        parsed,
+        signatures,
+        streaks,
+    } = read;
     input
         .calls
         .iter()
+        .zip(parsed)
+        .zip(signatures.into_iter().zip(streaks))
         .enumerate()
-        .map(|(index, call)| {
-            let args = read.parsed[index].clone().unwrap_or(Value::Null);
-            on_start(call, &args);
+        .map(|(index, ((call, parsed), (signature, streak)))| {
             let verdict = round.judge(Candidate {
                 index,
                 call,
-                parsed: &read.parsed[index],
-                signature: &read.signatures[index],
-                streak: read.streaks[index],
+                parsed: &parsed,
+                signature,
+                streak,
             });
+            let parsed = parsed.unwrap_or(Value::Null);
+            let args = match verdict {
+                Verdict::Work(_) => {
+                    on_start(call, parsed.clone());
+                    parsed
+                }
+                Verdict::Done { .. } => {
+                    on_start(call, parsed);
+                    Value::Null
+                }
+            };
             Judged {
                 call,
                 args,

@@ -5,6 +5,12 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::engine::EngineError;
+use crate::truncate::clip;
+
+/// Validator messages reported per call at most (a huge array can fail item by item).
+const MAX_ERRORS: usize = 20;
+/// Bytes of one validator message kept.
+const MAX_ERROR_BYTES: usize = 1024;
 use crate::model::ToolSpec;
 use crate::tool::ToolRef;
 
@@ -31,17 +37,21 @@ impl Mounted {
         })
     }
 
-    /// The validator's messages, joined, when the arguments do not fit the schema.
+    /// The validator's messages, joined, when the arguments do not fit the schema. Each is
+    /// verbatim up to [`MAX_ERROR_BYTES`]: a message quotes the offending value, which may be
+    /// megabytes of model output.
     pub(crate) fn validate(&self, args: &Value) -> Result<(), String> {
         let errors: Vec<String> = self
             .validator
             .iter_errors(args)
+            .take(MAX_ERRORS)
             .map(|e| {
                 let path = e.instance_path().to_string();
+                let message = clip(e.to_string(), MAX_ERROR_BYTES);
                 if path.is_empty() {
-                    e.to_string()
+                    message
                 } else {
-                    format!("{e} at {path}")
+                    format!("{message} at {}", clip(path, MAX_ERROR_BYTES))
                 }
             })
             .collect();

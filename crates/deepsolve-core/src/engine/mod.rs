@@ -4,7 +4,7 @@
 //!
 //! - `turn`: a running turn's state, built from its spec; its start and its end.
 //! - `rounds`: the round loop and what a failed model call leads to.
-//! - `call`: one streaming model call.
+//! - `call`: one streaming model call; `live`: its output as events, at a bounded rate.
 //! - `reply`: taking in a completion (calls, cut-off text, silence, an answer).
 //! - `work`: a round of tool calls and what finished steps lead to (fold, checkpoint).
 //! - `gates`: the plan and finish gates before an answer is accepted.
@@ -16,6 +16,7 @@ mod budget;
 mod call;
 mod forced;
 mod gates;
+mod live;
 mod reply;
 mod rounds;
 mod tail;

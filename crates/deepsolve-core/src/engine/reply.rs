@@ -11,6 +11,15 @@ use crate::outcome::StopReason;
 use crate::texts::Text;
 use crate::wire::{MarkupError, ParsedCall};
 
+/// `text` without its leading and trailing whitespace, in the same buffer (an answer may be
+/// megabytes).
+fn into_trimmed(mut text: String) -> String {
+    text.truncate(text.trim_end().len());
+    let leading = text.len() - text.trim_start().len();
+    text.drain(..leading);
+    text
+}
+
 /// What the replies of a turn have left behind for the next one.
 #[derive(Default)]
 pub(super) struct ReplyState {
@@ -84,7 +93,7 @@ impl TurnRun<'_> {
     /// Read the reply's content: reasoning out, invented results cut, markup calls taken
     /// (when the provider gave no native calls).
     pub(super) fn interpret(&mut self, mut c: Completion) -> Interpreted {
-        let parsed = self.wire.protocol().read_reply(&c.text);
+        let parsed = self.wire.protocol().read_reply(std::mem::take(&mut c.text));
         if parsed.cut_invented {
             self.emit.emit(EventKind::Warning {
                 kind: WarningKind::InventedToolResponse,
@@ -173,9 +182,13 @@ impl TurnRun<'_> {
             return self.silent_round();
         }
         self.reply.empty_rounds = 0;
-        let mut text = self.reply.take_answer_parts();
-        text.push_str(&c.text);
-        self.finish_gate(text.trim().to_string())
+        let before = self.reply.take_answer_parts();
+        let text = if before.is_empty() {
+            c.text
+        } else {
+            before + &c.text
+        };
+        self.finish_gate(into_trimmed(text))
     }
 
     /// Visible text cut off by the output limit: kept, and the model asked to go on.

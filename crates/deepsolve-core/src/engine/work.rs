@@ -24,8 +24,10 @@ impl TurnRun<'_> {
     /// Run one round's calls. `Some` ends the loop (cancelled, or the repetition guard).
     pub(super) async fn work_round(&mut self, reply: Interpreted) -> Option<Ending> {
         let unreadable = self.name_unreadable(reply.unreadable);
-        self.record_calls(&reply.completion, &unreadable);
         let batch = self.dispatch(&reply.completion.tool_calls).await?;
+        // Recorded after the run so the calls move into the context instead of being copied:
+        // a reply's arguments may be megabytes. Nothing reads the context while calls run.
+        self.record_calls(reply.completion, &unreadable);
         self.answer_unreadable(unreadable);
         let step_done = self.take_results(batch.results);
         if step_done {
@@ -52,25 +54,26 @@ impl TurnRun<'_> {
     }
 
     /// The assistant message with every call of the round (unreadable ones last).
-    fn record_calls(&mut self, c: &crate::model::Completion, unreadable: &[Answered]) {
-        let reasoning = (!c.reasoning.is_empty()).then(|| c.reasoning.clone());
-        let mut calls = c.tool_calls.clone();
+    fn record_calls(&mut self, c: crate::model::Completion, unreadable: &[Answered]) {
+        let reasoning = (!c.reasoning.is_empty()).then_some(c.reasoning);
+        let mut calls = c.tool_calls;
         calls.extend(unreadable.iter().map(|u| u.call.clone()));
-        self.ctx.push(Message::assistant_with_calls(
-            c.text.trim().to_string(),
-            calls,
-            reasoning,
-        ));
+        let text = match c.text.trim() {
+            trimmed if trimmed.len() == c.text.len() => c.text,
+            trimmed => trimmed.to_string(),
+        };
+        self.ctx
+            .push(Message::assistant_with_calls(text, calls, reasoning));
     }
 
     /// The batch, with an event as each call starts and ends; `None` when cancelled.
     async fn dispatch(&mut self, calls: &[ToolCall]) -> Option<BatchOutput> {
         let emit = &self.emit;
-        let on_start = |call: &ToolCall, args: &Value| {
+        let on_start = |call: &ToolCall, args: Value| {
             emit.emit(EventKind::ToolCall {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
-                args: args.clone(),
+                args,
             })
         };
         let on_done = |r: &CallResult| {

@@ -153,6 +153,18 @@ pub fn parse_reply(text: &str) -> ParsedReply {
     }
 }
 
+/// [`parse_reply`] of a reply the caller gives up: one without any markup (every tag this
+/// reader knows starts with `<`) is its own visible text, kept as it is rather than copied.
+pub(crate) fn parse_reply_owned(text: String) -> ParsedReply {
+    if text.contains('<') {
+        return parse_reply(&text);
+    }
+    ParsedReply {
+        visible: text,
+        ..ParsedReply::default()
+    }
+}
+
 /// Text before an invented response, and whether one was found.
 struct Kept<'a> {
     text: &'a str,
@@ -262,36 +274,75 @@ struct Found {
     read: fn(&str) -> Vec<ParsedCall>,
 }
 
-/// The first call section opening at or after `from`, outside fenced code.
-fn next_call_section(text: &str, from: usize, fences: &[Span]) -> Option<Found> {
-    let in_fence = |i: usize| fences.iter().any(|f| i >= f.start && i < f.end);
-    SECTIONS
-        .iter()
-        .filter_map(|section| {
-            let SectionKind::Calls(read) = section.kind else {
-                return None;
-            };
-            let mut pos = from;
-            while let Some(at) = text[pos..].find(section.open).map(|i| i + pos) {
-                if !in_fence(at) {
-                    return Some(Found { at, section, read });
-                }
-                pos = at + section.open.len();
+/// Where each call section next opens outside fenced code. Each is searched for once and
+/// kept until the reading passes it, and fences are looked up by bisection: a reply can hold
+/// hundreds of thousands of tags, and searching every section again after each call (or
+/// every fence for each tag) would cost the square of the reply's size.
+struct Openings<'t> {
+    text: &'t str,
+    fences: Vec<Span>,
+    /// Per entry of [`SECTIONS`]: not searched yet, or the next opening (`None`: no more).
+    next: Vec<Option<Option<usize>>>,
+}
+
+impl<'t> Openings<'t> {
+    fn new(text: &'t str) -> Self {
+        Openings {
+            text,
+            fences: fenced_ranges(text),
+            next: vec![None; SECTIONS.len()],
+        }
+    }
+
+    fn in_fence(&self, i: usize) -> bool {
+        let after = self.fences.partition_point(|f| f.end <= i);
+        self.fences.get(after).is_some_and(|f| f.start <= i)
+    }
+
+    /// The first opening of `open` at or after `from`, outside fenced code.
+    fn search(&self, open: &str, from: usize) -> Option<usize> {
+        let mut pos = from;
+        while let Some(at) = self.text[pos..].find(open).map(|i| i + pos) {
+            if !self.in_fence(at) {
+                return Some(at);
             }
-            None
-        })
-        .min_by_key(|found| found.at)
+            pos = at + open.len();
+        }
+        None
+    }
+
+    /// The first call section opening at or after `from`, outside fenced code.
+    fn next_from(&mut self, from: usize) -> Option<Found> {
+        let mut first: Option<Found> = None;
+        for (i, section) in SECTIONS.iter().enumerate() {
+            let SectionKind::Calls(read) = section.kind else {
+                continue;
+            };
+            let at = match self.next[i] {
+                Some(Some(at)) if at >= from => Some(at),
+                Some(None) => None,
+                _ => self.search(section.open, from),
+            };
+            self.next[i] = Some(at);
+            if let Some(at) = at
+                && first.as_ref().is_none_or(|f| at < f.at)
+            {
+                first = Some(Found { at, section, read });
+            }
+        }
+        first
+    }
 }
 
 /// Take every call section outside fenced code out of the text, in order of appearance.
 pub(crate) fn extract_calls(text: &str) -> Extracted {
-    let fences = fenced_ranges(text);
+    let mut openings = Openings::new(text);
     let mut out = Extracted {
         visible: String::with_capacity(text.len()),
         calls: Vec::new(),
     };
     let mut pos = 0;
-    while let Some(found) = next_call_section(text, pos, &fences) {
+    while let Some(found) = openings.next_from(pos) {
         out.visible.push_str(&text[pos..found.at]);
         let body_start = found.at + found.section.open.len();
         let close = found.section.close.and_then(|close| {
@@ -313,6 +364,24 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::Value;
+
+    proptest! {
+        #[test]
+        fn a_reply_without_markup_reads_the_same_owned(s in "[^<]{0,60}") {
+            prop_assert_eq!(parse_reply_owned(s.clone()), parse_reply(&s));
+        }
+    }
+
+    #[test]
+    fn every_tag_starts_with_an_angle_bracket() {
+        let tags = SECTIONS
+            .iter()
+            .flat_map(|s| [Some(s.open), s.close])
+            .flatten();
+        for tag in tags.chain([THINK_CLOSE, "<answer>"]) {
+            assert!(tag.starts_with('<'), "{tag}");
+        }
+    }
 
     fn call(name: &str, args: &str) -> ParsedCall {
         ParsedCall::Call {

@@ -37,8 +37,8 @@ pub(crate) trait ToolProtocol: Send + Sync {
 
     /// Read a reply's content: reasoning, calls written as markup, invented results cut.
     /// Every protocol reads markup (vendors emit it over native requests too).
-    fn read_reply(&self, content: &str) -> ParsedReply {
-        parse_reply(content)
+    fn read_reply(&self, content: String) -> ParsedReply {
+        markup::parse_reply_owned(content)
     }
 }
 

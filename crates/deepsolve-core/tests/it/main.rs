@@ -5,3 +5,4 @@
 
 mod common;
 mod engine;
+mod live_output;

@@ -162,7 +162,7 @@ fn accumulate(body: &[u8], cuts: &[Index]) -> Vec<ToolCall> {
         }
         let chunk: ChatChunk = serde_json::from_str(&event.data).expect("valid chunk");
         assert!(
-            acc.apply(&chunk).is_empty(),
+            acc.apply(&chunk).expect("within the cap").is_empty(),
             "tool calls are not visible text"
         );
     }

@@ -6,4 +6,5 @@
 mod accumulator_props;
 mod client;
 mod providers;
+mod reply_cap;
 mod support;
