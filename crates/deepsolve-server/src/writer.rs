@@ -253,12 +253,13 @@ async fn run(store: Store, mut rx: Inbox) {
                 }),
             }
         }
-        // Ends are recorded after the whole batch is written, so each turn's status still
-        // follows all its events, without cutting the batch into one transaction per end
-        // (hundreds of turns end at once under load).
-        flush(&store, &mut conn, &mut pending).await;
-        if !endings.is_empty() {
-            finish_turns(&store, &mut conn, &endings).await;
+        // Ends go in with the batch's last events, in one transaction (hundreds of turns end
+        // at once under load): a turn's status is `finished` as soon as its `turn_finished`
+        // is visible, and never before its events.
+        if endings.is_empty() {
+            flush(&store, &mut conn, &mut pending).await;
+        } else {
+            write_with_ends(&store, &mut conn, &mut pending, &endings).await;
             for ending in endings.drain(..) {
                 let _ = ending.done.send(());
             }
@@ -283,12 +284,15 @@ impl Conn {
         self.forget_if_failed(result)
     }
 
-    async fn finish(
+    async fn append_and_finish(
         &mut self,
         store: &Store,
+        events: &[StoredEvent],
         ends: &[(&str, &TurnFinish)],
     ) -> Result<(), StoreError> {
-        let result = store.finish_turns_on(self.get(store).await?, ends).await;
+        let result = store
+            .append_and_finish_on(self.get(store).await?, events, ends)
+            .await;
         self.forget_if_failed(result)
     }
 
@@ -301,17 +305,24 @@ impl Conn {
     }
 }
 
-/// Record the ends in one write; should that fail, one by one with retries, so one bad turn
-/// cannot keep the others' ends unrecorded.
-async fn finish_turns(store: &Store, conn: &mut Conn, endings: &[Ending]) {
+/// Write `pending` and record the ends in one transaction; should that fail, the events the
+/// usual way (with retries) and then the ends one by one with retries, so one bad turn cannot
+/// keep the others' events or ends unrecorded.
+async fn write_with_ends(
+    store: &Store,
+    conn: &mut Conn,
+    pending: &mut Vec<StoredEvent>,
+    endings: &[Ending],
+) {
     let ends: Vec<(&str, &TurnFinish)> = endings
         .iter()
         .map(|e| (e.turn_id.as_str(), &*e.finish))
         .collect();
-    match conn.finish(store, &ends).await {
-        Ok(()) => {}
+    match conn.append_and_finish(store, pending, &ends).await {
+        Ok(()) => pending.clear(),
         Err(e) => {
             tracing::warn!(error = %e, ends = ends.len(), "recording turn ends failed");
+            flush(store, conn, pending).await;
             for (turn_id, finish) in ends {
                 finish_turn(store, turn_id, finish).await;
             }

@@ -70,6 +70,18 @@ impl Store {
         events: &[StoredEvent],
     ) -> Result<(), StoreError> {
         let mut tx = conn.begin().await?;
+        self.insert_events(&mut tx, events).await?;
+        tx.commit().await?;
+        self.hub().publish_events(events);
+        Ok(())
+    }
+
+    /// The rows of `events` in `tx` (and, on PostgreSQL, one NOTIFY per turn).
+    pub(crate) async fn insert_events(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        events: &[StoredEvent],
+    ) -> Result<(), StoreError> {
         // Multi-row INSERTs: one statement per row costs a round trip to the database each,
         // which caps a busy server at a few thousand events per second.
         let mut rest = events;
@@ -85,7 +97,7 @@ impl Store {
                     .bind(to_i64(e.ts))
                     .bind(&e.data);
             }
-            query.execute(&mut *tx).await?;
+            query.execute(&mut **tx).await?;
             rest = tail;
         }
         if self.backend() == Backend::Postgres {
@@ -93,10 +105,8 @@ impl Store {
                 .into_iter()
                 .map(|(turn_id, seq)| self.notify_payload(turn_id, &seq.to_string()))
                 .collect();
-            notify_all(&mut tx, &payloads).await?;
+            notify_all(tx, &payloads).await?;
         }
-        tx.commit().await?;
-        self.hub().publish_events(events);
         Ok(())
     }
 

@@ -8,7 +8,7 @@ use sqlx::{AnyConnection, Connection, Row};
 
 use crate::error::StoreError;
 use crate::events::notify_all;
-use crate::model::{NewTurn, TurnFinish, TurnRecord, TurnStatus};
+use crate::model::{NewTurn, StoredEvent, TurnFinish, TurnRecord, TurnStatus};
 use crate::{Backend, Store, now_ms, to_i64, to_u64};
 
 /// The `UPDATE` that records a turn's end (only a running turn's).
@@ -199,23 +199,24 @@ impl Store {
         self.announce_ends(&[id]).await
     }
 
-    /// [`Store::finish_turn`] for many turns in one transaction, on a connection from
-    /// [`Store::writer_connection`] (the event writer records the ends that arrived with a
-    /// batch of events this way: under load hundreds of turns end at once, and one write
-    /// each kept the events of the turns still streaming waiting). The ends take the event
-    /// appends' lane through the write gate: they are part of the writer's stream.
-    pub async fn finish_turns_on(
+    /// [`Store::finish_turn`] for many turns, with the last events of a batch, in **one**
+    /// transaction, on a connection from [`Store::writer_connection`]. The event writer records
+    /// the ends that arrived with a batch this way: under load hundreds of turns end at once
+    /// (one write each kept the events of the turns still streaming waiting), and a reader that
+    /// sees a turn's `turn_finished` and then asks for the turn finds it finished, on any
+    /// replica, never still `running`. The ends take the event appends' lane through the write
+    /// gate. Then the events go to this process's live readers and the ends' readers are poked.
+    pub async fn append_and_finish_on(
         &self,
         conn: &mut AnyConnection,
+        events: &[StoredEvent],
         ends: &[(&str, &TurnFinish)],
     ) -> Result<(), StoreError> {
-        if ends.is_empty() {
-            return Ok(());
-        }
         let now = now_ms();
         {
             let _gate = self.event_write_gate().await;
             let mut tx = conn.begin().await?;
+            self.insert_events(&mut tx, events).await?;
             for (id, finish) in ends {
                 finish_query(id, finish, now)?.execute(&mut *tx).await?;
             }
@@ -231,6 +232,7 @@ impl Store {
             }
             tx.commit().await?;
         }
+        self.hub().publish_events(events);
         for (id, _) in ends {
             self.hub().publish(id, crate::HubMsg::Poke);
         }

@@ -420,7 +420,13 @@ fn check_tags_pairing(views: &[View<'_>], out: &mut Vec<String>) {
             continue;
         }
         for (k, ((name, _), response)) in calls.iter().zip(&responses).enumerate() {
-            if !name.is_empty() && *name != response.name {
+            // An attribute cannot hold quotes or angle brackets: a name the model wrote with
+            // them is answered under the name without them.
+            let attribute: String = name
+                .chars()
+                .filter(|c| !matches!(c, '"' | '<' | '>'))
+                .collect();
+            if !name.is_empty() && attribute != response.name {
                 out.push(format!(
                     "message #{}: <tool_response> {k} names '{}' but answers a call to '{name}'",
                     i + 1,

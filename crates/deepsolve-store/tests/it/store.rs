@@ -347,10 +347,16 @@ async fn a_writer_connection_appends_and_ends_many_turns_at_once() {
             answer: Some("x = 1".into()),
             ..TurnFinish::default()
         };
+        // The last event of b and both ends in one transaction.
         store
-            .finish_turns_on(&mut conn, &[(&a, &finished), (&b, &TurnFinish::default())])
+            .append_and_finish_on(
+                &mut conn,
+                &[text(&b, 1)],
+                &[(&a, &finished), (&b, &TurnFinish::default())],
+            )
             .await
             .expect("finish both");
+        assert_eq!(store.last_seq(&b).await.expect("seq"), Some(1));
         assert!(matches!(
             tokio::time::timeout(Duration::from_secs(5), sub.recv()).await,
             Ok(Received::Msg(HubMsg::Poke))
