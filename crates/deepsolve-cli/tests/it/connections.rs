@@ -4,7 +4,6 @@
 //! live SSE stream is not cut. Every limit comes from the `server` section of a settings file
 //! passed with `--config`, so the settings path is what is tested.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
@@ -16,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-use crate::support::Isolated;
+use crate::support::{Isolated, listening_url};
 
 /// The `server` limits a test runs with, in seconds.
 #[derive(Clone, Copy)]
@@ -70,18 +69,11 @@ impl Server {
             .stderr(log)
             .spawn()
             .expect("spawn deepsolve serve");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut first)
-            .expect("first line");
-        let addr = first
-            .trim()
-            .strip_prefix("listening on http://")
+        let url = listening_url(&mut child, &log_path);
+        let addr = url
+            .strip_prefix("http://")
             .and_then(|addr| addr.parse().ok())
-            .unwrap_or_else(|| {
-                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-                panic!("unexpected first line {first:?}; stderr:\n{log}")
-            });
+            .unwrap_or_else(|| panic!("not an http address: {url}"));
         Server {
             child,
             addr,

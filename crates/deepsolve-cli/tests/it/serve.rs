@@ -1,7 +1,6 @@
 //! `deepsolve serve` and `deepsolve users` through the real binary: a whole solve over HTTP
 //! and SSE, SIGKILL in the middle of a turn and its resume, tokens, and the loopback-only rule.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -9,6 +8,8 @@ use std::time::Duration;
 use deepsolve_testkit::{FnPolicy, MockServer, Policy, PolicyRequest, Reply, WellBehaved};
 use futures::StreamExt;
 use serde_json::{Value, json};
+
+use crate::support::listening_url;
 
 /// A `deepsolve` command with a clean environment: no settings, no keys, data under `home`.
 fn deepsolve(home: &Path) -> Command {
@@ -43,19 +44,7 @@ impl Server {
             .stdout(Stdio::piped())
             .stderr(log);
         let mut child = cmd.spawn().expect("spawn deepsolve serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut first = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut first)
-            .expect("first line");
-        let base = first
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| {
-                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-                panic!("unexpected first line {first:?}; stderr:\n{log}")
-            })
-            .to_string();
+        let base = listening_url(&mut child, &log_path);
         Server { child, base }
     }
 

@@ -3,7 +3,9 @@
 //! workspaces, no inherited `DEEPSOLVE_*` or `OPENAI_API_KEY`).
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::process::Child;
 use std::time::Duration;
 
 pub(crate) struct Isolated {
@@ -54,5 +56,23 @@ impl Isolated {
             .args(["doctor", "--base-url", base_url, "--model", "mock-model"])
             .output()
             .expect("run doctor")
+    }
+}
+
+/// The URL a `deepsolve serve` child announces on its first line (`listening on URL`); its
+/// stdout must be piped. Panics with the server's log (the file its stderr goes to) when the
+/// line is anything else.
+pub(crate) fn listening_url(child: &mut Child, log: &Path) -> String {
+    let stdout = child.stdout.take().expect("serve's stdout is piped");
+    let mut first = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .expect("first line");
+    match first.trim().strip_prefix("listening on ") {
+        Some(url) => url.to_string(),
+        None => {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            panic!("unexpected first line {first:?}; stderr:\n{log}")
+        }
     }
 }
