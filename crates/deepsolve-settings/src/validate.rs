@@ -143,6 +143,13 @@ fn section<T: DeserializeOwned + Default>(
     })
 }
 
+/// What to say when a secret is found written in the settings file.
+struct InClear {
+    holds_secret: fn(&str) -> bool,
+    says: &'static str,
+    prefer: &'static str,
+}
+
 struct Checker<'a> {
     schema: Schema<'a>,
     origins: &'a Origins,
@@ -276,33 +283,45 @@ impl Checker<'_> {
 
     /// The API key: a string, never echoed in errors; a key stored in the file gets a warning.
     fn secret(&mut self, path: &[String], value: &mut Value) -> Result<(), SettingsError> {
-        match value {
-            Value::String(s) if s.trim().is_empty() => *value = Value::Null,
-            Value::String(_) => {
-                if let Origin::File(file) = self.origins.of(path) {
-                    self.warnings.push(format!(
-                        "{} is stored in clear in {}; prefer DEEPSOLVE_API_KEY or llm.api_key_env",
-                        path.join("."),
-                        file.display()
-                    ));
-                }
-            }
-            other => return Err(self.wrong(path, "a string", type_name(other).to_string())),
-        }
-        Ok(())
+        let in_clear = InClear {
+            holds_secret: |_| true,
+            says: "is stored in clear",
+            prefer: "DEEPSOLVE_API_KEY or llm.api_key_env",
+        };
+        self.secret_text(path, value, in_clear)
     }
 
     /// A database URL: a string, never echoed in errors; a password stored in the file gets a
     /// warning.
     fn database_url(&mut self, path: &[String], value: &mut Value) -> Result<(), SettingsError> {
+        let in_clear = InClear {
+            holds_secret: has_password,
+            says: "holds a password in clear",
+            prefer: "DEEPSOLVE_DATABASE_URL",
+        };
+        self.secret_text(path, value, in_clear)
+    }
+
+    /// A string that is or may hold a secret: blank means unset, a wrong type is named without
+    /// the value, and a secret written in the file gets `in_clear`'s warning.
+    fn secret_text(
+        &mut self,
+        path: &[String],
+        value: &mut Value,
+        in_clear: InClear,
+    ) -> Result<(), SettingsError> {
         match value {
             Value::String(s) if s.trim().is_empty() => *value = Value::Null,
-            Value::String(url) => {
-                if let (true, Origin::File(file)) = (has_password(url), self.origins.of(path)) {
+            Value::String(text) => {
+                if let (true, Origin::File(file)) =
+                    ((in_clear.holds_secret)(text), self.origins.of(path))
+                {
                     self.warnings.push(format!(
-                        "{} holds a password in clear in {}; prefer DEEPSOLVE_DATABASE_URL",
+                        "{} {} in {}; prefer {}",
                         path.join("."),
-                        file.display()
+                        in_clear.says,
+                        file.display(),
+                        in_clear.prefer
                     ));
                 }
             }
