@@ -86,6 +86,11 @@ pub struct Completion {
 pub enum StreamDelta {
     Text(String),
     Reasoning(String),
+    /// A native tool call naming `name` began streaming; its arguments follow. Not visible
+    /// output: it lets the loop tell the tool early (see `Tool::announced`).
+    ToolCallStarted {
+        name: String,
+    },
     Retrying {
         attempt: u32,
         max: u32,

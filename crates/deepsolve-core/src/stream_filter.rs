@@ -22,10 +22,17 @@ enum Mode {
     Hidden(Option<&'static str>),
 }
 
+/// Bytes of a hidden call section kept to find the tool it names (which comes first in every
+/// call format).
+const CALL_HEAD_BYTES: usize = 256;
+
 #[derive(Debug)]
 pub(crate) struct VisibleFilter {
     buf: String,
     mode: Mode,
+    /// The first bytes of the latest call section, and whether they grew since last read.
+    call_head: String,
+    head_grew: bool,
 }
 
 impl Default for VisibleFilter {
@@ -33,6 +40,8 @@ impl Default for VisibleFilter {
         VisibleFilter {
             buf: String::new(),
             mode: Mode::Visible,
+            call_head: String::new(),
+            head_grew: false,
         }
     }
 }
@@ -84,6 +93,27 @@ impl VisibleFilter {
         out
     }
 
+    /// The first bytes of the latest call section, when they grew since the last look.
+    pub(crate) fn new_call_head(&mut self) -> Option<&str> {
+        if !std::mem::take(&mut self.head_grew) {
+            return None;
+        }
+        Some(&self.call_head)
+    }
+
+    /// Keep the start of a call section's hidden text, up to [`CALL_HEAD_BYTES`].
+    fn keep_call_head(&mut self, end: usize) {
+        let room = CALL_HEAD_BYTES.saturating_sub(self.call_head.len()).min(end);
+        let cut = (0..=room)
+            .rev()
+            .find(|n| self.buf.is_char_boundary(*n))
+            .unwrap_or(0);
+        if cut > 0 {
+            self.call_head.push_str(&self.buf[..cut]);
+            self.head_grew = true;
+        }
+    }
+
     /// Flush at the end of the stream: held-back text that never became a tag is shown.
     pub(crate) fn finish(&mut self) -> Vec<Piece> {
         let rest = std::mem::take(&mut self.buf);
@@ -130,6 +160,9 @@ impl VisibleFilter {
             emit(out, Piece::Text(self.buf[..end].to_string()));
             self.buf.drain(..i + opener.open.len());
             self.mode = opener.mode;
+            if matches!(self.mode, Mode::Hidden(Some(_))) {
+                self.call_head.clear();
+            }
             return true;
         }
         let tokens: Vec<&str> = OPENERS.iter().map(|o| o.open).collect();
@@ -149,8 +182,12 @@ impl VisibleFilter {
         piece: fn(String) -> Piece,
         keep_close: bool,
     ) -> bool {
+        let in_call = matches!(self.mode, Mode::Hidden(Some(_)));
         if let Some(i) = self.buf.find(close) {
             let end = if keep_close { i + close.len() } else { i };
+            if in_call {
+                self.keep_call_head(end);
+            }
             emit(out, piece(self.buf[..end].to_string()));
             self.buf.drain(..i + close.len());
             self.mode = next;
@@ -158,6 +195,9 @@ impl VisibleFilter {
         }
         let hold = partial_suffix(&self.buf, &[close]);
         let ready = self.buf.len() - hold;
+        if in_call {
+            self.keep_call_head(ready);
+        }
         emit(out, piece(self.buf[..ready].to_string()));
         self.buf.drain(..ready);
         false
@@ -201,6 +241,22 @@ mod tests {
         ]);
         assert_eq!(text, "Hi ok  done");
         assert_eq!(reasoning, "plan it");
+    }
+
+    #[test]
+    fn a_call_section_keeps_its_head_for_the_announcer() {
+        let mut f = VisibleFilter::default();
+        f.push("thinking <tool_ca");
+        assert_eq!(f.new_call_head(), None);
+        f.push("ll>{\"name\": \"code_ex");
+        assert_eq!(f.new_call_head(), Some("{\"name\": \"code_ex"));
+        assert_eq!(f.new_call_head(), None, "read once");
+        f.push(&format!("ecution\", \"arguments\": {{\"code\": \"{}", "x".repeat(400)));
+        let head = f.new_call_head().map(str::to_string).unwrap_or_default();
+        assert!(head.starts_with("{\"name\": \"code_execution\""));
+        assert_eq!(head.len(), CALL_HEAD_BYTES);
+        f.push("\"}}</tool_call> done <tool_call>{\"name\": \"exec\"");
+        assert_eq!(f.new_call_head(), Some("{\"name\": \"exec\""));
     }
 
     #[test]

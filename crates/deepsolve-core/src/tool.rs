@@ -98,9 +98,15 @@ pub trait Tool: Send + Sync {
         config.tool_timeout()
     }
 
-    /// Called when a turn that mounts this tool starts (e.g. to warm a per-turn interpreter in
-    /// the background, so the first call does not pay for it). Must return quickly.
+    /// Called when a turn that mounts this tool starts. Must return quickly.
     async fn turn_started(&self, _ctx: &ToolContext) {}
+
+    /// Called at most once per model call, as soon as the streamed reply names this tool in a
+    /// call (before its arguments are complete), and only while the tool may be called. Lets
+    /// the tool start what the call will need (e.g. its interpreter) in the background while
+    /// the arguments stream. Must return at once; the call itself may never come (a cut or
+    /// invalid reply), and `turn_finished` still follows.
+    fn announced(&self, _ctx: &ToolContext) {}
 
     /// Called when that turn ends, however it ends: release per-turn resources.
     async fn turn_finished(&self, _ctx: &ToolContext) {}

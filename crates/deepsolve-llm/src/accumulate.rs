@@ -96,8 +96,9 @@ impl ToolCallAccumulator {
         Self::default()
     }
 
-    /// Applies one fragment.
-    pub fn push(&mut self, delta: ToolCallDelta) {
+    /// Applies one fragment. Returns the call's name when this fragment gave it one it did
+    /// not have (the call began streaming).
+    pub fn push(&mut self, delta: ToolCallDelta) -> Option<String> {
         let id = delta.id.filter(|s| !s.is_empty());
         let name = delta.name.filter(|s| !s.is_empty());
         let slot = self.resolve(delta.index, id.as_deref(), name.as_deref());
@@ -107,13 +108,18 @@ impl ToolCallAccumulator {
             self.calls[slot].id = id;
         }
         let call = &mut self.calls[slot];
+        let mut named = None;
         if let Some(name) = name {
+            if call.name != name {
+                named = Some(name.clone());
+            }
             call.name = name;
         }
         if let Some(arguments) = delta.arguments {
             call.shape.feed(&arguments);
             call.arguments.push_str(&arguments);
         }
+        named
     }
 
     /// True when at least one call with a name has been seen.
@@ -355,7 +361,8 @@ impl StreamAccumulator {
         }
     }
 
-    /// Applies one chunk and returns the visible deltas it produced, to be streamed live.
+    /// Applies one chunk and returns the visible deltas it produced, to be streamed live, and
+    /// a [`StreamDelta::ToolCallStarted`] for each tool call it began.
     ///
     /// Only the first choice (`index` 0 or absent) is read. When a delta carries both
     /// `reasoning_content` and `reasoning` (some servers send both with the same text),
@@ -407,7 +414,9 @@ impl StreamAccumulator {
             self.push_visible(true, reasoning.to_string(), out);
         }
         for call in calls {
-            self.calls.push(call);
+            if let Some(name) = self.calls.push(call) {
+                out.push(StreamDelta::ToolCallStarted { name });
+            }
         }
         Ok(())
     }
@@ -597,8 +606,10 @@ mod tests {
     #[test]
     fn repeated_ids_and_names_are_replaced_not_concatenated() {
         let mut acc = ToolCallAccumulator::new();
-        acc.push(delta(Some(0), Some("c1"), Some("search"), Some("{\"q\":")));
-        acc.push(delta(Some(0), Some("c1"), Some("search"), Some("\"x\"}")));
+        let named = acc.push(delta(Some(0), Some("c1"), Some("search"), Some("{\"q\":")));
+        assert_eq!(named.as_deref(), Some("search"), "the call began");
+        let again = acc.push(delta(Some(0), Some("c1"), Some("search"), Some("\"x\"}")));
+        assert_eq!(again, None, "a repeated name is no new call");
         let calls = acc.finish();
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].id, "c1");

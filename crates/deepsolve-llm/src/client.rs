@@ -359,7 +359,10 @@ impl OpenAiClient {
             .apply(&chunk)
             .map_err(|e| Failure::Fatal(ModelError::from(e)))?;
         for delta in deltas {
-            *visible = true;
+            // A call's name is not output a retry would show twice.
+            if !matches!(delta, StreamDelta::ToolCallStarted { .. }) {
+                *visible = true;
+            }
             on_delta(delta);
         }
         Ok(Flow::Continue)

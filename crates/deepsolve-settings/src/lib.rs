@@ -6,7 +6,7 @@
 //! errors naming the full key and the file, variable or argument it came from — and every
 //! numeric knob is clamped with a warning. The `solve` section is core's
 //! [`SolveConfig`](deepsolve_core::SolveConfig), checked by `SolveConfig::from_map`. Under
-//! `tools`, besides `enabled` (and `sandbox`, the deprecated name of `sandbox.backend`), each tool may have a section of its own,
+//! `tools`, besides `enabled` and `disabled` (and `sandbox`, the deprecated name of `sandbox.backend`), each tool may have a section of its own,
 //! `tools.<tool>`, whose keys the tool declares ([`ToolSection`]) and the loader is given
 //! ([`LoadOptions::tool_sections`]): it is checked as strictly as every other key, and the
 //! tool reads it with [`Settings::tool_settings`].

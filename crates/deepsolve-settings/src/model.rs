@@ -98,6 +98,9 @@ pub struct ModelRef {
 pub struct ToolsSettings {
     /// Opt-in tools offered on every turn by default (e.g. `reason`).
     pub enabled: Vec<String>,
+    /// Tools switched off, automatic ones included (e.g. `code_execution`): never built,
+    /// never offered, whatever `enabled` or a turn asks for. The app checks the names.
+    pub disabled: Vec<String>,
     /// `tools.<tool>` for each tool whose section has values, checked against the tool's
     /// [`ToolSection`](crate::ToolSection) (clamped, blanks dropped). Filled by the loader,
     /// never from the `tools` mapping itself (whose other keys stay strict); read it with
@@ -358,7 +361,7 @@ mod tests {
             .insert("web_search".into(), json!({"max_results": 3}));
         assert_eq!(
             s.redacted_value()["tools"],
-            json!({"enabled": [], "web_search": {"max_results": 3}})
+            json!({"enabled": [], "disabled": [], "web_search": {"max_results": 3}})
         );
         let read: Map<String, Value> = s.tool_settings("web_search").unwrap();
         assert_eq!(read["max_results"], 3);

@@ -83,7 +83,7 @@ pub(crate) enum Own {
     SolveKnob,
     /// One boolean solve knob.
     SolveFlag,
-    /// The `tools` section: `enabled`, `sandbox` and the declared tool sections.
+    /// The `tools` section: `enabled`, `disabled`, `sandbox` and the declared tool sections.
     Tools,
     /// A database URL (`server.database`): its password is a secret — type errors never echo
     /// the value, `settings get` masks the password, `settings set` refuses one.
@@ -208,6 +208,7 @@ const MODELS: &[Field] = &[
 /// `sandbox.backend`, still read (with a warning).
 pub(crate) const TOOLS_OWN: &[Field] = &[
     field("enabled", Kind::TextList),
+    field("disabled", Kind::TextList),
     field("sandbox", Kind::Choice(BACKENDS)),
 ];
 
@@ -263,7 +264,7 @@ impl<'a> Schema<'a> {
         Schema { tools }
     }
 
-    /// Whether `name` under `tools` is a tool's section (not `enabled` or `sandbox`).
+    /// Whether `name` under `tools` is a tool's section (not `enabled`, `disabled` or `sandbox`).
     pub(crate) fn is_tool_section(&self, name: &str) -> bool {
         !TOOLS_OWN.iter().any(|f| f.name == name) && self.tools.iter().any(|t| t.tool == name)
     }
@@ -422,11 +423,12 @@ mod tests {
         assert!(keys.contains(&"models.reason.api_key_env".to_string()));
         assert!(keys.contains(&"solve.plan_first".to_string()));
         assert!(keys.contains(&"tools.sandbox".to_string()));
+        assert!(keys.contains(&"tools.disabled".to_string()));
         assert!(keys.contains(&"sandbox.memory_mb".to_string()));
         assert!(keys.contains(&"server.database".to_string()));
         assert_eq!(
             keys.len(),
-            8 + 6 + KNOBS.len() + FLAGS.len() + 2 + SANDBOX.len() + SERVER.len()
+            8 + 6 + KNOBS.len() + FLAGS.len() + TOOLS_OWN.len() + SANDBOX.len() + SERVER.len()
         );
     }
 }

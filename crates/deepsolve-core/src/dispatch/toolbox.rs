@@ -82,6 +82,14 @@ impl Toolbox {
         self.mounted.iter().filter_map(|m| m.tool.as_ref())
     }
 
+    /// The names of the tools that have an implementation here (not the solve tools).
+    pub(crate) fn work_tool_names(&self) -> impl Iterator<Item = &str> {
+        self.mounted
+            .iter()
+            .filter(|m| m.tool.is_some())
+            .map(|m| m.spec.name.as_str())
+    }
+
     pub(crate) fn names(&self) -> Vec<String> {
         self.mounted.iter().map(|m| m.spec.name.clone()).collect()
     }

@@ -6,6 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::announce::Announcer;
 use super::live::LiveOutput;
 use super::turn::TurnRun;
 use crate::event::{Emitter, EventKind};
@@ -19,10 +20,12 @@ pub(super) enum CallFailure {
     Model(ModelError),
 }
 
-/// What the delta callback and the call's loop share: the live filter and what it holds back.
+/// What the delta callback and the call's loop share: the live filter, what it holds back,
+/// and which tools were told the reply calls them.
 struct Live<'e, 'a> {
     filter: VisibleFilter,
     output: LiveOutput<'e, 'a>,
+    announcer: Announcer<'e>,
 }
 
 impl Live<'_, '_> {
@@ -35,7 +38,11 @@ impl Live<'_, '_> {
                 for piece in self.filter.push(&text) {
                     self.output.push(piece, now);
                 }
+                if let Some(head) = self.filter.new_call_head() {
+                    self.announcer.scan(head);
+                }
             }
+            StreamDelta::ToolCallStarted { name } => self.announcer.named(&name),
             StreamDelta::Reasoning(text) => self.output.push(Piece::Reasoning(text), now),
             StreamDelta::Retrying {
                 attempt,
@@ -79,6 +86,7 @@ impl TurnRun<'_> {
         let live = Mutex::new(Live {
             filter: VisibleFilter::default(),
             output: LiveOutput::new(emit),
+            announcer: Announcer::new(&self.toolbox, &self.tool_ctx, request),
         });
         // Wakes the loop below when text starts being held, so it can set its timer.
         let held = Notify::new();

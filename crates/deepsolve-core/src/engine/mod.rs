@@ -4,7 +4,8 @@
 //!
 //! - `turn`: a running turn's state, built from its spec; its start and its end.
 //! - `rounds`: the round loop and what a failed model call leads to.
-//! - `call`: one streaming model call; `live`: its output as events, at a bounded rate.
+//! - `call`: one streaming model call; `live`: its output as events, at a bounded rate;
+//!   `announce`: telling a tool early that the streamed reply calls it.
 //! - `reply`: taking in a completion (calls, cut-off text, silence, an answer).
 //! - `work`: a round of tool calls and what finished steps lead to (fold, checkpoint).
 //! - `gates`: the plan and finish gates before an answer is accepted.
@@ -12,6 +13,7 @@
 //! - `forced`: the one forced-answer path and the answer of last resort.
 //! - `budget`: rounds, tokens, time and context, with their named thresholds.
 
+mod announce;
 mod budget;
 mod call;
 mod forced;

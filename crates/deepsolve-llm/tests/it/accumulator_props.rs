@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use deepsolve_core::{ChatRequest, Message, ToolCall, ToolChoice};
+use deepsolve_core::{ChatRequest, Message, StreamDelta, ToolCall, ToolChoice};
 use deepsolve_llm::sse::SseParser;
 use deepsolve_llm::wire::ChatChunk;
 use deepsolve_llm::{StreamAccumulator, synthesize_call_id};
@@ -161,9 +161,12 @@ fn accumulate(body: &[u8], cuts: &[Index]) -> Vec<ToolCall> {
             break;
         }
         let chunk: ChatChunk = serde_json::from_str(&event.data).expect("valid chunk");
+        let deltas = acc.apply(&chunk).expect("within the cap");
         assert!(
-            acc.apply(&chunk).expect("within the cap").is_empty(),
-            "tool calls are not visible text"
+            deltas
+                .iter()
+                .all(|d| matches!(d, StreamDelta::ToolCallStarted { .. })),
+            "tool calls are not visible text: {deltas:?}"
         );
     }
     let request = ChatRequest {

@@ -177,13 +177,15 @@ fn check_calls(calls: &[ToolCall], expected: &[(Option<&str>, &str, &str)], spli
     assert_eq!(ids.len(), calls.len(), "{split:?}: ids are unique");
 }
 
-/// The live deltas add up to the completion, reasoning before text, and nothing else was sent
-/// (no retries, no tool-call text).
+/// The live deltas add up to the completion, reasoning before text, each call's start named
+/// its tool, and nothing else was sent (no retries, no tool-call text).
 fn check_deltas(deltas: &[StreamDelta], expected: &Expected, split: Split) {
     let mut reasoning = String::new();
     let mut text = String::new();
+    let mut started = Vec::new();
     for delta in deltas {
         match delta {
+            StreamDelta::ToolCallStarted { name } => started.push(name.clone()),
             StreamDelta::Reasoning(r) => {
                 assert!(text.is_empty(), "{split:?}: reasoning after text");
                 reasoning.push_str(r);
@@ -197,6 +199,8 @@ fn check_deltas(deltas: &[StreamDelta], expected: &Expected, split: Split) {
         "{split:?}: streamed reasoning"
     );
     assert_eq!(text, expected.text, "{split:?}: streamed text");
+    let names: Vec<&str> = expected.calls.iter().map(|(_, name, _)| *name).collect();
+    assert_eq!(started, names, "{split:?}: each call's start, in order");
 }
 
 fn no_extra() -> Map<String, Value> {

@@ -436,3 +436,17 @@ fn variable_names_are_case_insensitive_and_config_is_not_a_setting() {
     assert_eq!(s.llm.model.as_deref(), Some("m"));
     assert_eq!(s.solve.max_rounds, 4);
 }
+
+#[test]
+fn tools_disabled_is_a_list_from_the_file_the_environment_or_set() {
+    let f = file("tools:\n  disabled: [exec]\n");
+    assert_eq!(load_ok(&f.path, &[], &[]).settings.tools.disabled, ["exec"]);
+    let env = [("DEEPSOLVE_TOOLS__DISABLED", "code_execution, exec")];
+    let s = load_ok(&f.path, &env, &[]).settings.tools;
+    assert_eq!(s.disabled, ["code_execution", "exec"], "env over file");
+    let loaded = load_ok(&f.path, &env, &["tools.disabled=reason"]);
+    assert_eq!(loaded.settings.tools.disabled, ["reason"], "--set over env");
+    assert_eq!(get(&loaded, Some("tools.disabled")).unwrap(), json!(["reason"]));
+    let e = load_err(&file("tools:\n  disabled: exec\n").path, &[], &[]);
+    assert!(e.contains("'tools.disabled'"), "{e}");
+}

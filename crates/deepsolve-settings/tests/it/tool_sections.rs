@@ -133,7 +133,7 @@ fn an_undeclared_tool_section_is_unknown() {
     let e = load_err(&path, &[], &[]);
     assert!(
         e.starts_with(&format!(
-            "unknown setting 'tools.web_serch' in {} (known in tools: enabled, sandbox, \
+            "unknown setting 'tools.web_serch' in {} (known in tools: enabled, disabled, sandbox, \
              web_search)",
             path.display()
         )) && e.ends_with(" — did you mean 'tools.web_search'?"),

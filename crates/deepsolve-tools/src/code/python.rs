@@ -1,10 +1,13 @@
 //! `code_execution {code, timeout_s?}`: Python in the sandbox, one persistent interpreter per
-//! turn. The interpreter is started in the background when the turn starts, so the
-//! first call does not pay for it; one that crashed or was killed is restarted for the next
-//! call, and that call's result says the earlier names are gone.
+//! turn. A turn that never runs code starts none: the interpreter is started in the
+//! background when the streamed reply first names the tool (`announced`), so it comes up
+//! while the model is still writing the code, and the call waits for it; without an
+//! announcement the first call starts it. One that crashed or was killed is restarted for
+//! the next call, and that call's result says the earlier names are gone.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -58,6 +61,8 @@ pub struct CodeExecutionTool {
     turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
     permits: Arc<Semaphore>,
     max_interpreters: usize,
+    /// Counts starts on an announcement (for tests and diagnostics).
+    started_ahead: AtomicU64,
 }
 
 impl CodeExecutionTool {
@@ -86,11 +91,12 @@ impl CodeExecutionTool {
             turns: Mutex::new(HashMap::new()),
             permits: Arc::new(Semaphore::new(DEFAULT_MAX_INTERPRETERS)),
             max_interpreters: DEFAULT_MAX_INTERPRETERS,
+            started_ahead: AtomicU64::new(0),
         }
     }
 
     /// At most `n` turns have an interpreter at once; a turn beyond that waits for one (up to
-    /// its call's timeout) and is not pre-warmed.
+    /// its call's timeout) and is not started ahead.
     pub fn with_max_interpreters(mut self, n: usize) -> Self {
         let n = n.max(1);
         self.permits = Arc::new(Semaphore::new(n));
@@ -124,7 +130,12 @@ impl CodeExecutionTool {
         tokio::spawn(async move { sandbox.start_python(&workspace, &options).await })
     }
 
-    /// The turn's interpreter, ready: the one started at turn start, or a fresh one (noting
+    /// Interpreters started ahead, on an announcement, since this tool was built.
+    pub fn started_ahead(&self) -> u64 {
+        self.started_ahead.load(Ordering::Relaxed)
+    }
+
+    /// The turn's interpreter, ready: the one started ahead or kept from the last call, or a fresh one (noting
     /// that earlier names are gone when there was one before).
     async fn interpreter(
         &self,
@@ -203,21 +214,25 @@ impl Tool for CodeExecutionTool {
         Duration::from_secs(config.code_timeout_s) + ENGINE_GRACE
     }
 
-    async fn turn_started(&self, ctx: &ToolContext) {
+    fn announced(&self, ctx: &ToolContext) {
         let Some(workspace) = ctx.workspace.clone() else {
             return;
         };
         let slot = self.slot(&ctx.turn_id);
-        let mut slot = slot.lock().await;
+        // A call holding the slot has (or is getting) the interpreter: nothing to start.
+        let Ok(mut slot) = slot.try_lock() else {
+            return;
+        };
         if slot.ready.is_some() || slot.starting.is_some() {
             return;
         }
-        // Pre-warm only within the cap; otherwise the first call waits for a free one.
+        // Start ahead only within the cap; otherwise the call waits for a free one.
         if slot.permit.is_none() {
             slot.permit = self.permits.clone().try_acquire_owned().ok();
         }
         if slot.permit.is_some() {
             slot.starting = Some(self.start(workspace));
+            self.started_ahead.fetch_add(1, Ordering::Relaxed);
         }
     }
 
