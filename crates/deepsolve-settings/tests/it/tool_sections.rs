@@ -149,7 +149,7 @@ fn an_undeclared_tool_section_is_unknown() {
     .to_string();
     assert!(
         e.starts_with("unknown setting 'tools.web_search' in ")
-            && e.contains("(known in tools: enabled, sandbox)"),
+            && e.contains("(known in tools: enabled, disabled, sandbox)"),
         "{e}"
     );
 }
