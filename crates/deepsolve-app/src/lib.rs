@@ -37,7 +37,7 @@ use deepsolve_core::{ChatModel, Engine, EngineError, ToolRef};
 use deepsolve_settings::{Loaded, Settings, ToolSection};
 use deepsolve_tools::{CATALOG, Deps, Sandbox, SandboxError, ToolEntry, Toolset};
 
-pub use deepsolve_tools::{Policy, ToolRequestError, ToolStatus, Unavailable};
+pub use deepsolve_tools::{DisabledError, Policy, ToolRequestError, ToolStatus, Unavailable};
 pub use gc::{GcOptions, GcReport, collect_workspaces};
 pub use models::{DEFAULT_BASE_URL, main_client, reasoning_model};
 pub use turn::{
@@ -65,6 +65,8 @@ pub enum AppError {
     SandboxRequired(#[source] SandboxError),
     #[error("tools.enabled: {0}")]
     Enabled(#[source] ToolRequestError),
+    #[error("tools.disabled: {0}")]
+    Disabled(#[source] DisabledError),
     #[error(transparent)]
     Engine(#[from] EngineError),
 }
@@ -105,7 +107,8 @@ impl App {
     }
 
     /// The work tools a turn that asks for `requested` is offered: the automatic ones, then
-    /// `tools.enabled`, then `requested`; an unknown or unavailable name is an error.
+    /// `tools.enabled`, then `requested`; an unknown or unavailable name (one `tools.disabled`
+    /// names included) is an error.
     pub fn tools_for_turn<S: AsRef<str>>(
         &self,
         requested: &[S],
@@ -188,8 +191,11 @@ impl AppBuilder {
         self
     }
 
-    /// Mount the catalog, check `tools.enabled` against it, and build the engine.
+    /// Check `tools.disabled`, mount the catalog, check `tools.enabled` against it, and build
+    /// the engine.
     pub fn build(self) -> Result<App, AppError> {
+        deepsolve_tools::check_disabled(self.catalog, &self.settings.tools.disabled)
+            .map_err(AppError::Disabled)?;
         let deps = Deps {
             reasoning_model: self
                 .reasoning_model

@@ -1,5 +1,7 @@
 //! The sandboxed interpreter's costs, printed as a Markdown table (warm
-//! `print(1)` p50 < 20 ms). Run: `cargo bench -p deepsolve-sandbox --bench interpreter`.
+//! `print(1)` p50 < 20 ms), and a turn's first call: the interpreter started when the model's
+//! stream names the tool, the call arriving 0, 50 or 150 ms later, timed from the call to its
+//! result. Run: `cargo bench -p deepsolve-sandbox --bench interpreter`.
 //! Needs bubblewrap and the Debian maths stack (scripts/install-deps).
 
 // A measuring harness: a failed setup step should stop it loudly.
@@ -15,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 struct Row {
-    what: &'static str,
+    what: String,
     samples: Vec<Duration>,
 }
 
@@ -39,21 +41,88 @@ async fn cell(py: &mut Interpreter, code: &str) -> Duration {
     took
 }
 
-async fn cold_starts(sandbox: &Sandbox, preload: &[&str], n: usize) -> Vec<Duration> {
-    let dir = std::env::temp_dir().join(format!("deepsolve-bench-{}", std::process::id()));
-    let options = PythonOptions {
+fn preloading(preload: &[&str], in_background: bool) -> PythonOptions {
+    PythonOptions {
         preload: preload.iter().map(|m| m.to_string()).collect(),
+        preload_in_background: in_background,
         ..PythonOptions::default()
-    };
+    }
+}
+
+async fn cold_starts(sandbox: &Sandbox, options: &PythonOptions, n: usize) -> Vec<Duration> {
+    let dir = std::env::temp_dir().join(format!("deepsolve-bench-{}", std::process::id()));
     let mut samples = Vec::with_capacity(n);
     for _ in 0..n {
         let started = Instant::now();
-        let mut py = sandbox.start_python(&dir, &options).await.expect("starts");
+        let mut py = sandbox.start_python(&dir, options).await.expect("starts");
         samples.push(started.elapsed());
         py.shutdown().await;
     }
     let _ = std::fs::remove_dir_all(&dir);
     samples
+}
+
+/// A turn's first call of `code`: the interpreter is started `gap` before the call (when the
+/// stream names the tool), or by the call itself (`None`); timed from the call to its result.
+async fn first_calls(
+    sandbox: &Sandbox,
+    options: &PythonOptions,
+    gap: Option<Duration>,
+    code: &str,
+    n: usize,
+) -> Vec<Duration> {
+    let dir = std::env::temp_dir().join(format!("deepsolve-bench-first-{}", std::process::id()));
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (sb, opts, ws) = (sandbox.clone(), options.clone(), dir.clone());
+        let start = async move { sb.start_python(&ws, &opts).await };
+        let (called, mut py) = match gap {
+            Some(gap) => {
+                let starting = tokio::spawn(start);
+                tokio::time::sleep(gap).await;
+                let called = Instant::now();
+                (called, starting.await.unwrap().expect("starts"))
+            }
+            None => (Instant::now(), start.await.expect("starts")),
+        };
+        cell(&mut py, code).await;
+        samples.push(called.elapsed());
+        py.shutdown().await;
+        // Let the host settle between samples (the shutdown's reaping, the page cache).
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    samples
+}
+
+/// The first-call rows: for each preload strategy, the call after each announcement gap.
+async fn first_call_rows(sandbox: &Sandbox) -> Vec<Row> {
+    const N: usize = 10;
+    let strategies: [(&'static str, PythonOptions); 3] = [
+        ("numpy + sympy before ready", preloading(&["numpy", "sympy"], false)),
+        ("numpy + sympy in the background (the default)", preloading(&["numpy", "sympy"], true)),
+        ("bare", preloading(&[], false)),
+    ];
+    let gaps: [(&'static str, Option<Duration>); 4] = [
+        ("started by the call", None),
+        ("announced 0 ms before", Some(Duration::ZERO)),
+        ("announced 50 ms before", Some(Duration::from_millis(50))),
+        ("announced 150 ms before", Some(Duration::from_millis(150))),
+    ];
+    let mut rows = Vec::new();
+    for (strategy, options) in &strategies {
+        for (gap_name, gap) in gaps {
+            let what = format!("first `print(1)`, {strategy}, {gap_name}");
+            let samples = first_calls(sandbox, options, gap, "print(1)", N).await;
+            rows.push(Row { what, samples });
+        }
+        let gap = Some(Duration::from_millis(150));
+        let code = "import numpy, sympy";
+        let what = format!("first `{code}`, {strategy}, announced 150 ms before");
+        let samples = first_calls(sandbox, options, gap, code, N).await;
+        rows.push(Row { what, samples });
+    }
+    rows
 }
 
 async fn run() -> Vec<Row> {
@@ -63,14 +132,19 @@ async fn run() -> Vec<Row> {
     eprintln!("sandbox: {}", sandbox.describe());
     let mut rows = vec![
         Row {
-            what: "cold start, bare interpreter (spawn → ready)",
-            samples: cold_starts(&sandbox, &[], 30).await,
+            what: "cold start, bare interpreter (spawn → ready)".into(),
+            samples: cold_starts(&sandbox, &preloading(&[], false), 30).await,
         },
         Row {
-            what: "cold start, numpy + sympy preloaded (the default)",
-            samples: cold_starts(&sandbox, &["numpy", "sympy"], 10).await,
+            what: "cold start, numpy + sympy imported before ready".into(),
+            samples: cold_starts(&sandbox, &preloading(&["numpy", "sympy"], false), 10).await,
+        },
+        Row {
+            what: "cold start, numpy + sympy imported in the background (the default)".into(),
+            samples: cold_starts(&sandbox, &preloading(&["numpy", "sympy"], true), 10).await,
         },
     ];
+    rows.extend(first_call_rows(&sandbox).await);
 
     let dir = std::env::temp_dir().join(format!("deepsolve-bench-warm-{}", std::process::id()));
     let bare = PythonOptions {
@@ -86,12 +160,12 @@ async fn run() -> Vec<Row> {
         print.push(cell(&mut py, "print(1)").await);
     }
     rows.push(Row {
-        what: "warm `print(1)`",
+        what: "warm `print(1)`".into(),
         samples: print,
     });
     let first_import = cell(&mut py, "import sympy as sp\nx = sp.symbols('x')").await;
     rows.push(Row {
-        what: "first `import sympy` in a bare interpreter",
+        what: "first `import sympy` in a bare interpreter".into(),
         samples: vec![first_import],
     });
     let mut import = Vec::new();
@@ -99,7 +173,7 @@ async fn run() -> Vec<Row> {
         import.push(cell(&mut py, "import sympy").await);
     }
     rows.push(Row {
-        what: "warm `import sympy` (reused from sys.modules)",
+        what: "warm `import sympy` (reused from sys.modules)".into(),
         samples: import,
     });
     let mut solve = Vec::new();
@@ -110,7 +184,7 @@ async fn run() -> Vec<Row> {
         solve.push(cell(&mut py, &code).await);
     }
     rows.push(Row {
-        what: "sympy solve of a quadratic (warm)",
+        what: "sympy solve of a quadratic (warm)".into(),
         samples: solve,
     });
     py.shutdown().await;
@@ -127,7 +201,7 @@ async fn run() -> Vec<Row> {
         exec.push(started.elapsed());
     }
     rows.push(Row {
-        what: "`exec` of `true` (a fresh sandbox per command)",
+        what: "`exec` of `true` (a fresh sandbox per command)".into(),
         samples: exec,
     });
     let _ = std::fs::remove_dir_all(&dir);

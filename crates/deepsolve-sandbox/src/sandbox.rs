@@ -5,6 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -29,6 +30,8 @@ struct Inner {
     layout: RootLayout,
     version: String,
     budgets: Budgets,
+    /// Interpreters this sandbox started (`start_python`), for diagnostics and tests.
+    interpreters_started: AtomicU64,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -108,6 +111,7 @@ impl Sandbox {
                 layout,
                 version,
                 budgets,
+                interpreters_started: AtomicU64::new(0),
             }),
         }
     }
@@ -172,6 +176,17 @@ impl Sandbox {
                 })
             }
         }
+    }
+
+    /// How many interpreters this sandbox (and its clones) started so far.
+    pub fn interpreters_started(&self) -> u64 {
+        self.inner.interpreters_started.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_interpreter_start(&self) {
+        self.inner
+            .interpreters_started
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn backend(&self) -> &Backend {

@@ -24,8 +24,8 @@ pub mod reason;
 pub mod toolset;
 
 pub use toolset::{
-    Deps, Factory, PlaybookLine, Policy, ToolEntry, ToolRequestError, ToolStatus, Toolset,
-    Unavailable, tool_sections,
+    DISABLED, DisabledError, Deps, Factory, PlaybookLine, Policy, ToolEntry, ToolRequestError,
+    ToolStatus, Toolset, Unavailable, check_disabled, tool_sections,
 };
 
 pub use code::sandboxed::human_size;

@@ -14,10 +14,15 @@
 //!    [`Policy::OptIn`] tool is offered only when requested.
 //! 3. Requesting a name that is not in the catalog, or a tool that is unavailable, is an error
 //!    naming the known or the available tools ([`ToolRequestError`]); the turn does not start.
+//! 4. A tool named in `tools.disabled` is never built: it is unavailable ("disabled by
+//!    tools.disabled"), automatic or not. That wins over `tools.enabled` (the name is skipped
+//!    there) and over a turn's request (refused with that reason). Naming a tool the catalog
+//!    does not have, or a solve tool (the engine's own), is an error ([`DisabledError`]).
 
 use std::fmt;
 use std::sync::Arc;
 
+use deepsolve_core::solve::{is_solve_tool, spine::SOLVE_TOOL_NAMES};
 use deepsolve_core::{ChatModel, Language, ToolRef};
 use deepsolve_sandbox::Sandbox;
 use deepsolve_settings::{Field, Settings, ToolSection};
@@ -73,6 +78,9 @@ impl PlaybookLine {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Unavailable(pub String);
+
+/// Why a tool named in `tools.disabled` is not mounted.
+pub const DISABLED: &str = "disabled by tools.disabled";
 
 /// What the app provides to the factories.
 #[derive(Clone)]
@@ -145,13 +153,23 @@ pub struct Toolset {
 }
 
 impl Toolset {
-    /// Run every entry's factory on `deps`.
+    /// Run every entry's factory on `deps`, except those `tools.disabled` names.
     pub fn mount(entries: &[ToolEntry], deps: &Deps) -> Toolset {
+        let disabled = &deps.settings.tools.disabled;
+        let is_disabled = |name: &str| disabled.iter().any(|d| d.trim() == name);
         let mut set = Toolset {
-            enabled: deps.settings.tools.enabled.clone(),
+            enabled: (deps.settings.tools.enabled.iter())
+                .filter(|name| !is_disabled(name.trim()))
+                .cloned()
+                .collect(),
             ..Toolset::default()
         };
         for entry in entries {
+            if is_disabled(entry.name) {
+                let why = Unavailable(DISABLED.into());
+                set.unavailable.push((entry.name.to_string(), entry.policy, why));
+                continue;
+            }
             match (entry.build)(deps) {
                 Ok(tool) => set.mounted.push(Mounted {
                     name: entry.name.to_string(),
@@ -260,6 +278,57 @@ impl Toolset {
         self.mounted
             .iter()
             .any(|m| m.needs_workspace && offered.iter().any(|o| o.as_ref() == m.name))
+    }
+}
+
+/// `tools.disabled` names tools that are not in the catalog, or solve tools.
+pub fn check_disabled(entries: &[ToolEntry], disabled: &[String]) -> Result<(), DisabledError> {
+    let known: Vec<String> = entries.iter().map(|e| e.name.to_string()).collect();
+    let mut error = DisabledError::default();
+    for name in disabled.iter().map(|n| n.trim()) {
+        if is_solve_tool(name) {
+            error.solve.push(name.to_string());
+        } else if !known.iter().any(|k| k == name) {
+            error.unknown.push(name.to_string());
+        }
+    }
+    if error.unknown.is_empty() && error.solve.is_empty() {
+        return Ok(());
+    }
+    error.known = known;
+    Err(error)
+}
+
+/// What is wrong with `tools.disabled`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, thiserror::Error)]
+pub struct DisabledError {
+    /// Names no catalog entry has.
+    pub unknown: Vec<String>,
+    /// Solve tools, which cannot be switched off.
+    pub solve: Vec<String>,
+    /// Every name the catalog knows.
+    pub known: Vec<String>,
+}
+
+impl fmt::Display for DisabledError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if !self.unknown.is_empty() {
+            parts.push(format!(
+                "unknown {} {} (known: {})",
+                plural("tool", self.unknown.len()),
+                quoted(&self.unknown),
+                or_none(&self.known)
+            ));
+        }
+        if !self.solve.is_empty() {
+            parts.push(format!(
+                "{} cannot be disabled: the solve tools ({}) are the engine's own and every turn has them",
+                quoted(&self.solve),
+                SOLVE_TOOL_NAMES.join(", ")
+            ));
+        }
+        f.write_str(&parts.join("; "))
     }
 }
 

@@ -293,9 +293,15 @@ def _preload():
 
 def main():
     threading.Thread(target=_reader, name="deepsolve-requests", daemon=True).start()
-    loaded, failed = _preload()
-    send({"ready": True, "python": sys.version.split()[0], "preloaded": loaded,
-          "preload_failed": failed})
+    ready = {"ready": True, "python": sys.version.split()[0]}
+    if OPTIONS.get("preload_in_background"):
+        # Ready now; a cell that imports a module being preloaded waits on the import lock.
+        threading.Thread(target=_preload, name="deepsolve-preload", daemon=True).start()
+        ready["preloading"] = OPTIONS.get("preload", [])
+    else:
+        loaded, failed = _preload()
+        ready.update(preloaded=loaded, preload_failed=failed)
+    send(ready)
     while True:
         msg = _requests.get()
         if msg.get("op") != "run":

@@ -43,9 +43,13 @@ const FINAL_DRAIN: usize = 8 << 20;
 /// How the interpreter is started.
 #[derive(Debug, Clone)]
 pub struct PythonOptions {
-    /// Modules imported before the interpreter reports ready, so the first cell that needs
-    /// them does not pay for it (they land in `sys.modules`, not in the user's names).
+    /// Modules imported at start-up, so the first cell that needs them does not pay for it
+    /// (they land in `sys.modules`, not in the user's names).
     pub preload: Vec<String>,
+    /// Import them on a thread of the driver after it reports ready, rather than before: a
+    /// first cell that does not need them runs at once, and one that imports them waits on
+    /// Python's import lock for the rest of that import only.
+    pub preload_in_background: bool,
     pub start_timeout: Duration,
 }
 
@@ -53,6 +57,7 @@ impl Default for PythonOptions {
     fn default() -> Self {
         PythonOptions {
             preload: vec!["numpy".into(), "sympy".into()],
+            preload_in_background: true,
             start_timeout: Duration::from_secs(60),
         }
     }
@@ -108,10 +113,14 @@ pub struct CellOutcome {
 pub struct ReadyInfo {
     #[serde(default)]
     pub python: String,
+    /// Imported before ready (none when they are imported in the background).
     #[serde(default)]
     pub preloaded: Vec<String>,
     #[serde(default)]
     pub preload_failed: Vec<String>,
+    /// Being imported in the background as the interpreter reports ready.
+    #[serde(default)]
+    pub preloading: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -152,6 +161,7 @@ impl Sandbox {
         options: &PythonOptions,
     ) -> Result<Interpreter, SandboxError> {
         let started = Instant::now();
+        self.count_interpreter_start();
         let workspace = self.prepare_workspace(workspace)?;
         let token = format!("deepsolve-py-{}-{}", std::process::id(), unique());
         let isolated = self.is_isolated();
@@ -162,6 +172,7 @@ impl Sandbox {
             "nproc": if isolated { self.limits().sandbox_nproc() } else { 0 },
             "isolated": isolated,
             "preload": options.preload,
+            "preload_in_background": options.preload_in_background,
         });
         let argv: Vec<OsString> = vec![
             self.config().python.as_os_str().to_owned(),

@@ -207,11 +207,33 @@ async fn a_dropped_call_leaves_the_interpreter_dead_not_confused() {
 }
 
 #[tokio::test]
+async fn background_preloads_finish_under_the_first_cells() {
+    let sb = sandbox().await;
+    let (_d, ws) = workspace();
+    let options = PythonOptions {
+        preload: vec!["sympy".into(), "no_such_module".into()],
+        preload_in_background: true,
+        ..PythonOptions::default()
+    };
+    let mut py = sb.start_python(&ws, &options).await.expect("starts");
+    let info = py.ready_info().clone();
+    assert_eq!(info.preloading, ["sympy", "no_such_module"]);
+    assert!(info.preloaded.is_empty() && info.preload_failed.is_empty());
+    assert_eq!(cell(&mut py, "print(1)").await.stdout.text, "1\n");
+    // A cell importing what is being preloaded gets the whole module (it waits on the lock).
+    let out = cell(&mut py, "import sympy\nsympy.Integer(6) / 4").await;
+    assert_eq!(out.value.as_deref(), Some("3/2"), "{:?}", out.error);
+    let out = cell(&mut py, "'sympy' in globals(), 'no_such_module' in globals()").await;
+    assert_eq!(out.value.as_deref(), Some("(True, False)"), "only the user's own import");
+}
+
+#[tokio::test]
 async fn preloads_are_reported() {
     let sb = sandbox().await;
     let (_d, ws) = workspace();
     let options = PythonOptions {
         preload: vec!["sympy".into(), "no_such_module".into()],
+        preload_in_background: false,
         ..PythonOptions::default()
     };
     let mut py = sb.start_python(&ws, &options).await.expect("starts");
@@ -235,6 +257,7 @@ async fn a_start_that_takes_too_long_fails_cleanly() {
     let (_d, ws) = workspace();
     let options = PythonOptions {
         preload: vec!["sympy".into()],
+        preload_in_background: false,
         start_timeout: Duration::from_millis(1),
     };
     match sb.start_python(&ws, &options).await {

@@ -51,6 +51,32 @@ struct Slot {
     in_flight: bool,
     /// This turn's share of the interpreter cap, held while it has (or starts) one.
     permit: Option<OwnedSemaphorePermit>,
+    /// `starting` was begun by an announcement (not by a restart after a call).
+    announced: bool,
+}
+
+/// Where a call's interpreter came from, as its result's metadata says (`interpreter`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// Kept from an earlier call of the turn.
+    Kept,
+    /// Started when the model's stream named the tool, before the call.
+    Announced,
+    /// Started after the earlier one was lost.
+    Restarted,
+    /// Started by this call.
+    Call,
+}
+
+impl Origin {
+    fn as_str(self) -> &'static str {
+        match self {
+            Origin::Kept => "kept",
+            Origin::Announced => "announced",
+            Origin::Restarted => "restarted",
+            Origin::Call => "started_by_call",
+        }
+    }
 }
 
 pub struct CodeExecutionTool {
@@ -142,7 +168,7 @@ impl CodeExecutionTool {
         slot: &mut Slot,
         workspace: &Path,
         wait: Duration,
-    ) -> Result<Interpreter, ToolError> {
+    ) -> Result<(Interpreter, Origin), ToolError> {
         if slot.in_flight {
             slot.in_flight = false;
             slot.lost.get_or_insert_with(|| {
@@ -151,7 +177,7 @@ impl CodeExecutionTool {
         }
         if let Some(interp) = slot.ready.take() {
             if interp.is_alive() {
-                return Ok(interp);
+                return Ok((interp, Origin::Kept));
             }
             // Between calls, the turn's other code (an `exec`, a background process) can push
             // the turn over a budget and the interpreter with it.
@@ -160,18 +186,20 @@ impl CodeExecutionTool {
                 None => "the interpreter stopped".to_string(),
             });
         }
-        let handle = match slot.starting.take() {
-            Some(handle) => handle,
+        let announced = std::mem::take(&mut slot.announced);
+        let (handle, origin) = match slot.starting.take() {
+            Some(handle) if announced => (handle, Origin::Announced),
+            Some(handle) => (handle, Origin::Restarted),
             None => {
                 if slot.permit.is_none() {
                     slot.permit = Some(self.permit(wait).await?);
                 }
-                self.start(workspace.to_path_buf())
+                (self.start(workspace.to_path_buf()), Origin::Call)
             }
         };
         let interp = started(handle).await?;
         if interp.is_alive() {
-            return Ok(interp);
+            return Ok((interp, origin));
         }
         // Started ahead, then stopped while it waited for this call: the turn's other code
         // pushed the turn over a budget. Once more, fresh.
@@ -179,7 +207,8 @@ impl CodeExecutionTool {
             slot.lost
                 .get_or_insert_with(|| format!("stopped between calls: {why}"));
         }
-        started(self.start(workspace.to_path_buf())).await
+        let interp = started(self.start(workspace.to_path_buf())).await?;
+        Ok((interp, Origin::Call))
     }
 }
 
@@ -232,6 +261,7 @@ impl Tool for CodeExecutionTool {
         }
         if slot.permit.is_some() {
             slot.starting = Some(self.start(workspace));
+            slot.announced = true;
             self.started_ahead.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -265,7 +295,7 @@ impl Tool for CodeExecutionTool {
         let workspace = sandboxed::workspace(ctx, CODE_EXECUTION)?;
         let slot = self.slot(&ctx.turn_id);
         let mut slot = slot.lock().await;
-        let mut interp = self.interpreter(&mut slot, &workspace, budget).await?;
+        let (mut interp, origin) = self.interpreter(&mut slot, &workspace, budget).await?;
         let lost_before = slot.lost.take();
         // The wait for a (re)start comes out of the call's budget, within reason.
         let cell_budget = budget.saturating_sub(called.elapsed()).max(MIN_CELL);
@@ -303,7 +333,7 @@ impl Tool for CodeExecutionTool {
             content,
             ok: outcome.status == CellStatus::Ok,
             artifacts,
-            metadata: metadata(&outcome),
+            metadata: metadata(&outcome, origin),
             ..ToolOutput::default()
         })
     }
@@ -362,7 +392,7 @@ fn render(
     r.finish()
 }
 
-fn metadata(outcome: &CellOutcome) -> Value {
+fn metadata(outcome: &CellOutcome, origin: Origin) -> Value {
     let status = match &outcome.status {
         CellStatus::Ok => "ok",
         CellStatus::Error => "error",
@@ -384,5 +414,6 @@ fn metadata(outcome: &CellOutcome) -> Value {
         "stdout_bytes": outcome.stdout.total_bytes,
         "stderr_bytes": outcome.stderr.total_bytes,
         "figures": outcome.figures,
+        "interpreter": origin.as_str(),
     })
 }

@@ -373,3 +373,67 @@ async fn interpreters_are_capped_across_turns() {
     );
     tool.turn_finished(&cb).await;
 }
+
+#[tokio::test]
+async fn a_turn_that_runs_no_code_starts_no_interpreter() {
+    let sandbox = sandbox().await;
+    let tool = CodeExecutionTool::new(sandbox.clone(), bare(), Duration::from_secs(30));
+    let (_d, ws, _) = scratch();
+    let c = ctx("idle", Some(&ws));
+    tool.turn_started(&c).await;
+    tool.turn_finished(&c).await;
+    assert_eq!(sandbox.interpreters_started(), 0, "no call, no announcement");
+    // The same counter sees a start (so the zero above is not a counter that never moves).
+    let c = ctx("busy", Some(&ws));
+    tool.turn_started(&c).await;
+    assert!(call(&tool, json!({"code": "1"}), &c).await.ok);
+    tool.turn_finished(&c).await;
+    assert_eq!(sandbox.interpreters_started(), 1);
+}
+
+#[tokio::test]
+async fn an_announcement_starts_the_interpreter_the_first_call_then_uses() {
+    let sandbox = sandbox().await;
+    let tool = CodeExecutionTool::new(sandbox.clone(), bare(), Duration::from_secs(30));
+    let (_d, a, b) = scratch();
+    let (ca, cb) = (ctx("ann-a", Some(&a)), ctx("ann-b", Some(&b)));
+    tool.turn_started(&ca).await;
+    tool.announced(&ca);
+    assert_eq!(tool.started_ahead(), 1);
+    let one = call(&tool, json!({"code": "secret = 'a'\nprint(1)"}), &ca).await;
+    assert_eq!(one.content, "[stdout]\n1");
+    assert_eq!(one.metadata["interpreter"], "announced");
+    // A second announcement in the turn finds the interpreter there: nothing new starts.
+    tool.announced(&ca);
+    let two = call(&tool, json!({"code": "secret"}), &ca).await;
+    assert_eq!(two.metadata["interpreter"], "kept");
+    assert_eq!((tool.started_ahead(), sandbox.interpreters_started()), (1, 1));
+    // Another turn's announcement starts its own interpreter, in its own sandbox.
+    tool.announced(&cb);
+    let seen = call(&tool, json!({"code": "print('secret' in globals())"}), &cb).await;
+    assert_eq!(seen.content, "[stdout]\nFalse");
+    assert_eq!(seen.metadata["interpreter"], "announced");
+    assert_eq!(sandbox.interpreters_started(), 2);
+    tool.turn_finished(&ca).await;
+    tool.turn_finished(&cb).await;
+}
+
+#[tokio::test]
+async fn an_announced_interpreter_that_is_never_called_ends_with_its_turn() {
+    let sandbox = sandbox().await;
+    let tool = CodeExecutionTool::new(sandbox.clone(), bare(), Duration::from_secs(30))
+        .with_max_interpreters(1);
+    let (_d, a, b) = scratch();
+    let (ca, cb) = (ctx("gone-a", Some(&a)), ctx("gone-b", Some(&b)));
+    tool.announced(&ca);
+    // At the cap, another turn is not started ahead: its call would wait for a free one.
+    tool.announced(&cb);
+    assert_eq!(tool.started_ahead(), 1);
+    tool.turn_finished(&ca).await;
+    // Its turn's end gave its share of the cap back: the other turn's call gets one at once
+    // (with a 1 s budget, it would be refused if the announced one were still held).
+    let out = call(&tool, json!({"code": "2", "timeout_s": 1}), &cb).await;
+    assert_eq!(out.content, "[value]\n2");
+    assert_eq!(out.metadata["interpreter"], "started_by_call");
+    tool.turn_finished(&cb).await;
+}
