@@ -5,4 +5,5 @@
 
 mod app;
 mod gc;
+mod interp;
 mod turn;

@@ -7,6 +7,7 @@ mod cli;
 mod code_tools;
 mod connections;
 mod did_you_mean;
+mod disabled_tools;
 mod gc;
 mod memory_probe;
 mod protocols;

@@ -33,6 +33,8 @@ pub(crate) struct Options {
     pub users: Vec<(&'static str, Role)>,
     pub config: Option<ServerConfig>,
     pub tools: Vec<ToolRef>,
+    /// The app's settings (default: the defaults).
+    pub settings: Settings,
 }
 
 pub(crate) struct Started {
@@ -66,7 +68,7 @@ pub(crate) async fn start(policy: impl Policy + 'static, options: Options) -> St
         config.settings_path = Some(dir.path().join("settings.yaml"));
     }
     config.sse_poll = Duration::from_millis(500);
-    let server = launch(store, mock, dir, config, options.tools).await;
+    let server = launch(store, mock, dir, config, options.tools, options.settings).await;
     Started { server, tokens }
 }
 
@@ -82,9 +84,10 @@ pub(crate) async fn launch(
     dir: tempfile::TempDir,
     config: ServerConfig,
     tools: Vec<ToolRef>,
+    settings: Settings,
 ) -> TestServer {
     // The catalog's tools on the scripted model (no sandbox: no code tools), plus the test's.
-    let mut app = AppBuilder::new(Settings::default(), model_for(&mock));
+    let mut app = AppBuilder::new(settings, model_for(&mock));
     for tool in tools {
         app = app.extra_tool(tool);
     }
