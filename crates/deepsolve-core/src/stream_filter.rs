@@ -103,7 +103,9 @@ impl VisibleFilter {
 
     /// Keep the start of a call section's hidden text, up to [`CALL_HEAD_BYTES`].
     fn keep_call_head(&mut self, end: usize) {
-        let room = CALL_HEAD_BYTES.saturating_sub(self.call_head.len()).min(end);
+        let room = CALL_HEAD_BYTES
+            .saturating_sub(self.call_head.len())
+            .min(end);
         let cut = (0..=room)
             .rev()
             .find(|n| self.buf.is_char_boundary(*n))
@@ -251,7 +253,10 @@ mod tests {
         f.push("ll>{\"name\": \"code_ex");
         assert_eq!(f.new_call_head(), Some("{\"name\": \"code_ex"));
         assert_eq!(f.new_call_head(), None, "read once");
-        f.push(&format!("ecution\", \"arguments\": {{\"code\": \"{}", "x".repeat(400)));
+        f.push(&format!(
+            "ecution\", \"arguments\": {{\"code\": \"{}",
+            "x".repeat(400)
+        ));
         let head = f.new_call_head().map(str::to_string).unwrap_or_default();
         assert!(head.starts_with("{\"name\": \"code_execution\""));
         assert_eq!(head.len(), CALL_HEAD_BYTES);

@@ -99,8 +99,14 @@ async fn first_calls(
 async fn first_call_rows(sandbox: &Sandbox) -> Vec<Row> {
     const N: usize = 10;
     let strategies: [(&'static str, PythonOptions); 3] = [
-        ("numpy + sympy before ready", preloading(&["numpy", "sympy"], false)),
-        ("numpy + sympy in the background (the default)", preloading(&["numpy", "sympy"], true)),
+        (
+            "numpy + sympy before ready",
+            preloading(&["numpy", "sympy"], false),
+        ),
+        (
+            "numpy + sympy in the background (the default)",
+            preloading(&["numpy", "sympy"], true),
+        ),
         ("bare", preloading(&[], false)),
     ];
     let gaps: [(&'static str, Option<Duration>); 4] = [

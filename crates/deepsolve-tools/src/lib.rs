@@ -24,7 +24,7 @@ pub mod reason;
 pub mod toolset;
 
 pub use toolset::{
-    DISABLED, DisabledError, Deps, Factory, PlaybookLine, Policy, ToolEntry, ToolRequestError,
+    DISABLED, Deps, DisabledError, Factory, PlaybookLine, Policy, ToolEntry, ToolRequestError,
     ToolStatus, Toolset, Unavailable, check_disabled, tool_sections,
 };
 

@@ -167,7 +167,8 @@ impl Toolset {
         for entry in entries {
             if is_disabled(entry.name) {
                 let why = Unavailable(DISABLED.into());
-                set.unavailable.push((entry.name.to_string(), entry.policy, why));
+                set.unavailable
+                    .push((entry.name.to_string(), entry.policy, why));
                 continue;
             }
             match (entry.build)(deps) {

@@ -82,10 +82,20 @@ fn disabled_code_tools_are_never_offered_and_doctor_says_why() {
     let out = env
         .command()
         .env("DEEPSOLVE_TOOLS__DISABLED", "code_execution")
-        .args(["doctor", "--base-url", &server.url(), "--model", "mock-model"])
+        .args([
+            "doctor",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+        ])
         .output()
         .unwrap();
-    let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr_of(&out));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr_of(&out)
+    );
     assert!(
         all.contains("code_execution (automatic) is not mounted: disabled by tools.disabled"),
         "{all}"
@@ -96,7 +106,11 @@ fn disabled_code_tools_are_never_offered_and_doctor_says_why() {
 fn asking_for_a_disabled_tool_is_refused_with_the_reason() {
     let server = MockServer::policy(WellBehaved::new(1).with_work_tool(None));
     let env = Isolated::new();
-    std::fs::write(&env.config, "tools:\n  enabled: [reason]\n  disabled: [reason]\n").unwrap();
+    std::fs::write(
+        &env.config,
+        "tools:\n  enabled: [reason]\n  disabled: [reason]\n",
+    )
+    .unwrap();
     // Disabled wins over `tools.enabled`: the turn runs, without it.
     let out = solve(&env, &server, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));

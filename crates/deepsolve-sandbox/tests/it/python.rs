@@ -223,8 +223,16 @@ async fn background_preloads_finish_under_the_first_cells() {
     // A cell importing what is being preloaded gets the whole module (it waits on the lock).
     let out = cell(&mut py, "import sympy\nsympy.Integer(6) / 4").await;
     assert_eq!(out.value.as_deref(), Some("3/2"), "{:?}", out.error);
-    let out = cell(&mut py, "'sympy' in globals(), 'no_such_module' in globals()").await;
-    assert_eq!(out.value.as_deref(), Some("(True, False)"), "only the user's own import");
+    let out = cell(
+        &mut py,
+        "'sympy' in globals(), 'no_such_module' in globals()",
+    )
+    .await;
+    assert_eq!(
+        out.value.as_deref(),
+        Some("(True, False)"),
+        "only the user's own import"
+    );
 }
 
 #[tokio::test]

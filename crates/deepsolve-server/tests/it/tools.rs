@@ -74,13 +74,18 @@ async fn a_disabled_tool_is_refused_as_disabled_even_when_asked_for() {
         .await
         .server;
     let (status, err) = s
-        .post("/api/v1/turns", json!({"problem": "p", "tools": ["reason"]}), None)
+        .post(
+            "/api/v1/turns",
+            json!({"problem": "p", "tools": ["reason"]}),
+            None,
+        )
         .await;
     assert_eq!(status, 422, "{err}");
     assert_eq!(err["error"]["code"], "unknown_tool");
     let message = err["error"]["message"].as_str().unwrap_or("");
     assert!(
-        message.starts_with("tools not available on this server: reason (disabled by tools.disabled)"),
+        message
+            .starts_with("tools not available on this server: reason (disabled by tools.disabled)"),
         "{message}"
     );
     // A turn that asks for nothing still runs, without it.

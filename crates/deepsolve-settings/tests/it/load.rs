@@ -446,7 +446,10 @@ fn tools_disabled_is_a_list_from_the_file_the_environment_or_set() {
     assert_eq!(s.disabled, ["code_execution", "exec"], "env over file");
     let loaded = load_ok(&f.path, &env, &["tools.disabled=reason"]);
     assert_eq!(loaded.settings.tools.disabled, ["reason"], "--set over env");
-    assert_eq!(get(&loaded, Some("tools.disabled")).unwrap(), json!(["reason"]));
+    assert_eq!(
+        get(&loaded, Some("tools.disabled")).unwrap(),
+        json!(["reason"])
+    );
     let e = load_err(&file("tools:\n  disabled: exec\n").path, &[], &[]);
     assert!(e.contains("'tools.disabled'"), "{e}");
 }

@@ -382,7 +382,11 @@ async fn a_turn_that_runs_no_code_starts_no_interpreter() {
     let c = ctx("idle", Some(&ws));
     tool.turn_started(&c).await;
     tool.turn_finished(&c).await;
-    assert_eq!(sandbox.interpreters_started(), 0, "no call, no announcement");
+    assert_eq!(
+        sandbox.interpreters_started(),
+        0,
+        "no call, no announcement"
+    );
     // The same counter sees a start (so the zero above is not a counter that never moves).
     let c = ctx("busy", Some(&ws));
     tool.turn_started(&c).await;
@@ -407,7 +411,10 @@ async fn an_announcement_starts_the_interpreter_the_first_call_then_uses() {
     tool.announced(&ca);
     let two = call(&tool, json!({"code": "secret"}), &ca).await;
     assert_eq!(two.metadata["interpreter"], "kept");
-    assert_eq!((tool.started_ahead(), sandbox.interpreters_started()), (1, 1));
+    assert_eq!(
+        (tool.started_ahead(), sandbox.interpreters_started()),
+        (1, 1)
+    );
     // Another turn's announcement starts its own interpreter, in its own sandbox.
     tool.announced(&cb);
     let seen = call(&tool, json!({"code": "print('secret' in globals())"}), &cb).await;
