@@ -72,6 +72,12 @@ impl ChatModel for Fake {
                 if !c.text.is_empty() {
                     on_delta(StreamDelta::Text(c.text.clone()));
                 }
+                // As a native stream does: each call's name first, then its arguments.
+                for call in &c.tool_calls {
+                    on_delta(StreamDelta::ToolCallStarted {
+                        name: call.name.clone(),
+                    });
+                }
                 Ok(c)
             }
             Step::Fail(e) => Err(e),
@@ -202,6 +208,8 @@ pub(crate) struct Echo {
     pub output: Option<String>,
     pub error: Option<ToolError>,
     pub runs: std::sync::atomic::AtomicU32,
+    /// Times `announced` was called.
+    pub announced: std::sync::atomic::AtomicU32,
 }
 
 impl Echo {
@@ -222,6 +230,7 @@ impl Echo {
             output: None,
             error: None,
             runs: Default::default(),
+            announced: Default::default(),
         }
     }
 }
@@ -230,6 +239,11 @@ impl Echo {
 impl Tool for Echo {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn announced(&self, _ctx: &ToolContext) {
+        self.announced
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

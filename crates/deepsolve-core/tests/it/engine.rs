@@ -109,6 +109,73 @@ async fn max_rounds_forces_an_answer_after_settlement() {
 }
 
 #[tokio::test]
+async fn a_streamed_call_announces_its_tool_once_per_model_call_and_not_when_calls_are_forbidden() {
+    let model = Fake::new(|req, n| {
+        if req.tool_choice == ToolChoice::None {
+            // A forced answer whose stream still names a tool: nothing may be called now.
+            let mut c = completion_calls(vec![("echo", json!({"q": "late"}))]);
+            c.text = "forced: x = 2".into();
+            c.finish_reason = FinishReason::Stop;
+            Step::Reply(c)
+        } else if n == 0 {
+            plan(&["a"])
+        } else {
+            calls(vec![
+                ("echo", json!({"q": "one"})),
+                ("ECHO", json!({"q": "two"})),
+                ("no_such_tool", json!({})),
+            ])
+        }
+    });
+    let echo = echo_tool();
+    let run = run_with(model, vec![echo.clone()], |s| {
+        s.config.max_rounds = 2;
+        s.config.settlement_rounds = 0;
+    })
+    .await;
+    assert_eq!(run.outcome.stop_reason, StopReason::MaxRounds);
+    let ran = echo.runs.load(std::sync::atomic::Ordering::SeqCst);
+    let told = echo.announced.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        (ran, told),
+        (2, 1),
+        "two calls, one model call, one announcement"
+    );
+}
+
+#[tokio::test]
+async fn tags_mode_announces_a_tool_named_in_a_streamed_call_block() {
+    let model = Fake::new(|req, n| match n {
+        0 => Step::Reply(Completion {
+            text: tag_call(
+                "solve_plan",
+                json!({"analysis": "one step", "steps": [{"goal": "a"}]}),
+            ),
+            ..completion_calls(vec![])
+        }),
+        1 => Step::Reply(Completion {
+            text: format!("Working.\n{}", tag_call("echo", json!({"q": "x"}))),
+            ..completion_calls(vec![])
+        }),
+        _ if req.tool_choice == ToolChoice::None => text("forced"),
+        _ => text("x = 2"),
+    });
+    let echo = echo_tool();
+    let run = run_with(model, vec![echo.clone()], |s| {
+        s.protocol = Protocol::Tags;
+        s.config.max_rounds = 3;
+    })
+    .await;
+    assert!(
+        run.outcome.answer.is_some(),
+        "{:?}",
+        run.outcome.stop_reason
+    );
+    assert_eq!(echo.runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(echo.announced.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
 async fn context_limit_forces_an_answer_when_nothing_can_be_snipped() {
     let model = Fake::new(|req, _| {
         if req.tool_choice == ToolChoice::None {
