@@ -161,8 +161,8 @@ impl CodeExecutionTool {
         self.started_ahead.load(Ordering::Relaxed)
     }
 
-    /// The turn's interpreter, ready: the one started ahead or kept from the last call, or a fresh one (noting
-    /// that earlier names are gone when there was one before).
+    /// The turn's interpreter, ready, and where it came from: kept from the last call, started
+    /// ahead, or a fresh one (noting that earlier names are gone when there was one before).
     async fn interpreter(
         &self,
         slot: &mut Slot,
