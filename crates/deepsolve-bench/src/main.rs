@@ -2,6 +2,9 @@
 //! instant in-process model, many times over. Prints engine time per round (the time outside
 //! the model call: dispatch, folding, request building, token accounting), allocations and
 //! peak heap per turn, and the prompt size of every round with folding on and off.
+//!
+//! `bench first-turn`: the first turn of a fresh process (engine time, resident set).
+//! `bench tokens`: the engine's token estimate against the exact o200k count, per kind of text.
 
 mod alloc;
 mod tokens;

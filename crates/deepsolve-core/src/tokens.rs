@@ -138,6 +138,21 @@ impl Estimator {
         }
     }
 
+    /// One more character of the run the last one was in; false when it is counted on its
+    /// own (the same as `push`, only without ending runs that are not there).
+    fn extend(&mut self, class: Class) -> bool {
+        let counter = match class {
+            Class::Lower => &mut self.word,
+            Class::Upper if !self.word_lower => &mut self.word,
+            Class::Digit => &mut self.digits,
+            Class::Space | Class::Newline => &mut self.spaces,
+            Class::Punct => &mut self.punct,
+            _ => return false,
+        };
+        *counter += 1;
+        true
+    }
+
     /// A character counted on its own.
     fn single(&mut self, eighths: u64) {
         self.end_all();
@@ -229,8 +244,15 @@ fn word_cost(len: u64) -> u64 {
 /// Estimated tokens in a text.
 pub fn count(text: &str) -> u64 {
     let mut estimator = Estimator::default();
+    let mut last = None;
     for c in text.chars() {
-        estimator.push(classify(c));
+        let class = classify(c);
+        // Most characters continue the run before them: a counter goes up, nothing ends.
+        if last == Some(class) && estimator.extend(class) {
+            continue;
+        }
+        estimator.push(class);
+        last = Some(class);
     }
     estimator.tokens()
 }
