@@ -2,8 +2,12 @@
 //! instant in-process model, many times over. Prints engine time per round (the time outside
 //! the model call: dispatch, folding, request building, token accounting), allocations and
 //! peak heap per turn, and the prompt size of every round with folding on and off.
+//!
+//! `bench first-turn`: the first turn of a fresh process (engine time, resident set).
+//! `bench tokens`: the engine's token estimate against the exact o200k count, per kind of text.
 
 mod alloc;
+mod tokens;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,7 +15,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use deepsolve_core::{
     ChatModel, ChatRequest, Completion, DeltaSink, Engine, ModelError, NullSink, SolveConfig, Tool,
-    ToolContext, ToolError, ToolOutput, ToolSpec, TurnSpec, message_tokens, warm_up_tokenizer,
+    ToolContext, ToolError, ToolOutput, ToolSpec, TurnSpec, message_tokens,
 };
 use deepsolve_protocol::StopReason;
 use deepsolve_testkit::{ScriptedModel, WellBehaved};
@@ -162,9 +166,57 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async {
+    match std::env::args().nth(1).as_deref() {
+        None => runtime.block_on(engine_overhead()),
+        Some("first-turn") => runtime.block_on(first_turn()),
+        Some("tokens") => tokens::print_table(),
+        Some(other) => anyhow::bail!("unknown scenario {other:?} (scenarios: first-turn, tokens)"),
+    }
+}
+
+/// The resident set of this process, from `/proc/self/status` (Linux).
+fn rss_kib() -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no VmRSS in /proc/self/status"))
+}
+
+/// `bench first-turn`: the first turn of a fresh process — its engine time (nothing warmed
+/// before it) and the resident set before and after it.
+async fn first_turn() -> anyhow::Result<()> {
+    let engine = Engine::new(vec![Arc::new(Lookup::new())])?;
+    let rss_before = rss_kib()?;
+    let started = Instant::now();
+    let first = one_turn(&engine, true, 0).await?;
+    let wall = started.elapsed();
+    let rss_after = rss_kib()?;
+    let second = one_turn(&engine, true, 1).await?;
+    let engine_time = |s: &TurnStats| s.engine_per_round.iter().sum::<Duration>();
+    let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1e3);
+    let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
+    println!(
+        "## First turn of a fresh process ({STEPS}-step scripted solve, instant in-process model)\n"
+    );
+    println!("| metric | value |");
+    println!("|---|---|");
+    println!("| engine time, first turn | {} |", ms(engine_time(&first)));
+    println!("| wall time, first turn | {} |", ms(wall));
+    println!(
+        "| engine time, second turn | {} |",
+        ms(engine_time(&second))
+    );
+    println!("| RSS before the first turn | {} |", mib(rss_before));
+    println!("| RSS after the first turn | {} |", mib(rss_after));
+    Ok(())
+}
+
+/// The default scenario: engine time per round, memory per turn, prompt size per round.
+async fn engine_overhead() -> anyhow::Result<()> {
+    {
         let engine = Engine::new(vec![Arc::new(Lookup::new())])?;
-        warm_up_tokenizer();
         for n in 0..WARMUP_TURNS {
             one_turn(&engine, true, n).await?;
         }
@@ -186,7 +238,10 @@ fn main() -> anyhow::Result<()> {
         let mean = rounds.iter().sum::<Duration>() / rounds.len() as u32;
         let avg = |v: &[u64]| v.iter().sum::<u64>() / v.len() as u64;
 
-        println!("## Engine overhead ({STEPS}-step scripted solve, instant in-process model, {TURNS} turns, {} rounds)\n", rounds.len());
+        println!(
+            "## Engine overhead ({STEPS}-step scripted solve, instant in-process model, {TURNS} turns, {} rounds)\n",
+            rounds.len()
+        );
         println!("| metric | p50 | p99 | mean |");
         println!("|---|---|---|---|");
         println!(
@@ -199,15 +254,30 @@ fn main() -> anyhow::Result<()> {
         println!("| metric | value |");
         println!("|---|---|");
         println!("| allocations per turn | {} |", avg(&allocs));
-        println!("| bytes allocated per turn | {:.1} KiB |", avg(&bytes) as f64 / 1024.0);
-        println!("| peak live heap growth during a turn | {:.1} KiB |", avg(&peaks) as f64 / 1024.0);
+        println!(
+            "| bytes allocated per turn | {:.1} KiB |",
+            avg(&bytes) as f64 / 1024.0
+        );
+        println!(
+            "| peak live heap growth during a turn | {:.1} KiB |",
+            avg(&peaks) as f64 / 1024.0
+        );
         println!("\n## Prompt size per round (estimated tokens)\n");
         println!("| round | folding on | folding off |");
         println!("|---|---|---|");
         let n = folded_prompts.len().max(unfolded_prompts.len());
         for i in 0..n {
-            let cell = |v: &[u64]| v.get(i).map(|t| t.to_string()).unwrap_or_else(|| "—".into());
-            println!("| {} | {} | {} |", i + 1, cell(&folded_prompts), cell(&unfolded_prompts));
+            let cell = |v: &[u64]| {
+                v.get(i)
+                    .map(|t| t.to_string())
+                    .unwrap_or_else(|| "—".into())
+            };
+            println!(
+                "| {} | {} | {} |",
+                i + 1,
+                cell(&folded_prompts),
+                cell(&unfolded_prompts)
+            );
         }
         let on: u64 = folded_prompts.iter().sum();
         let off: u64 = unfolded_prompts.iter().sum();
@@ -219,5 +289,5 @@ fn main() -> anyhow::Result<()> {
             100.0 * (1.0 - on as f64 / off.max(1) as f64)
         );
         Ok(())
-    })
+    }
 }

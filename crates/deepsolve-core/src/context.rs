@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::message::{Message, Role};
+use crate::model::Usage;
 use crate::normalize::normalize;
 use crate::texts::{Text, Texts};
 use crate::tokens;
@@ -26,30 +27,50 @@ impl Entry {
             && !m.name.as_deref().is_some_and(crate::solve::is_solve_tool)
     }
 
-    fn snip(&mut self, stub: &str) {
+    /// Replace the content with `stub`, keeping `total` (the context's sum) in step.
+    fn snip(&mut self, stub: &str, total: &mut u64) {
         self.message.content = stub.to_string();
+        *total -= self.tokens;
         self.tokens = tokens::message_tokens(&self.message);
+        *total += self.tokens;
         self.snipped = true;
     }
 }
 
+/// The provider's count of the last request, where the local estimate stood when its reply
+/// came back: the next request is projected from it by estimating only what changed since.
+struct Anchor {
+    /// Prompt + completion tokens the provider reported for the last call.
+    reported: u64,
+    /// The estimate of the context's messages when that reply came back, plus the reply's own
+    /// message once it joins (the completion count already covers it).
+    messages: u64,
+    /// The estimate of the tail that request carried (ephemeral: not in the context now).
+    tail: u64,
+    /// The reply's message has not joined the context yet.
+    reply_pending: bool,
+}
+
 pub(crate) struct Context {
     prefix: Vec<Message>,
-    prefix_tokens: u64,
     working: Vec<Entry>,
-    /// Provider-reported prompt tokens / our estimate, from the last call with real usage.
-    calibration: f64,
+    /// Estimated tokens of all messages, prefix and working, kept as they change.
+    messages_tokens: u64,
+    /// Estimated tokens of the tail of the last request built.
+    sent_tail_tokens: u64,
+    anchor: Option<Anchor>,
     texts: Arc<Texts>,
 }
 
 impl Context {
     pub(crate) fn new(prefix: Vec<Message>, texts: Arc<Texts>) -> Self {
-        let prefix_tokens = prefix.iter().map(tokens::message_tokens).sum();
+        let messages_tokens = prefix.iter().map(tokens::message_tokens).sum();
         Context {
             prefix,
-            prefix_tokens,
             working: Vec::new(),
-            calibration: 1.0,
+            messages_tokens,
+            sent_tail_tokens: 0,
+            anchor: None,
             texts,
         }
     }
@@ -57,14 +78,21 @@ impl Context {
     /// Replace the system prompt (only when the protocol switches mid-turn).
     pub(crate) fn set_system(&mut self, content: String) {
         if let Some(first) = self.prefix.first_mut() {
-            self.prefix_tokens -= tokens::message_tokens(first);
+            self.messages_tokens -= tokens::message_tokens(first);
             first.content = content;
-            self.prefix_tokens += tokens::message_tokens(first);
+            self.messages_tokens += tokens::message_tokens(first);
         }
     }
 
     pub(crate) fn push(&mut self, message: Message) {
         let tokens = tokens::message_tokens(&message);
+        self.messages_tokens += tokens;
+        if let Some(anchor) = self.anchor.as_mut().filter(|a| a.reply_pending) {
+            anchor.reply_pending = false;
+            if message.role == Role::Assistant {
+                anchor.messages += tokens;
+            }
+        }
         self.working.push(Entry {
             message,
             tokens,
@@ -73,8 +101,13 @@ impl Context {
     }
 
     /// The request's messages: prefix, working messages, then the ephemeral tail (progress
-    /// block, notices), normalised.
-    pub(crate) fn request_messages(&self, tail: Option<String>) -> Vec<Message> {
+    /// block, notices) of `tail_tokens` estimated tokens, normalised.
+    pub(crate) fn request_messages(
+        &mut self,
+        tail: Option<String>,
+        tail_tokens: u64,
+    ) -> Vec<Message> {
+        self.sent_tail_tokens = tail_tokens;
         let mut messages = Vec::with_capacity(self.prefix.len() + self.working.len() + 1);
         messages.extend(self.prefix.iter().cloned());
         messages.extend(self.working.iter().map(|e| e.message.clone()));
@@ -84,22 +117,32 @@ impl Context {
         normalize(messages, self.texts.get(Text::NoResult))
     }
 
-    /// Estimated prompt tokens of a request with this tail.
+    /// Projected prompt tokens of the next request with a tail of `tail_tokens`: the last
+    /// reported usage plus the estimate of what changed since, or, without a report, the
+    /// estimate of the whole.
     pub(crate) fn estimate(&self, tail_tokens: u64) -> u64 {
-        let raw =
-            self.prefix_tokens + self.working.iter().map(|e| e.tokens).sum::<u64>() + tail_tokens;
-        (raw as f64 * self.calibration).round() as u64
-    }
-
-    /// Learn from the provider's count for a request we estimated at `estimated`.
-    pub(crate) fn calibrate(&mut self, estimated_raw: u64, reported: u64) {
-        if estimated_raw > 0 && reported > 0 {
-            self.calibration = (reported as f64 / estimated_raw as f64).clamp(0.5, 2.0);
+        let now = self.messages_tokens + tail_tokens;
+        match &self.anchor {
+            Some(a) => (a.reported + now).saturating_sub(a.messages + a.tail),
+            None => now,
         }
     }
 
-    pub(crate) fn raw_estimate(&self, tail_tokens: u64) -> u64 {
-        self.prefix_tokens + self.working.iter().map(|e| e.tokens).sum::<u64>() + tail_tokens
+    /// The projection with the tail of the last request (between rounds, before the next
+    /// tail is rendered).
+    pub(crate) fn estimate_with_sent_tail(&self) -> u64 {
+        self.estimate(self.sent_tail_tokens)
+    }
+
+    /// The provider's usage of the call just made (for the request last built): the anchor of
+    /// the projections until the next call. Usage estimated locally anchors nothing.
+    pub(crate) fn anchor(&mut self, usage: &Usage) {
+        self.anchor = (!usage.estimated).then(|| Anchor {
+            reported: usage.total(),
+            messages: self.messages_tokens,
+            tail: self.sent_tail_tokens,
+            reply_pending: true,
+        });
     }
 
     /// The fold: drop the finished step's chatter, keeping only the last exchange (the
@@ -111,7 +154,8 @@ impl Context {
             .iter()
             .rposition(|e| e.message.role == Role::Assistant)
             .unwrap_or(self.working.len());
-        self.working.drain(..keep_from);
+        let dropped: u64 = self.working.drain(..keep_from).map(|e| e.tokens).sum();
+        self.messages_tokens -= dropped;
     }
 
     /// Snip the oldest unsnipped tool output to a stub. Returns false when nothing is left.
@@ -123,7 +167,7 @@ impl Context {
             .find(|e| e.is_work_output() && e.message.content.len() > stub.len());
         match target {
             Some(entry) => {
-                entry.snip(stub);
+                entry.snip(stub, &mut self.messages_tokens);
                 true
             }
             None => false,
@@ -140,10 +184,87 @@ impl Context {
             .max_by_key(|e| e.tokens);
         match largest {
             Some(entry) => {
-                entry.snip(stub);
+                entry.snip(stub, &mut self.messages_tokens);
                 true
             }
             None => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ToolCall;
+    use deepsolve_protocol::Language;
+
+    fn context() -> Context {
+        let prefix = vec![
+            Message::system("You solve problems."),
+            Message::user("2+2?"),
+        ];
+        Context::new(prefix, Texts::builtin(Language::En))
+    }
+
+    fn reported(prompt_tokens: u64, completion_tokens: u64) -> Usage {
+        Usage {
+            prompt_tokens,
+            completion_tokens,
+            estimated: false,
+        }
+    }
+
+    fn call() -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: "compute".into(),
+            arguments: "{\"q\":\"2+2\"}".into(),
+        }
+    }
+
+    #[test]
+    fn without_usage_the_projection_is_the_estimate_of_the_whole() {
+        let mut ctx = context();
+        let whole = |ctx: &Context| {
+            ctx.prefix.iter().map(tokens::message_tokens).sum::<u64>()
+                + ctx.working.iter().map(|e| e.tokens).sum::<u64>()
+        };
+        ctx.request_messages(Some("tail".into()), 7);
+        ctx.anchor(&Usage {
+            estimated: true,
+            ..reported(5000, 10)
+        });
+        ctx.push(Message::assistant("4"));
+        assert_eq!(ctx.estimate(7), whole(&ctx) + 7);
+    }
+
+    #[test]
+    fn the_projection_is_the_report_plus_what_changed_since() {
+        let mut ctx = context();
+        ctx.request_messages(Some("round 1".into()), 5);
+        ctx.anchor(&reported(1000, 30));
+        // The reply is in the completion count; its result and the new tail are not.
+        ctx.push(Message::assistant_with_calls("", vec![call()], None));
+        let result = Message::tool_result(&call(), "4 ".repeat(100));
+        let result_tokens = tokens::message_tokens(&result);
+        ctx.push(result);
+        assert_eq!(ctx.estimate(9), 1000 + 30 + result_tokens - 5 + 9);
+        // Snipping the result takes its estimate out again, less the stub's.
+        assert!(ctx.snip_oldest_tool_output());
+        let stub = ctx.working.last().map(|e| e.tokens).unwrap_or_default();
+        assert_eq!(ctx.estimate(9), 1000 + 30 + stub - 5 + 9);
+    }
+
+    #[test]
+    fn a_fold_takes_the_dropped_messages_out_of_the_projection() {
+        let mut ctx = context();
+        ctx.push(Message::assistant_with_calls("", vec![call()], None));
+        ctx.push(Message::tool_result(&call(), "chatter ".repeat(50)));
+        ctx.push(Message::assistant_with_calls("done", vec![call()], None));
+        ctx.request_messages(None, 0);
+        ctx.anchor(&reported(2000, 0));
+        let dropped: u64 = ctx.working[..2].iter().map(|e| e.tokens).sum();
+        ctx.fold();
+        assert_eq!(ctx.estimate_with_sent_tail(), 2000 - dropped);
     }
 }

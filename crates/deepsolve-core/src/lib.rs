@@ -39,7 +39,7 @@ pub use model::{
 pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 pub use solve::{Language, SolveRecord};
 pub use texts::{Text, Texts};
-pub use tokens::{count as count_tokens, message_tokens, warm_up as warm_up_tokenizer};
+pub use tokens::{count as count_tokens, message_tokens};
 pub use tool::{Artifact, Tool, ToolContext, ToolError, ToolOutput, ToolRef};
 pub use wire::tags::{
     manifest as tags_manifest, render_call as render_tag_call,

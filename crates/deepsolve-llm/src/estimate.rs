@@ -1,7 +1,8 @@
 //! Local token estimates, used only when the provider reports no usage.
 //!
-//! o200k_base is the tokenizer of current OpenAI models; for other families it is an
-//! approximation, which is why such usage is marked `estimated`.
+//! The engine's estimator (a pass over the text by character class, calibrated against
+//! o200k, the tokenizer of current OpenAI models) is an approximation for every family, which
+//! is why such usage is marked `estimated`.
 
 use deepsolve_core::{ChatRequest, ToolCall};
 
@@ -10,8 +11,7 @@ const MESSAGE_OVERHEAD: u64 = 4;
 /// Tokens that prime the assistant's reply.
 const REPLY_PRIMING: u64 = 3;
 
-/// Tokens in `text` (special-token strings are counted as plain text): the engine's own count,
-/// so the process holds one tokenizer, and long untrusted text is counted in bounded windows.
+/// Estimated tokens in `text`: the engine's own estimate, so usage and context accounting agree.
 pub fn count_tokens(text: &str) -> u64 {
     deepsolve_core::count_tokens(text)
 }

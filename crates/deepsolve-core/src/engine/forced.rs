@@ -31,7 +31,7 @@ impl TurnRun<'_> {
             context_window: self.budget.window(),
         });
         let max_tokens = self.budget.forced_answer_tokens();
-        let request = self.request(Some(tail), ToolChoice::None, max_tokens);
+        let request = self.request(Some(tail), tail_tokens, ToolChoice::None, max_tokens);
         let deadline = self.budget.forced_answer_deadline();
         match self.call_model(&request, deadline).await {
             Ok(c) => {

@@ -4,15 +4,8 @@
 use super::call::CallFailure;
 use super::turn::{Ending, TurnRun};
 use crate::event::{EventKind, WarningKind};
-use crate::model::{ChatRequest, Completion, ModelError, ToolChoice};
+use crate::model::{ChatRequest, ModelError, ToolChoice};
 use crate::outcome::StopReason;
-
-/// A round ready to be sent.
-struct Round {
-    request: ChatRequest,
-    /// The uncalibrated prompt estimate, to learn from the provider's count.
-    raw_estimate: u64,
-}
 
 /// What a failed model call leads to.
 enum AfterFailure {
@@ -24,21 +17,18 @@ enum AfterFailure {
 impl TurnRun<'_> {
     pub(super) async fn rounds_loop(&mut self) -> Ending {
         loop {
-            let round = match self.start_round() {
-                Ok(round) => round,
+            let request = match self.start_round() {
+                Ok(request) => request,
                 Err(ending) => return ending,
             };
-            let completion = match self
-                .call_model(&round.request, self.budget.deadline())
-                .await
-            {
+            let completion = match self.call_model(&request, self.budget.deadline()).await {
                 Ok(c) => c,
                 Err(failure) => match self.after_failure(failure) {
                     AfterFailure::Retry => continue,
                     AfterFailure::End(ending) => return ending,
                 },
             };
-            self.calibrate(round.raw_estimate, &completion);
+            self.ctx.anchor(&completion.usage);
             if let Some(ending) = self.absorb(completion).await {
                 return ending;
             }
@@ -47,7 +37,7 @@ impl TurnRun<'_> {
 
     /// Check the limits, fit the context, count the round and build its request; or the
     /// ending when no round may start.
-    fn start_round(&mut self) -> Result<Round, Ending> {
+    fn start_round(&mut self) -> Result<ChatRequest, Ending> {
         if self.cancel.is_cancelled() {
             return Err(Ending::Cancelled);
         }
@@ -69,10 +59,7 @@ impl TurnRun<'_> {
             context_window: self.budget.window(),
         });
         let max_tokens = self.reply.take_max_tokens(self.budget.max_tokens());
-        Ok(Round {
-            raw_estimate: self.ctx.raw_estimate(tail_tokens),
-            request: self.request(tail, ToolChoice::Auto, max_tokens),
-        })
+        Ok(self.request(tail, tail_tokens, ToolChoice::Auto, max_tokens))
     }
 
     fn after_failure(&mut self, failure: CallFailure) -> AfterFailure {
@@ -123,13 +110,5 @@ impl TurnRun<'_> {
         // The failed call does not count as a round.
         self.budget.rounds -= 1;
         AfterFailure::Retry
-    }
-
-    /// Learn the provider's token count for the prompt we estimated.
-    fn calibrate(&mut self, raw_estimate: u64, completion: &Completion) {
-        if !completion.usage.estimated {
-            self.ctx
-                .calibrate(raw_estimate, completion.usage.prompt_tokens);
-        }
     }
 }

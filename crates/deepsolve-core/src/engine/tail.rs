@@ -45,12 +45,4 @@ impl TurnRun<'_> {
             format!("{NOTICE_MARKER} {notice}")
         })
     }
-
-    /// Tokens of the tail of round `round`.
-    pub(super) fn tail_tokens(&self, round: u32) -> u64 {
-        self.tail(round)
-            .as_deref()
-            .map(crate::tokens::count)
-            .unwrap_or(0)
-    }
 }

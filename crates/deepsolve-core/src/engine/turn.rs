@@ -300,14 +300,16 @@ impl<'a> TurnRun<'a> {
         }
     }
 
-    /// A request in the turn's protocol, with `tail` as the ephemeral last message.
+    /// A request in the turn's protocol, with `tail` (of `tail_tokens` estimated tokens) as
+    /// the ephemeral last message.
     pub(super) fn request(
-        &self,
+        &mut self,
         tail: Option<String>,
+        tail_tokens: u64,
         tool_choice: ToolChoice,
         max_tokens: u32,
     ) -> ChatRequest {
-        let messages = self.ctx.request_messages(tail);
+        let messages = self.ctx.request_messages(tail, tail_tokens);
         let wire = self
             .wire
             .protocol()

@@ -182,12 +182,12 @@ impl TurnRun<'_> {
     }
 
     /// Fold the finished step's messages out of the context; the progress block, rendered
-    /// before every request, carries the plan and the summaries.
+    /// before every request, carries the plan and the summaries. The sizes reported are the
+    /// prompt's with the last request's tail (the next one is not rendered yet).
     fn fold(&mut self) {
-        let tail_tokens = self.tail_tokens(self.budget.rounds + 1);
-        let before = self.ctx.estimate(tail_tokens);
+        let before = self.ctx.estimate_with_sent_tail();
         self.ctx.fold();
-        let after = self.ctx.estimate(tail_tokens);
+        let after = self.ctx.estimate_with_sent_tail();
         self.emit.emit(EventKind::ContextFolded {
             tokens_before: before,
             tokens_after: after,

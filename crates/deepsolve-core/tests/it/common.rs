@@ -146,6 +146,25 @@ pub(crate) fn usage(p: u64, c: u64) -> Usage {
     }
 }
 
+/// `step` with this usage (`estimated` for a provider that reported none).
+pub(crate) fn with_usage(step: Step, usage: Usage) -> Step {
+    match step {
+        Step::Reply(c) => Step::Reply(Completion { usage, ..c }),
+        other => other,
+    }
+}
+
+/// `step` as from a provider that reports no usage: the client's own estimate, marked so.
+pub(crate) fn unreported(step: Step) -> Step {
+    with_usage(
+        step,
+        Usage {
+            estimated: true,
+            ..usage(100, 10)
+        },
+    )
+}
+
 pub(crate) fn text(t: &str) -> Step {
     Step::Reply(Completion {
         text: t.into(),

@@ -487,21 +487,28 @@ async fn folding_keeps_the_plan_pinned_and_drops_the_step_chatter() {
     }
 }
 
+/// Without reported usage (the fake's default of 100 prompt tokens would say the context
+/// stays small), the estimate of the whole context decides.
 #[tokio::test]
 async fn compaction_snips_old_tool_outputs_before_the_ultimatum() {
     let big = Arc::new(Echo {
         output: Some("data ".repeat(2000)),
         ..Echo::named("echo")
     });
-    let model = Fake::seq(vec![
-        plan(&["a"]),
-        echo("1"),
-        echo("2"),
-        echo("3"),
-        text("answer"),
-        finish("S1", "done"),
-        text("answer"),
-    ]);
+    let model = Fake::seq(
+        vec![
+            plan(&["a"]),
+            echo("1"),
+            echo("2"),
+            echo("3"),
+            text("answer"),
+            finish("S1", "done"),
+            text("answer"),
+        ]
+        .into_iter()
+        .map(unreported)
+        .collect(),
+    );
     let run = run_with(model, vec![big], |s| {
         s.context_window = 4096;
         s.config.max_tokens = 512;
@@ -513,6 +520,83 @@ async fn compaction_snips_old_tool_outputs_before_the_ultimatum() {
             .iter()
             .any(|r| prompt_text(r).contains("output snipped"))
     );
+}
+
+/// The context decisions follow the provider's count of the last request, not the local
+/// estimate: a reported prompt past the ultimatum threshold forces the answer at once.
+#[tokio::test]
+async fn a_reported_prompt_past_the_limit_forces_the_answer() {
+    for (reported, stop) in [
+        (100, StopReason::Answered),
+        (5000, StopReason::ContextLimit),
+    ] {
+        let model = Fake::new(move |req, n| {
+            if req.tool_choice == ToolChoice::None {
+                text("forced")
+            } else {
+                match n {
+                    0 => with_usage(plan(&["a"]), usage(reported, 10)),
+                    1 => finish("S1", "ok"),
+                    _ => text("answer"),
+                }
+            }
+        });
+        let run = run_with(model, vec![], |s| {
+            s.context_window = 4096;
+            s.config.max_tokens = 512;
+        })
+        .await;
+        assert_eq!(run.outcome.stop_reason, stop, "reported {reported}");
+        let second_round_tokens = run
+            .events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::RoundStarted { context_tokens, .. } => Some(context_tokens),
+                _ => None,
+            })
+            .nth(1)
+            .expect("a second round");
+        // The projection: the reported 10 + `reported` tokens plus the plan's result, minus
+        // nothing (no message left the context).
+        assert!(
+            second_round_tokens > reported + 10 && second_round_tokens < reported + 200,
+            "reported {reported}, projected {second_round_tokens}"
+        );
+    }
+}
+
+/// Old tool outputs are snipped when the reported prompt nears the window, though the local
+/// estimate of the same messages is far below it.
+#[tokio::test]
+async fn a_reported_prompt_near_the_window_snips_old_outputs() {
+    for report in [true, false] {
+        let big = Arc::new(Echo {
+            output: Some("data ".repeat(400)),
+            ..Echo::named("echo")
+        });
+        let reported = |step: Step| {
+            if report {
+                with_usage(step, usage(2900, 10))
+            } else {
+                unreported(step)
+            }
+        };
+        let model = Fake::seq(vec![
+            plan(&["a"]),
+            echo("1"),
+            reported(echo("2")),
+            finish("S1", "done"),
+            text("answer"),
+        ]);
+        let run = run_with(model, vec![big], |s| {
+            s.context_window = 4096;
+            s.config.max_tokens = 512;
+        })
+        .await;
+        assert_eq!(run.outcome.stop_reason, StopReason::Answered);
+        let snipped = prompt_text(&run.requests[3]).contains("output snipped");
+        assert_eq!(snipped, report, "usage reported: {report}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
