@@ -2,8 +2,13 @@
 //! instant in-process model, many times over. Prints engine time per round (the time outside
 //! the model call: dispatch, folding, request building, token accounting), allocations and
 //! peak heap per turn, and the prompt size of every round with folding on and off.
+//!
+//! `bench server …`: the real `deepsolve serve` against the `deepsolve-mock` model over HTTP
+//! (see the `server` module).
 
 mod alloc;
+mod procfs;
+mod server;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -159,6 +164,15 @@ fn micros(d: Duration) -> String {
 }
 
 fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("server") => server::run(&args[1..]),
+        Some("engine") | None => engine(),
+        Some(other) => anyhow::bail!("unknown scenario {other}: engine (the default) or server"),
+    }
+}
+
+fn engine() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -7,6 +7,7 @@
 //! request (`tool_choice: "none"`) with a final text and a tool-less sub-call with a
 //! derivation ending in `Answer: …`, unless its docs say otherwise.
 
+mod bench;
 mod markup;
 mod misbehave;
 pub(crate) mod moves;
@@ -16,6 +17,7 @@ mod wrappers;
 
 use std::sync::Arc;
 
+pub use bench::{CODE_NARRATION, FIRST_CODE, FirstCodeCall};
 pub use markup::{NoNativeTools, ReasoningModel, THINK_MARKER, TagsMode, VendorMarkup};
 pub use misbehave::{
     AnswerWithOpenSteps, IdenticalLoop, MalformedArgs, NeverEnding, OutOfOrderFinisher,
@@ -130,6 +132,7 @@ pub const POLICY_NAMES: &[&str] = &[
     "vendor-hermes",
     "vendor-dsml",
     "vendor-kimi",
+    "first-code-call",
 ];
 
 /// A policy by its kebab-case name, solving `steps` steps with `work_tool` where the
@@ -168,6 +171,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "vendor-hermes" => Box::new(vendor(base, MarkupStyle::Hermes)),
         "vendor-dsml" => Box::new(vendor(base, MarkupStyle::DeepSeekDsml)),
         "vendor-kimi" => Box::new(vendor(base, MarkupStyle::KimiK2)),
+        "first-code-call" => Box::new(FirstCodeCall::default()),
         _ => return None,
     };
     Some(policy)
