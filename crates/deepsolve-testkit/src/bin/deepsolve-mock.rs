@@ -10,7 +10,7 @@
 use clap::Parser;
 use std::time::Duration;
 
-use deepsolve_testkit::policy::{POLICY_NAMES, by_name};
+use deepsolve_testkit::policy::{BENCH_POLICY_NAMES, POLICY_NAMES, by_name};
 use deepsolve_testkit::{MockServer, StreamOptions};
 
 #[derive(Debug, Parser)]
@@ -68,7 +68,12 @@ fn main() -> std::process::ExitCode {
         eprintln!(
             "unknown policy '{}'; one of: {}",
             args.policy,
-            POLICY_NAMES.join(", ")
+            POLICY_NAMES
+                .iter()
+                .chain(BENCH_POLICY_NAMES)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         return std::process::ExitCode::from(2);
     };
