@@ -630,7 +630,6 @@ fn instant_mock_args() -> Vec<String> {
         "8",
         "--work-tool",
         "none",
-        "--stamp",
     ];
     args.map(String::from).to_vec()
 }
@@ -715,6 +714,7 @@ async fn paced_row(opts: &Opts, code: bool, concurrency: usize) -> anyhow::Resul
     procfs::reap_exited_children();
     let mut args = instant_mock_args();
     args.extend([
+        "--stamp".into(),
         "--ttft-ms".into(),
         opts.ttft_ms.to_string(),
         "--tokens-per-s".into(),
