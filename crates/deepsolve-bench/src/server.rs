@@ -53,6 +53,9 @@ struct Opts {
     concurrency: Vec<usize>,
     turns: usize,
     settle: Duration,
+    /// Settle only after the load of the largest concurrency (the long idle is for the
+    /// memory a big load leaves behind).
+    settle_max_only: bool,
     code_off: CodeOff,
     /// Which code modes to run: `true` = mounted.
     code_modes: Vec<bool>,
@@ -71,6 +74,7 @@ impl Default for Opts {
             concurrency: vec![1, 50, 200, 1000],
             turns: 200,
             settle: Duration::from_secs(60),
+            settle_max_only: false,
             code_off: CodeOff::Env,
             code_modes: vec![true, false],
             ttft_ms: 400,
@@ -83,7 +87,7 @@ impl Default for Opts {
 }
 
 const USAGE: &str = "bench server [--deepsolve PATH] [--mock PATH] [--concurrency 1,50,200,1000] \
-[--turns N] [--settle-s S] [--code mounted,off] [--code-off env|setting] [--ttft-ms MS] \
+[--turns N] [--settle-s S] [--settle-rows all|max] [--code mounted,off] [--code-off env|setting] [--ttft-ms MS] \
 [--tokens-per-s N] [--paced-min-turns N] [--code-call-turns N] [--code-tokens-per-s N]";
 
 fn parse(args: &[String]) -> anyhow::Result<Opts> {
@@ -111,6 +115,13 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
             }
             "--turns" => opts.turns = number(value()?)? as usize,
             "--settle-s" => opts.settle = Duration::from_secs(number(value()?)?),
+            "--settle-rows" => {
+                opts.settle_max_only = match value()?.as_str() {
+                    "all" => false,
+                    "max" => true,
+                    other => bail!("--settle-rows: all or max, not {other}"),
+                }
+            }
             "--code" => {
                 opts.code_modes = value()?
                     .split(',')
@@ -675,9 +686,14 @@ async fn instant_row(opts: &Opts, code: bool, concurrency: usize) -> anyhow::Res
     check_rounds(&records, ROUNDS)?;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let rss_after = procfs::rss_kib(pid);
-    tokio::time::sleep(opts.settle).await;
-    server.check_alive()?;
-    let rss_settled = procfs::rss_kib(pid);
+    let largest = opts.concurrency.iter().max() == Some(&concurrency);
+    let rss_settled = if largest || !opts.settle_max_only {
+        tokio::time::sleep(opts.settle).await;
+        server.check_alive()?;
+        mib(procfs::rss_kib(pid))
+    } else {
+        "—".into()
+    };
 
     let ok = (records.len() - failed).max(1);
     let rounds = ok as f64 * f64::from(ROUNDS);
@@ -704,7 +720,7 @@ async fn instant_row(opts: &Opts, code: bool, concurrency: usize) -> anyhow::Res
         ms_of_ticks(first_cpu),
         mib(rss_first),
         mib(rss_after),
-        mib(rss_settled),
+        rss_settled,
     ))
 }
 
