@@ -5,8 +5,12 @@
 //!
 //! `bench first-turn`: the first turn of a fresh process (engine time, resident set).
 //! `bench tokens`: the engine's token estimate against the exact o200k count, per kind of text.
+//! `bench server …`: the real `deepsolve serve` against the `deepsolve-mock` model over HTTP
+//! (see the `server` module).
 
 mod alloc;
+mod procfs;
+mod server;
 mod tokens;
 
 use std::sync::{Arc, Mutex};
@@ -163,14 +167,21 @@ fn micros(d: Duration) -> String {
 }
 
 fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let scenario = args.first().map(String::as_str);
+    if scenario == Some("server") {
+        return server::run(&args[1..]);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    match std::env::args().nth(1).as_deref() {
-        None => runtime.block_on(engine_overhead()),
+    match scenario {
+        Some("engine") | None => runtime.block_on(engine_overhead()),
         Some("first-turn") => runtime.block_on(first_turn()),
         Some("tokens") => tokens::print_table(),
-        Some(other) => anyhow::bail!("unknown scenario {other:?} (scenarios: first-turn, tokens)"),
+        Some(other) => anyhow::bail!(
+            "unknown scenario {other:?} (scenarios: engine, the default; first-turn; tokens; server)"
+        ),
     }
 }
 

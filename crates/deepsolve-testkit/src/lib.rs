@@ -5,6 +5,7 @@
 //!   sequence mode (an exact list of replies) or policy mode (a scripted solver that reads the
 //!   conversation); every captured request is checked against the request invariants.
 //! - [`ScriptedModel`]: the same policies in-process, as a `deepsolve_core::ChatModel`.
+//! - [`stamp`]: emission-time stamps in streamed deltas, for latency benchmarks.
 //! - [`sse`]: builders for `chat.completion.chunk` streams (and a parser for the way back).
 //! - [`check_request`]: the request invariants as a pure function.
 //! - [`policy`]: the scripted behaviours (well-behaved solver, plan skipper, flood, …), and
@@ -37,6 +38,7 @@ pub mod request;
 mod scripted;
 mod server;
 pub mod sse;
+pub mod stamp;
 pub mod tags;
 pub mod wire;
 
@@ -54,7 +56,7 @@ pub use progress::{PROGRESS_MARKER, PlanStep, ProgressBlock};
 pub use reply::{DEFAULT_USAGE, DeltaStyle, Reply, Turn};
 pub use request::{NUDGE_MARKER, PlanView, PolicyRequest, ToolResultView, ULTIMATUM_MARKER};
 pub use scripted::{ScriptedModel, ScriptedOptions};
-pub use server::{CapturedRequest, MockError, MockServer, MockServerBuilder};
+pub use server::{CapturedRequest, MockError, MockServer, MockServerBuilder, StreamOptions};
 pub use tags::{INVENTED_MARKER, MarkupStyle, PromptTool};
 
 /// One broken expectation: a request invariant, an unexpected call, an unreadable request.

@@ -8,6 +8,7 @@
 use std::future::IntoFuture;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -29,6 +30,7 @@ use crate::policy::{Policy, Script, Source};
 use crate::reply::Reply;
 use crate::request::PolicyRequest;
 use crate::sse::{self, StreamMeta};
+use crate::stamp::{stamp, unix_micros};
 use crate::wire::WireError;
 use crate::{Violation, lock, problems_report};
 
@@ -76,6 +78,27 @@ pub struct MockServerBuilder {
     models: Vec<String>,
     invariants: InvariantConfig,
     log: bool,
+    capture: bool,
+    stream: StreamOptions,
+}
+
+/// How streamed replies are timed and marked: for benchmarks (the default streams at once,
+/// unmarked).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// Wait before the first delta of a streamed reply (time to first token).
+    pub ttft: Duration,
+    /// Wait between deltas (one delta stands for one token).
+    pub per_delta: Duration,
+    /// Prefix each non-empty text and reasoning delta with its emission time
+    /// ([`crate::stamp`]).
+    pub stamp: bool,
+}
+
+impl StreamOptions {
+    fn paced(&self) -> bool {
+        !self.ttft.is_zero() || !self.per_delta.is_zero()
+    }
 }
 
 impl Default for MockServerBuilder {
@@ -85,6 +108,8 @@ impl Default for MockServerBuilder {
             models: vec!["mock-model".into()],
             invariants: InvariantConfig::default(),
             log: false,
+            capture: true,
+            stream: StreamOptions::default(),
         }
     }
 }
@@ -113,6 +138,20 @@ impl MockServerBuilder {
         self
     }
 
+    /// Keep every request and check it against the invariants (the default). Off, the mock
+    /// only counts calls and its memory stays flat over any number of requests: for
+    /// benchmarks, where `requests()` and `violations()` stay empty.
+    pub fn capture(mut self, capture: bool) -> Self {
+        self.capture = capture;
+        self
+    }
+
+    /// Pace and stamp streamed replies (see [`StreamOptions`]).
+    pub fn stream_options(mut self, stream: StreamOptions) -> Self {
+        self.stream = stream;
+        self
+    }
+
     /// Start in sequence mode: exactly these replies, in order.
     pub fn sequence(self, replies: Vec<Reply>) -> Result<MockServer, MockError> {
         MockServer::start(self, Source::Script(Script::new(replies)))
@@ -129,6 +168,10 @@ struct ServerState {
     invariants: InvariantConfig,
     models: Vec<String>,
     log: bool,
+    capture: bool,
+    stream: StreamOptions,
+    /// Chat requests received; the index of the next one.
+    calls: AtomicUsize,
     journal: Mutex<Journal>,
 }
 
@@ -200,6 +243,9 @@ impl MockServer {
             invariants: options.invariants,
             models: options.models,
             log: options.log,
+            capture: options.capture,
+            stream: options.stream,
+            calls: AtomicUsize::new(0),
             journal: Mutex::new(Journal::default()),
         });
         let app = router(state.clone());
@@ -254,7 +300,7 @@ impl MockServer {
 
     /// Number of chat requests received.
     pub fn call_count(&self) -> usize {
-        lock(&self.state.journal).requests.len()
+        self.state.calls.load(Ordering::SeqCst)
     }
 
     pub fn violations(&self) -> Vec<Violation> {
@@ -337,13 +383,19 @@ async fn chat(State(state): State<Arc<ServerState>>, headers: HeaderMap, body: B
         .and_then(Value::as_str)
         .unwrap_or("mock-model");
     let meta = StreamMeta::numbered(index as u64 + 1, model);
-    play(reply, streaming, &meta).await
+    play(reply, streaming, &meta, state.stream).await
 }
 
 impl ServerState {
     /// Record the request and its invariant violations; returns its index and JSON body.
     fn capture(&self, headers: &HeaderMap, raw: &Bytes) -> (usize, Value) {
         let parsed: Result<Value, _> = serde_json::from_slice(raw);
+        if !self.capture {
+            let index = self.calls.fetch_add(1, Ordering::SeqCst);
+            let body =
+                parsed.unwrap_or_else(|_| Value::String(String::from_utf8_lossy(raw).into_owned()));
+            return (index, body);
+        }
         let mut problems = Vec::new();
         let body = match parsed {
             Ok(body) => {
@@ -366,6 +418,7 @@ impl ServerState {
             .collect();
         let mut journal = lock(&self.journal);
         let index = journal.requests.len();
+        self.calls.fetch_add(1, Ordering::SeqCst);
         journal.requests.push(CapturedRequest {
             index,
             path: "/v1/chat/completions".into(),
@@ -408,7 +461,12 @@ fn undelay(mut reply: Reply) -> (Duration, Reply) {
 /// before the cut) are flushed to the client first.
 const CUT_AFTER: Duration = Duration::from_millis(30);
 
-async fn play(reply: Reply, streaming: bool, meta: &StreamMeta) -> Response {
+async fn play(
+    reply: Reply,
+    streaming: bool,
+    meta: &StreamMeta,
+    options: StreamOptions,
+) -> Response {
     let (delay, reply) = undelay(reply);
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
@@ -420,6 +478,15 @@ async fn play(reply: Reply, streaming: bool, meta: &StreamMeta) -> Response {
             .collect()
     };
     match reply {
+        Reply::Turn(turn) if streaming && options.paced() => {
+            sse_response(paced(sse::ChunkIter::new(turn, meta.clone()), options))
+        }
+        Reply::Turn(turn) if streaming && options.stamp => {
+            let frames = sse::ChunkIter::new(turn, meta.clone())
+                .map(|chunk| sse::data_frame(&stamped(chunk).to_string()))
+                .chain(std::iter::once(sse::DONE_FRAME.to_string()));
+            sse_response(lazy(frames))
+        }
         Reply::Turn(turn) if streaming => {
             sse_response(lazy(sse::FrameIter::new(turn, meta.clone())))
         }
@@ -464,6 +531,68 @@ fn lazy(
         }
         Some(Ok(Bytes::from(write)))
     }))
+}
+
+/// `chunks` one frame per write: the first delta after `ttft`, each later one `per_delta`
+/// after the one before (the role, finish and usage chunks go out without waiting).
+fn paced(
+    chunks: sse::ChunkIter,
+    options: StreamOptions,
+) -> impl Stream<Item = Result<Bytes, io::Error>> + Send {
+    let start = tokio::time::Instant::now();
+    let frames = stream::unfold(
+        (chunks, start + options.ttft),
+        move |(mut chunks, due)| async move {
+            let chunk = chunks.next()?;
+            let due = if carries_output(&chunk) {
+                tokio::time::sleep_until(due).await;
+                due + options.per_delta
+            } else {
+                due
+            };
+            let chunk = if options.stamp { stamped(chunk) } else { chunk };
+            let frame = Bytes::from(sse::data_frame(&chunk.to_string()));
+            Some((Ok(frame), (chunks, due)))
+        },
+    );
+    frames.chain(stream::once(async { Ok(Bytes::from(sse::DONE_FRAME)) }))
+}
+
+/// The streamed delta of a chunk, if it has one.
+fn delta_mut(chunk: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
+    chunk
+        .get_mut("choices")?
+        .get_mut(0)?
+        .get_mut("delta")?
+        .as_object_mut()
+}
+
+/// Does the chunk carry model output (text, reasoning, call arguments), as a token would?
+fn carries_output(chunk: &Value) -> bool {
+    let Some(delta) = chunk.pointer("/choices/0/delta") else {
+        return false;
+    };
+    let text = |key: &str| {
+        delta
+            .get(key)
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.is_empty())
+    };
+    text("content") || text("reasoning_content") || delta.get("tool_calls").is_some()
+}
+
+/// `chunk` with its non-empty text and reasoning prefixed by the time of now.
+fn stamped(mut chunk: Value) -> Value {
+    if let Some(delta) = delta_mut(&mut chunk) {
+        for key in ["content", "reasoning_content"] {
+            if let Some(Value::String(text)) = delta.get_mut(key)
+                && !text.is_empty()
+            {
+                text.insert_str(0, &stamp(unix_micros()));
+            }
+        }
+    }
+    chunk
 }
 
 fn whole(frames: Vec<String>) -> impl Stream<Item = Result<Bytes, io::Error>> + Send {

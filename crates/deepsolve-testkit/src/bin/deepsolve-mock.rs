@@ -3,11 +3,15 @@
 //! ```text
 //! deepsolve-mock --policy well-behaved --steps 3
 //! curl -N http://127.0.0.1:PORT/v1/chat/completions -d '{"messages":[...],"stream":true}'
+//! deepsolve-mock --policy well-behaved --steps 8 --work-tool none --no-capture --stamp \
+//!     --ttft-ms 400 --tokens-per-s 20      # a realistic pace, for benchmarks
 //! ```
 
 use clap::Parser;
-use deepsolve_testkit::MockServer;
-use deepsolve_testkit::policy::{POLICY_NAMES, by_name};
+use std::time::Duration;
+
+use deepsolve_testkit::policy::{BENCH_POLICY_NAMES, POLICY_NAMES, by_name};
+use deepsolve_testkit::{MockServer, StreamOptions};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,6 +34,31 @@ struct Args {
     /// Do not log calls and violations to stderr.
     #[arg(long)]
     quiet: bool,
+    /// Keep no request and check no invariant: memory stays flat over any number of calls.
+    #[arg(long)]
+    no_capture: bool,
+    /// Prefix each streamed text and reasoning delta with its emission time, `⟦t=<unix µs>⟧`.
+    #[arg(long)]
+    stamp: bool,
+    /// Milliseconds before the first delta of a streamed reply.
+    #[arg(long, default_value_t = 0)]
+    ttft_ms: u64,
+    /// Deltas per second after the first (one delta stands for one token); 0 streams at once.
+    #[arg(long, default_value_t = 0)]
+    tokens_per_s: u64,
+}
+
+impl Args {
+    fn stream_options(&self) -> StreamOptions {
+        StreamOptions {
+            ttft: Duration::from_millis(self.ttft_ms),
+            per_delta: match self.tokens_per_s {
+                0 => Duration::ZERO,
+                rate => Duration::from_secs(1) / u32::try_from(rate).unwrap_or(u32::MAX),
+            },
+            stamp: self.stamp,
+        }
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -39,13 +68,20 @@ fn main() -> std::process::ExitCode {
         eprintln!(
             "unknown policy '{}'; one of: {}",
             args.policy,
-            POLICY_NAMES.join(", ")
+            POLICY_NAMES
+                .iter()
+                .chain(BENCH_POLICY_NAMES)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         return std::process::ExitCode::from(2);
     };
     let server = match MockServer::builder()
         .port(args.port)
         .log_to_stderr(!args.quiet)
+        .capture(!args.no_capture)
+        .stream_options(args.stream_options())
         .policy(policy)
     {
         Ok(server) => server,

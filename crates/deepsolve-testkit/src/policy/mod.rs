@@ -7,6 +7,7 @@
 //! request (`tool_choice: "none"`) with a final text and a tool-less sub-call with a
 //! derivation ending in `Answer: …`, unless its docs say otherwise.
 
+mod bench;
 mod markup;
 mod misbehave;
 pub(crate) mod moves;
@@ -16,6 +17,7 @@ mod wrappers;
 
 use std::sync::Arc;
 
+pub use bench::{CODE_NARRATION, FIRST_CODE, FirstCodeCall};
 pub use markup::{NoNativeTools, ReasoningModel, THINK_MARKER, TagsMode, VendorMarkup};
 pub use misbehave::{
     AnswerWithOpenSteps, IdenticalLoop, MalformedArgs, NeverEnding, OutOfOrderFinisher,
@@ -132,6 +134,10 @@ pub const POLICY_NAMES: &[&str] = &[
     "vendor-kimi",
 ];
 
+/// Policies [`by_name`] also knows that exist for benchmarks, not for the engine's behaviour
+/// tests (which replay every one of [`POLICY_NAMES`]).
+pub const BENCH_POLICY_NAMES: &[&str] = &["first-code-call"];
+
 /// A policy by its kebab-case name, solving `steps` steps with `work_tool` where the
 /// behaviour has a well-behaved part. `None` for an unknown name.
 pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Box<dyn Policy>> {
@@ -168,6 +174,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "vendor-hermes" => Box::new(vendor(base, MarkupStyle::Hermes)),
         "vendor-dsml" => Box::new(vendor(base, MarkupStyle::DeepSeekDsml)),
         "vendor-kimi" => Box::new(vendor(base, MarkupStyle::KimiK2)),
+        "first-code-call" => Box::new(FirstCodeCall::default()),
         _ => return None,
     };
     Some(policy)
@@ -190,7 +197,7 @@ mod tests {
 
     #[test]
     fn every_listed_name_resolves() {
-        for name in POLICY_NAMES {
+        for name in POLICY_NAMES.iter().chain(BENCH_POLICY_NAMES) {
             assert!(by_name(name, 2, None).is_some(), "{name}");
         }
         assert!(by_name("nope", 2, None).is_none());
