@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// Usage reported by the reply constructors: fixed, so token accounting is assertable.
+/// Usage reported by the reply constructors: fixed, so token accounting is assertable (a
+/// reply larger than the fixed completion count reports its own size instead: see
+/// [`Turn::reported_usage`]).
 pub const DEFAULT_USAGE: (u64, u64) = (100, 20);
 
 /// How a [`Turn`] is cut into stream deltas. Real providers differ here (R10), so the engine's
@@ -120,6 +122,19 @@ impl Turn {
     pub fn with_style(mut self, style: DeltaStyle) -> Self {
         self.style = style;
         self
+    }
+
+    /// The `(prompt_tokens, completion_tokens)` the mock reports for this turn: `usage`, with
+    /// the completion count raised to the reply's own size (~4 characters a token) when that is
+    /// larger. The engine projects the next request from reported usage, so a mock that said
+    /// "20 tokens" for a 3 MB reply would hide it from the context limits, which no provider
+    /// does.
+    pub fn reported_usage(&self) -> Option<(u64, u64)> {
+        let (prompt, completion) = self.usage?;
+        let chars = self.text.as_deref().map_or(0, str::len)
+            + self.reasoning.as_deref().map_or(0, str::len)
+            + self.tool_calls.iter().map(|(_, a)| a.len()).sum::<usize>();
+        Some((prompt, completion.max((chars as u64).div_ceil(4))))
     }
 
     /// True when the turn shows nothing to the user: no text and no tool call.
@@ -330,5 +345,13 @@ mod tests {
             Reply::CutBeforeOutput.map_turn(|t| t),
             Reply::CutBeforeOutput
         );
+    }
+
+    #[test]
+    fn a_reply_larger_than_the_fixed_count_reports_its_own_size() {
+        assert_eq!(Turn::text("4").reported_usage(), Some(DEFAULT_USAGE));
+        let large = Turn::text("x".repeat(4000)).with_reasoning("y".repeat(400));
+        assert_eq!(large.reported_usage(), Some((DEFAULT_USAGE.0, 1100)));
+        assert_eq!(Turn::text("4").with_usage(None).reported_usage(), None);
     }
 }

@@ -292,7 +292,7 @@ impl ScriptedModel {
                 arguments: arguments.clone(),
             })
             .collect();
-        let usage = match turn.usage {
+        let usage = match turn.reported_usage() {
             Some((prompt_tokens, completion_tokens)) => Usage {
                 prompt_tokens,
                 completion_tokens,

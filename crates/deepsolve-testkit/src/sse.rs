@@ -224,7 +224,7 @@ impl ChunkIter {
     }
 
     fn usage_chunk(&self) -> Option<Value> {
-        let (prompt, completion) = self.turn.usage?;
+        let (prompt, completion) = self.turn.reported_usage()?;
         Some(json!({
             "id": self.meta.completion_id,
             "object": "chat.completion.chunk",
@@ -338,7 +338,7 @@ pub fn completion_json(turn: &Turn, meta: &StreamMeta) -> Value {
         "model": meta.model,
         "choices": [{"index": 0, "message": message, "finish_reason": turn.finish_reason}],
     });
-    if let Some((prompt, completion)) = turn.usage {
+    if let Some((prompt, completion)) = turn.reported_usage() {
         body["usage"] = usage_json(prompt, completion);
     }
     body
@@ -542,7 +542,7 @@ mod tests {
                 ),
             ],
             finish_reason: "tool_calls".into(),
-            usage: Some((123, 45)),
+            usage: Some((123, 450)),
             style: DeltaStyle::default(),
         }
     }
@@ -620,7 +620,7 @@ mod tests {
         let cs = chunks(&sample(), &meta());
         let last = cs.last().unwrap();
         assert_eq!(last["choices"], json!([]));
-        assert_eq!(last["usage"]["total_tokens"], 168);
+        assert_eq!(last["usage"]["total_tokens"], 573);
         let finish = &cs[cs.len() - 2];
         assert_eq!(finish["choices"][0]["finish_reason"], "tool_calls");
         let no_usage = chunks(&sample().with_usage(None), &meta());
