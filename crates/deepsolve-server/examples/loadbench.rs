@@ -12,6 +12,9 @@
 //! round waits `--ttft-ms`, then streams `--think-tokens` reasoning tokens and then the
 //! scripted reply at `--tokens-per-s`. Every synthetic token carries its emission time, so a
 //! client measures event latency as model delta → SSE client, across processes on one clock.
+//! Before the loads, `--probes` turns are started one at a time on a fresh server, each timed
+//! from its POST to its first SSE event; after each load the server's RSS is read again
+//! `--settle-s` seconds later, to show what memory it gave back.
 
 // A measuring harness: a failed setup step should stop it loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
