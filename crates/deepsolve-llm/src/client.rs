@@ -60,6 +60,9 @@ impl OpenAiClient {
         config.max_attempts = config.max_attempts.max(1);
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
+            // reqwest's default, said here because the request is small writes (head, body)
+            // whose reply we wait for: with Nagle on, each could wait for a delayed ACK.
+            .tcp_nodelay(true)
             .no_proxy()
             .build()
             .map_err(|e| ClientError::Http {

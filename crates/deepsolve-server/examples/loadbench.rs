@@ -12,6 +12,9 @@
 //! round waits `--ttft-ms`, then streams `--think-tokens` reasoning tokens and then the
 //! scripted reply at `--tokens-per-s`. Every synthetic token carries its emission time, so a
 //! client measures event latency as model delta → SSE client, across processes on one clock.
+//! Before the loads, `--probes` turns are started one at a time on a fresh server, each timed
+//! from its POST to its first SSE event; after each load the server's RSS is read again
+//! `--settle-s` seconds later, to show what memory it gave back.
 
 // A measuring harness: a failed setup step should stop it loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -37,6 +40,10 @@ struct Opts {
     tokens_per_s: u64,
     think_tokens: usize,
     database: Option<String>,
+    /// How long to wait after a load before reading the server's RSS again.
+    settle_s: u64,
+    /// Turns started one at a time, each timed from its POST to its first SSE event.
+    probes: usize,
 }
 
 impl Default for Opts {
@@ -48,6 +55,8 @@ impl Default for Opts {
             tokens_per_s: 20,
             think_tokens: 20,
             database: None,
+            settle_s: 60,
+            probes: 20,
         }
     }
 }
@@ -72,6 +81,8 @@ fn parse(args: &[String]) -> Result<(bool, Opts), String> {
             "--tokens-per-s" => opts.tokens_per_s = num(val()?)?.max(1),
             "--think-tokens" => opts.think_tokens = num(val()?)? as usize,
             "--database" => opts.database = Some(val()?),
+            "--settle-s" => opts.settle_s = num(val()?)?,
+            "--probes" => opts.probes = num(val()?)? as usize,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -321,6 +332,65 @@ async fn one_turn(http: reqwest::Client, base: String, i: usize) -> ClientResult
     out
 }
 
+/// Start one turn and time its POST to the first event its SSE stream delivers (then let
+/// the stream go: the turn runs on in the server, on its timers).
+async fn first_event_after_post(http: &reqwest::Client, base: &str, i: usize) -> Option<u64> {
+    let started = Instant::now();
+    let created = http
+        .post(format!("{base}/api/v1/turns"))
+        .json(&json!({"problem": format!("probe problem {i}")}))
+        .send()
+        .await
+        .ok()?;
+    let turn = created.json::<Value>().await.ok()?["turn_id"]
+        .as_str()?
+        .to_string();
+    let resp = http
+        .get(format!("{base}/api/v1/turns/{turn}/events"))
+        .send()
+        .await
+        .ok()?;
+    let mut stream = resp.bytes_stream();
+    let mut buf = Vec::new();
+    while let Some(Ok(chunk)) = stream.next().await {
+        buf.extend_from_slice(&chunk);
+        if buf.windows(2).any(|w| w == b"\n\n") {
+            return Some(started.elapsed().as_micros() as u64);
+        }
+    }
+    None
+}
+
+/// POST → first SSE event, one turn at a time, on a fresh server.
+async fn probe_first_events(opts: &Opts, child_args: &[String]) {
+    if opts.probes == 0 {
+        return;
+    }
+    let server = start_child(child_args);
+    let base = format!("http://{}", server.addr);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let http = reqwest::Client::new();
+    let mut times = Vec::new();
+    for i in 0..opts.probes {
+        if let Some(us) = first_event_after_post(&http, &base, i).await {
+            times.push(us);
+        }
+    }
+    times.sort_unstable();
+    println!("| turns, one at a time | POST → first SSE event p50 | p99 | max | failed |");
+    println!("|---|---|---|---|---|");
+    println!(
+        "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {} |",
+        opts.probes,
+        percentile(&times, 0.50),
+        percentile(&times, 0.99),
+        percentile(&times, 1.0),
+        opts.probes - times.len()
+    );
+    println!();
+    drop(server);
+}
+
 fn percentile(sorted: &[u64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -340,10 +410,12 @@ async fn drive(opts: Opts, args: &[String]) {
         opts.steps + 2
     );
     println!();
+    probe_first_events(&opts, &child_args).await;
     println!(
-        "| concurrent turns | wall time | events | events/s | memory per active turn | server peak RSS | event latency p50 | p99 | server CPU | client CPU | errors |"
+        "| concurrent turns | wall time | events | events/s | memory per active turn | server idle RSS | peak RSS | RSS {}s after | event latency p50 | p99 | server CPU | CPU per event | client CPU | errors |",
+        opts.settle_s
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &n in &opts.turns {
         let server = start_child(&child_args);
         let pid = server.child.id();
@@ -399,13 +471,20 @@ async fn drive(opts: Opts, args: &[String]) {
         let peak_rss = peak.load(std::sync::atomic::Ordering::Relaxed);
         latencies.sort_unstable();
         let per_turn_kib = peak_rss.saturating_sub(idle_rss) as f64 / n as f64;
+        drop(http);
+        tokio::time::sleep(Duration::from_secs(opts.settle_s)).await;
+        let (settled_rss, _) = proc_stats(pid);
+        let server_cpu_s = cpu_after - cpu_before;
         println!(
-            "| {n} | {wall:.1} s | {events} | {:.0} | {per_turn_kib:.0} KiB | {:.0} MiB | {:.2} ms | {:.2} ms | {:.0} % | {:.0} % | {errors} |",
+            "| {n} | {wall:.1} s | {events} | {:.0} | {per_turn_kib:.0} KiB | {:.0} MiB | {:.0} MiB | {:.0} MiB | {:.2} ms | {:.2} ms | {:.0} % | {:.1} µs | {:.0} % | {errors} |",
             events as f64 / wall,
+            idle_rss as f64 / 1024.0,
             peak_rss as f64 / 1024.0,
+            settled_rss as f64 / 1024.0,
             percentile(&latencies, 0.50),
             percentile(&latencies, 0.99),
-            (cpu_after - cpu_before) / wall * 100.0,
+            server_cpu_s / wall * 100.0,
+            server_cpu_s * 1e6 / events.max(1) as f64,
             (client_cpu_after - client_cpu_before) / wall * 100.0,
         );
         if let Some(e) = first_error {

@@ -16,6 +16,7 @@ pub mod error;
 pub mod extract;
 pub mod gc;
 mod listener;
+mod memory;
 pub mod metrics;
 pub mod openai;
 pub mod openapi;
@@ -166,6 +167,7 @@ pub async fn serve(
         check_bind(local, state.auth)?;
     }
     let app = router(state.clone());
+    memory::spawn_trimmer(&state);
     let stopping = state.clone();
     listener::serve_connections(listener, app, state.config.limits, async move {
         shutdown.await;

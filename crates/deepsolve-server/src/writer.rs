@@ -222,7 +222,7 @@ struct Ending {
 
 async fn run(store: Store, mut rx: Inbox) {
     let mut inbox = Vec::with_capacity(BATCH);
-    let mut pending: Vec<StoredEvent> = Vec::with_capacity(BATCH);
+    let mut pending: Vec<Arc<StoredEvent>> = Vec::with_capacity(BATCH);
     let mut endings: Vec<Ending> = Vec::new();
     let mut conn = Conn::default();
     while rx.recv_many(&mut inbox, BATCH).await > 0 {
@@ -234,7 +234,9 @@ async fn run(store: Store, mut rx: Inbox) {
                         // The event itself is not needed any more once encoded.
                         drop(event);
                         pending_bytes += stored.data.len();
-                        pending.push(stored);
+                        // Shared from here on: the store writes it, and the hub hands this
+                        // very allocation to every live reader of the turn.
+                        pending.push(Arc::new(stored));
                         if pending_bytes >= BATCH_BYTES {
                             flush(&store, &mut conn, &mut pending).await;
                             pending_bytes = 0;
@@ -279,7 +281,11 @@ impl Conn {
         })
     }
 
-    async fn append(&mut self, store: &Store, events: &[StoredEvent]) -> Result<(), StoreError> {
+    async fn append(
+        &mut self,
+        store: &Store,
+        events: &[Arc<StoredEvent>],
+    ) -> Result<(), StoreError> {
         let result = store.append_events_on(self.get(store).await?, events).await;
         self.forget_if_failed(result)
     }
@@ -287,7 +293,7 @@ impl Conn {
     async fn append_and_finish(
         &mut self,
         store: &Store,
-        events: &[StoredEvent],
+        events: &[Arc<StoredEvent>],
         ends: &[(&str, &TurnFinish)],
     ) -> Result<(), StoreError> {
         let result = store
@@ -311,7 +317,7 @@ impl Conn {
 async fn write_with_ends(
     store: &Store,
     conn: &mut Conn,
-    pending: &mut Vec<StoredEvent>,
+    pending: &mut Vec<Arc<StoredEvent>>,
     endings: &[Ending],
 ) {
     let ends: Vec<(&str, &TurnFinish)> = endings
@@ -345,7 +351,7 @@ async fn finish_turn(store: &Store, turn_id: &str, finish: &TurnFinish) {
 
 /// Write the batch, retrying transient failures. A batch that keeps failing is split by turn
 /// so one bad turn (say, deleted meanwhile) cannot take the others' events down with it.
-async fn flush(store: &Store, conn: &mut Conn, pending: &mut Vec<StoredEvent>) {
+async fn flush(store: &Store, conn: &mut Conn, pending: &mut Vec<Arc<StoredEvent>>) {
     if pending.is_empty() {
         return;
     }
@@ -361,7 +367,7 @@ async fn flush(store: &Store, conn: &mut Conn, pending: &mut Vec<StoredEvent>) {
             }
         }
     }
-    let mut by_turn: HashMap<String, Vec<StoredEvent>> = HashMap::new();
+    let mut by_turn: HashMap<String, Vec<Arc<StoredEvent>>> = HashMap::new();
     for e in pending.drain(..) {
         by_turn.entry(e.turn_id.clone()).or_default().push(e);
     }

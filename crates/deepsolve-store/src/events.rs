@@ -5,7 +5,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Connection, Row};
 
 use crate::error::StoreError;
-use crate::model::StoredEvent;
+use crate::model::{AppendEvent, StoredEvent};
 use crate::{Backend, Store, to_i64, to_u64};
 
 /// The PostgreSQL channel that announces appends to other replicas.
@@ -25,7 +25,7 @@ impl Store {
     /// Append events (of one or many turns) in one transaction, then deliver them to this
     /// process's live readers. On PostgreSQL the same transaction NOTIFYs other replicas once
     /// per turn. A duplicate `(turn_id, seq)` is an error: the log never rewrites history.
-    pub async fn append_events(&self, events: &[StoredEvent]) -> Result<(), StoreError> {
+    pub async fn append_events<E: AppendEvent>(&self, events: &[E]) -> Result<(), StoreError> {
         if events.is_empty() {
             return Ok(());
         }
@@ -44,17 +44,21 @@ impl Store {
             // from the pool would wait for the busy shared runtime to poll its socket.
             Backend::Postgres => Ok(AnyConnection::connect(self.url()).await?),
             // SQLite connections run on worker threads of their own; the pool's come with
-            // the per-connection pragmas.
-            Backend::Sqlite => Ok(self.pool().acquire().await?.detach()),
+            // the per-connection pragmas, and the appender's gets a larger page cache.
+            Backend::Sqlite => {
+                let mut conn = self.pool().acquire().await?.detach();
+                sqlx::Executor::execute(&mut conn, crate::APPENDER_CACHE).await?;
+                Ok(conn)
+            }
         }
     }
 
     /// [`Store::append_events`] on a connection from [`Store::writer_connection`]. After an
     /// error the connection may be broken: open another one.
-    pub async fn append_events_on(
+    pub async fn append_events_on<E: AppendEvent>(
         &self,
         conn: &mut AnyConnection,
-        events: &[StoredEvent],
+        events: &[E],
     ) -> Result<(), StoreError> {
         if events.is_empty() {
             return Ok(());
@@ -64,10 +68,10 @@ impl Store {
     }
 
     /// The append itself; the caller holds the write gate.
-    async fn append_locked(
+    async fn append_locked<E: AppendEvent>(
         &self,
         conn: &mut AnyConnection,
-        events: &[StoredEvent],
+        events: &[E],
     ) -> Result<(), StoreError> {
         let mut tx = conn.begin().await?;
         self.insert_events(&mut tx, events).await?;
@@ -77,10 +81,10 @@ impl Store {
     }
 
     /// The rows of `events` in `tx` (and, on PostgreSQL, one NOTIFY per turn).
-    pub(crate) async fn insert_events(
+    pub(crate) async fn insert_events<E: AppendEvent>(
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-        events: &[StoredEvent],
+        events: &[E],
     ) -> Result<(), StoreError> {
         // Multi-row INSERTs: one statement per row costs a round trip to the database each,
         // which caps a busy server at a few thousand events per second.
@@ -90,6 +94,7 @@ impl Store {
             let (chunk, tail) = rest.split_at(rows);
             let mut query = sqlx::query(insert_sql(self.backend(), rows));
             for e in chunk {
+                let e = e.event();
                 query = query
                     .bind(&e.turn_id)
                     .bind(to_i64(e.seq))
@@ -101,7 +106,7 @@ impl Store {
             rest = tail;
         }
         if self.backend() == Backend::Postgres {
-            let payloads: Vec<String> = last_seq_per_turn(events)
+            let payloads: Vec<String> = last_seq_per_turn(events.iter().map(AppendEvent::event))
                 .into_iter()
                 .map(|(turn_id, seq)| self.notify_payload(turn_id, &seq.to_string()))
                 .collect();
@@ -242,7 +247,7 @@ fn insert_statement(rows: usize, numbered: bool) -> String {
 
 /// `(turn_id, highest seq)` for each turn in a batch, in first-seen order. (Indexed: a batch
 /// under load holds a thousand turns, and a linear search per event was quadratic.)
-fn last_seq_per_turn(events: &[StoredEvent]) -> Vec<(&str, u64)> {
+fn last_seq_per_turn<'e>(events: impl Iterator<Item = &'e StoredEvent>) -> Vec<(&'e str, u64)> {
     let mut out: Vec<(&str, u64)> = Vec::new();
     let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for e in events {
@@ -335,7 +340,7 @@ mod tests {
         };
         let batch = [e("b", 3), e("a", 7), e("b", 4), e("a", 8), e("c", 0)];
         assert_eq!(
-            last_seq_per_turn(&batch),
+            last_seq_per_turn(batch.iter()),
             vec![("b", 4), ("a", 8), ("c", 0)]
         );
     }

@@ -10,10 +10,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::broadcast;
 
-use crate::model::StoredEvent;
+use crate::model::{AppendEvent, StoredEvent};
 
-/// Messages per turn a slow reader may fall behind before it must re-read the log.
-const CAPACITY: usize = 1024;
+/// Messages per turn a slow reader may fall behind before it must re-read the log. The ring
+/// is allocated whole when a turn's first reader attaches (about 40 bytes a slot), so it is
+/// sized for the backlog a live reader really has — the events of a few writer batches —
+/// not for a whole turn: a reader further behind loses nothing, it reads the log instead.
+const CAPACITY: usize = 128;
 
 /// What a subscriber receives.
 #[derive(Debug, Clone)]
@@ -54,14 +57,14 @@ impl Hub {
     }
 
     /// Deliver a batch of committed events under one lock (the writer's hot path).
-    pub fn publish_events(&self, events: &[StoredEvent]) {
+    pub fn publish_events<E: AppendEvent>(&self, events: &[E]) {
         let turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
         if turns.is_empty() {
             return;
         }
         for e in events {
-            if let Some(tx) = turns.get(&e.turn_id) {
-                let _ = tx.send(HubMsg::Event(Arc::new(e.clone())));
+            if let Some(tx) = turns.get(&e.event().turn_id) {
+                let _ = tx.send(HubMsg::Event(e.shared()));
             }
         }
     }

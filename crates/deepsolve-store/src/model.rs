@@ -1,5 +1,7 @@
 //! The records the store reads and writes.
 
+use std::sync::Arc;
+
 use deepsolve_protocol::{SolveRecord, StopReason, StoredTurnSpec, TurnEvent, Usage};
 use serde::{Deserialize, Serialize};
 
@@ -134,6 +136,34 @@ impl StoredEvent {
 
     pub fn is_turn_finished(&self) -> bool {
         self.kind == "turn_finished"
+    }
+}
+
+/// An event the store can append and then hand to live readers: an owned one is copied once
+/// into an allocation the readers share; a shared one (the event writer's) is handed on as it
+/// is, so a busy server encodes each event once and never copies it per reader.
+pub trait AppendEvent: Sync {
+    fn event(&self) -> &StoredEvent;
+    fn shared(&self) -> Arc<StoredEvent>;
+}
+
+impl AppendEvent for StoredEvent {
+    fn event(&self) -> &StoredEvent {
+        self
+    }
+
+    fn shared(&self) -> Arc<StoredEvent> {
+        Arc::new(self.clone())
+    }
+}
+
+impl AppendEvent for Arc<StoredEvent> {
+    fn event(&self) -> &StoredEvent {
+        self
+    }
+
+    fn shared(&self) -> Arc<StoredEvent> {
+        self.clone()
     }
 }
 

@@ -8,7 +8,7 @@ use sqlx::{AnyConnection, Connection, Row};
 
 use crate::error::StoreError;
 use crate::events::notify_all;
-use crate::model::{NewTurn, StoredEvent, TurnFinish, TurnRecord, TurnStatus};
+use crate::model::{NewTurn, TurnFinish, TurnRecord, TurnStatus};
 use crate::{Backend, Store, now_ms, to_i64, to_u64};
 
 /// The `UPDATE` that records a turn's end (only a running turn's).
@@ -206,10 +206,10 @@ impl Store {
     /// sees a turn's `turn_finished` and then asks for the turn finds it finished, on any
     /// replica, never still `running`. The ends take the event appends' lane through the write
     /// gate. Then the events go to this process's live readers and the ends' readers are poked.
-    pub async fn append_and_finish_on(
+    pub async fn append_and_finish_on<E: crate::AppendEvent>(
         &self,
         conn: &mut AnyConnection,
-        events: &[StoredEvent],
+        events: &[E],
         ends: &[(&str, &TurnFinish)],
     ) -> Result<(), StoreError> {
         let now = now_ms();

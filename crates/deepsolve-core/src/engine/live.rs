@@ -134,6 +134,36 @@ mod tests {
     }
 
     #[test]
+    fn after_a_fast_burst_a_delta_that_comes_after_a_quiet_window_goes_out_at_once() {
+        let sink = VecSink::default();
+        let emit = Emitter::new("t", 0, &sink);
+        let mut live = LiveOutput::new(&emit);
+        let start = Instant::now();
+        let ms = Duration::from_millis(1);
+        live.push(Piece::Text("a".into()), start);
+        live.push(Piece::Text("b".into()), start + ms);
+        assert!(live.is_holding());
+        live.flush(start + WINDOW);
+        // Quiet for a window since the last event: no waiting, whatever came before.
+        live.push(Piece::Text("c".into()), start + WINDOW * 2 + ms);
+        assert!(!live.is_holding());
+        // A stream slower than the window is never held, however long it goes on.
+        for i in 3..10u32 {
+            live.push(
+                Piece::Text(format!("{i}")),
+                start + WINDOW * (i + 1) + ms * i,
+            );
+            assert!(!live.is_holding());
+        }
+        assert_eq!(
+            texts(&sink),
+            [
+                "t:a", "t:b", "t:c", "t:3", "t:4", "t:5", "t:6", "t:7", "t:8", "t:9"
+            ]
+        );
+    }
+
+    #[test]
     fn held_text_goes_out_once_it_is_large() {
         let sink = VecSink::default();
         let emit = Emitter::new("t", 0, &sink);

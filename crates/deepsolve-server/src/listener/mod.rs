@@ -74,10 +74,10 @@ pub(crate) async fn serve_connections(
     loop {
         let accepted = tokio::select! {
             () = &mut shutdown => break,
-            accepted = listener.accept() => accepted,
+            accepted = accept(&listener) => accepted,
         };
         let stream = match accepted {
-            Ok((stream, _peer)) => stream,
+            Ok(stream) => stream,
             Err(error) => {
                 if pause_after(&error) {
                     tokio::select! {
@@ -115,6 +115,22 @@ pub(crate) async fn serve_connections(
     drop(listener);
     // Every connection holds a slot until it closes: all slots back means all closed.
     let _all_closed = slots.acquire_many(max_connections).await;
+}
+
+/// The next connection, with Nagle's algorithm off (see [`without_nagle`]).
+async fn accept(listener: &TcpListener) -> std::io::Result<TcpStream> {
+    let (stream, _peer) = listener.accept().await?;
+    Ok(without_nagle(stream))
+}
+
+/// The connection with Nagle's algorithm off. Responses go out in several small writes (the
+/// head, then each SSE event); with Nagle on, a write waits for the ACK of the one before,
+/// which the client's delayed ACK holds back for up to 40 ms.
+fn without_nagle(stream: TcpStream) -> TcpStream {
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%error, "TCP_NODELAY not set on an accepted connection");
+    }
+    stream
 }
 
 /// After an accept error other than a vanished client (e.g. out of file descriptors), wait
@@ -276,6 +292,18 @@ mod tests {
         client.read_exact(&mut status).await.expect("a response");
         assert_eq!(&status, b"HTTP/1.1 200");
         (client, served)
+    }
+
+    #[tokio::test]
+    async fn accepted_connections_have_nagle_off() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let client = tokio::spawn(TcpStream::connect(addr));
+        let accepted = accept(&listener).await.expect("accepted");
+        assert!(accepted.nodelay().expect("TCP_NODELAY readable"));
+        let client = client.await.expect("joined").expect("connected");
+        // The default, for contrast: the option is off unless someone sets it.
+        assert!(!client.nodelay().expect("TCP_NODELAY readable"));
     }
 
     #[tokio::test]

@@ -10,3 +10,4 @@ mod openai_facade;
 mod openapi;
 mod support;
 mod tools;
+mod writer;
