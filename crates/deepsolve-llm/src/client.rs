@@ -53,6 +53,9 @@ enum Flow {
     Done,
 }
 
+/// How long a connection to the model server stays pooled without a request.
+const POOL_IDLE: Duration = Duration::from_secs(15);
+
 impl OpenAiClient {
     /// Validates `config` (the base URL must be http or https) and builds the HTTP client.
     pub fn new(mut config: ClientConfig) -> Result<Self, ClientError> {
@@ -63,6 +66,11 @@ impl OpenAiClient {
             // reqwest's default, said here because the request is small writes (head, body)
             // whose reply we wait for: with Nagle on, each could wait for a delayed ACK.
             .tcp_nodelay(true)
+            // Each idle connection keeps its buffers (tens of KiB): after a load of a thousand
+            // turns they would hold the server's memory for reqwest's default 90 s. Under
+            // load a connection is reused within milliseconds, so a short idle life costs
+            // nothing; after it, the server's memory is returned (see the server's trimmer).
+            .pool_idle_timeout(POOL_IDLE)
             .no_proxy()
             .build()
             .map_err(|e| ClientError::Http {
