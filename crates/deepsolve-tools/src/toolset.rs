@@ -315,12 +315,7 @@ impl fmt::Display for DisabledError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut parts = Vec::new();
         if !self.unknown.is_empty() {
-            parts.push(format!(
-                "unknown {} {} (known: {})",
-                plural("tool", self.unknown.len()),
-                quoted(&self.unknown),
-                or_none(&self.known)
-            ));
+            parts.push(unknown_tools(&self.unknown, &self.known));
         }
         if !self.solve.is_empty() {
             parts.push(format!(
@@ -350,12 +345,7 @@ impl fmt::Display for ToolRequestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut parts = Vec::new();
         if !self.unknown.is_empty() {
-            parts.push(format!(
-                "unknown {} {} (known: {})",
-                plural("tool", self.unknown.len()),
-                quoted(&self.unknown),
-                or_none(&self.known)
-            ));
+            parts.push(unknown_tools(&self.unknown, &self.known));
         }
         for (name, why) in &self.unavailable {
             parts.push(format!(
@@ -365,6 +355,16 @@ impl fmt::Display for ToolRequestError {
         }
         f.write_str(&parts.join("; "))
     }
+}
+
+/// "unknown tool(s) 'x', 'y' (known: …)": the one wording of names no catalog entry has.
+fn unknown_tools(unknown: &[String], known: &[String]) -> String {
+    format!(
+        "unknown {} {} (known: {})",
+        plural("tool", unknown.len()),
+        quoted(unknown),
+        or_none(known)
+    )
 }
 
 fn plural(word: &str, n: usize) -> String {
