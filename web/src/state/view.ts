@@ -253,9 +253,11 @@ function appendText(s: TurnState, kind: "narration" | "reasoning", text: string)
   });
 }
 
+/** A turn-wide notice, also shown in the current step's work when a step is current. */
 function notice(s: TurnState, level: NoticeLevel, text: string): TurnState {
   const withNotice = { ...s, notices: [...s.notices, { level, text }] };
-  return targetStepIndex(s) >= 0 ? pushItem(withNotice, { kind: "notice", level, text }) : withNotice;
+  const current = s.plan?.steps.some((st) => st.status === "current") ?? false;
+  return current ? pushItem(withNotice, { kind: "notice", level, text }) : withNotice;
 }
 
 /** Replace the card with `callId` wherever it is (searching the newest work first). */
