@@ -12,6 +12,7 @@ mod markup;
 mod misbehave;
 pub(crate) mod moves;
 mod script;
+mod showcase;
 mod solver;
 mod wrappers;
 
@@ -25,6 +26,9 @@ pub use misbehave::{
 };
 pub use moves::{MALFORMED_PLAN_ARGS, summary_for, work_args};
 pub use script::Script;
+pub use showcase::{
+    HOSTILE_MARKUP, SHOWCASE_CODE, SHOWCASE_PROBLEM, SHOWCASE_ROOTS_LINE, Showcase, ShowcaseVariant,
+};
 pub use solver::WellBehaved;
 pub use wrappers::{CutBeforeOutput, FlakyStatus, NoIndexDeltas, RepeatedIdName, WithStyle};
 
@@ -134,9 +138,15 @@ pub const POLICY_NAMES: &[&str] = &[
     "vendor-kimi",
 ];
 
-/// Policies [`by_name`] also knows that exist for benchmarks, not for the engine's behaviour
-/// tests (which replay every one of [`POLICY_NAMES`]).
-pub const BENCH_POLICY_NAMES: &[&str] = &["first-code-call"];
+/// Policies [`by_name`] also knows that exist for benchmarks and the web UI's browser tests,
+/// not for the engine's behaviour tests (which replay every one of [`POLICY_NAMES`] and pin
+/// their requests byte for byte).
+pub const BENCH_POLICY_NAMES: &[&str] = &[
+    "first-code-call",
+    "showcase",
+    "showcase-hostile",
+    "showcase-long",
+];
 
 /// A policy by its kebab-case name, solving `steps` steps with `work_tool` where the
 /// behaviour has a well-behaved part. `None` for an unknown name.
@@ -175,6 +185,9 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "vendor-dsml" => Box::new(vendor(base, MarkupStyle::DeepSeekDsml)),
         "vendor-kimi" => Box::new(vendor(base, MarkupStyle::KimiK2)),
         "first-code-call" => Box::new(FirstCodeCall::default()),
+        "showcase" => Box::new(Showcase::new(ShowcaseVariant::Plain)),
+        "showcase-hostile" => Box::new(Showcase::new(ShowcaseVariant::Hostile)),
+        "showcase-long" => Box::new(Showcase::new(ShowcaseVariant::Long)),
         _ => return None,
     };
     Some(policy)

@@ -481,3 +481,57 @@ async fn scripted_model_checks_invariants_unless_lean() {
     assert!(lean.violations().is_empty() && lean.requests().is_empty());
     assert_eq!(lean.call_count(), 1);
 }
+
+#[tokio::test]
+async fn the_showcase_plans_three_steps_works_them_and_answers_in_markdown() {
+    use deepsolve_testkit::policy::{Showcase, ShowcaseVariant};
+    for (work_tools, rounds) in [
+        (vec!["reason", "code_execution"], 7),
+        (vec!["code_execution"], 6),
+        (vec![], 5),
+    ] {
+        for fold in FOLD_STYLES {
+            let cfg = SimConfig {
+                fold,
+                work_tools: work_tools.clone(),
+                ..SimConfig::default()
+            };
+            let (out, model) = play(Showcase::new(ShowcaseVariant::Plain), cfg).await;
+            model.assert_clean();
+            assert_eq!(out.stop, Stop::Answered, "{work_tools:?} {out:#?}");
+            assert_eq!(out.rounds, rounds, "{work_tools:?}");
+            assert_eq!(out.done_steps(), 3);
+            let goals: Vec<&str> = out.record.steps.iter().map(|s| s.goal.as_str()).collect();
+            assert_eq!(goals, Showcase::new(ShowcaseVariant::Plain).goals());
+            for step in &out.record.steps {
+                assert!(
+                    step.summary.as_deref().unwrap().contains('$'),
+                    "LaTeX in {step:?}"
+                );
+            }
+            assert!(out.answer.contains("$$x^2-5x+6=(x-2)(x-3)$$"));
+            assert_eq!(
+                out.results_of("code_execution").len(),
+                usize::from(work_tools.contains(&"code_execution"))
+            );
+            if work_tools.contains(&"reason") {
+                assert!(out.results_of("reason")[0].contains("Answer: $(x-2)(x-3)$"));
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_hostile_and_long_showcases_end_like_the_plain_one() {
+    use deepsolve_testkit::policy::{HOSTILE_MARKUP, Showcase, ShowcaseVariant};
+    for variant in [ShowcaseVariant::Hostile, ShowcaseVariant::Long] {
+        let (out, model) = play(Showcase::new(variant), SimConfig::default()).await;
+        model.assert_clean();
+        assert_eq!(out.stop, Stop::Answered, "{variant:?}");
+        assert_eq!(out.done_steps(), 3);
+        assert_eq!(
+            out.answer.contains(HOSTILE_MARKUP),
+            variant == ShowcaseVariant::Hostile
+        );
+    }
+}
