@@ -1,8 +1,7 @@
 import { render } from "preact";
-
-function App() {
-  return <main>deepsolve</main>;
-}
+import "./styles.css";
+import "./theme";
+import { App } from "./App";
 
 const root = document.getElementById("app");
 if (root) render(<App />, root);

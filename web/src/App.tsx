@@ -1,0 +1,74 @@
+// The shell: language, theme, who is signed in, and which page the address names.
+import { useEffect, useMemo } from "preact/hooks";
+import { auth, goToLogin, loadAuth, needsLogin } from "./auth";
+import { Header } from "./components/Header";
+import { ErrorMessage } from "./components/ErrorMessage";
+import { I18n, lang, translator, useI18n } from "./i18n";
+import { HistoryPage } from "./pages/History";
+import { LoginPage } from "./pages/Login";
+import { MissingPage } from "./pages/Missing";
+import { SessionPage } from "./pages/Session";
+import { SettingsPage } from "./pages/Settings";
+import { SolvePage } from "./pages/Solve";
+import { navigate, useRoute, type Route } from "./router";
+import { useStore } from "./store";
+
+export function App() {
+  const current = useStore(lang);
+  const i18n = useMemo(() => ({ lang: current, t: translator(current) }), [current]);
+  return (
+    <I18n.Provider value={i18n}>
+      <Shell />
+    </I18n.Provider>
+  );
+}
+
+function Shell() {
+  const { t } = useI18n();
+  const state = useStore(auth);
+  const route = useRoute();
+
+  useEffect(() => {
+    void loadAuth();
+  }, []);
+
+  useEffect(() => {
+    if (needsLogin(state) && route.page !== "login") goToLogin();
+    const loginNotNeeded = state.status === "ready" && !needsLogin(state);
+    if (loginNotNeeded && route.page === "login") navigate("/", { replace: true });
+  }, [state, route.page]);
+
+  return (
+    <>
+      <a class="skip-link" href="#main">
+        {t("common.skip")}
+      </a>
+      <Header />
+      <main id="main" class="main" tabIndex={-1}>
+        {state.status === "loading" && <p class="muted">{t("common.loading")}</p>}
+        {state.status === "error" && (
+          <ErrorMessage error={state.error} onRetry={() => void loadAuth()} />
+        )}
+        {state.status === "ready" && <Page route={needsLogin(state) ? { page: "login" } : route} />}
+      </main>
+    </>
+  );
+}
+
+function Page(props: { route: Route }) {
+  const { route } = props;
+  switch (route.page) {
+    case "solve":
+      return <SolvePage />;
+    case "session":
+      return <SessionPage key={route.id} id={route.id} />;
+    case "history":
+      return <HistoryPage />;
+    case "settings":
+      return <SettingsPage />;
+    case "login":
+      return <LoginPage />;
+    case "missing":
+      return <MissingPage />;
+  }
+}

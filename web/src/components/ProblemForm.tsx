@@ -1,0 +1,202 @@
+// The problem editor with its live preview, tool choice, per-turn limits and answer language.
+// Used for a new problem and for a follow-up in a session.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { api } from "../api";
+import type { ToolView } from "../apiTypes";
+import { useCapabilities, valueOf } from "../capabilities";
+import { useI18n } from "../i18n";
+import { collectKnobs } from "../knobs";
+import type { CreateTurn, TurnCreated } from "../protocol";
+import { Markdown } from "../render/Markdown";
+import { errorText, FormError } from "./ErrorMessage";
+import { KnobFields } from "./KnobFields";
+import { ToolToggles } from "./ToolToggles";
+
+type Props = { sessionId?: string; onCreated: (created: TurnCreated) => void };
+
+function useDebounced<T>(value: T, ms: number): T {
+  const [debounced, setDebounced] = useState(value);
+  useEffect(() => {
+    const timer = setTimeout(() => setDebounced(value), ms);
+    return () => clearTimeout(timer);
+  }, [value, ms]);
+  return debounced;
+}
+
+function defaultTools(tools: ToolView[]): Set<string> {
+  return new Set(tools.filter((tool) => tool.available && tool.default).map((tool) => tool.name));
+}
+
+export function ProblemForm(props: Props) {
+  const { t, lang } = useI18n();
+  const { caps, settings } = useCapabilities();
+  const capabilities = valueOf(caps);
+  const knobs = valueOf(settings)?.knobs ?? [];
+  const maxChars = capabilities?.limits.max_problem_chars ?? null;
+
+  const [problem, setProblem] = useState("");
+  const [language, setLanguage] = useState<string>(lang);
+  const [tools, setTools] = useState<Set<string> | null>(null);
+  const [knobValues, setKnobValues] = useState<Record<string, string>>({});
+  const [problemError, setProblemError] = useState<string | null>(null);
+  const [knobError, setKnobError] = useState<{ key: string; message: string } | null>(null);
+  const [serverError, setServerError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const form = useRef<HTMLFormElement>(null);
+  const preview = useDebounced(problem, 120);
+  const followUp = props.sessionId !== undefined;
+  const idPrefix = followUp ? "followup" : "problem";
+
+  useEffect(() => setLanguage(lang), [lang]);
+  const chosenTools = tools ?? (capabilities ? defaultTools(capabilities.tools) : null);
+
+  function check(): CreateTurn | null {
+    setProblemError(null);
+    setKnobError(null);
+    const text = problem.trim();
+    if (!text) {
+      setProblemError(t("editor.empty"));
+      return null;
+    }
+    if (maxChars !== null && [...problem].length > maxChars) {
+      setProblemError(t("editor.tooLong", { n: [...problem].length, max: maxChars }));
+      return null;
+    }
+    const knobCheck = collectKnobs(knobs, knobValues, t);
+    if (!knobCheck.ok) {
+      setKnobError({ key: knobCheck.key, message: knobCheck.message });
+      return null;
+    }
+    const body: CreateTurn = { problem, language };
+    if (props.sessionId) body.session_id = props.sessionId;
+    if (chosenTools && capabilities) body.tools = [...chosenTools];
+    if (Object.keys(knobCheck.config).length > 0) body.config = knobCheck.config;
+    return body;
+  }
+
+  async function submit(event?: Event) {
+    event?.preventDefault();
+    if (busy) return;
+    setServerError(null);
+    const body = check();
+    if (!body) return;
+    setBusy(true);
+    try {
+      const created = await api.createTurn(body);
+      setProblem("");
+      props.onCreated(created);
+    } catch (failure) {
+      setServerError(failure);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  function onKeyDown(event: KeyboardEvent) {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      void submit();
+    }
+  }
+
+  const count = [...problem].length;
+  const tooLong = maxChars !== null && count > maxChars;
+
+  return (
+    <form ref={form} class="problem-form card" onSubmit={submit} noValidate>
+      <div class="editor-grid">
+        <div class="editor">
+          <label class="field-label" for={`${idPrefix}-text`}>
+            {t("editor.label")}
+          </label>
+          <textarea
+            id={`${idPrefix}-text`}
+            class="input textarea"
+            data-testid="problem"
+            rows={followUp ? 4 : 7}
+            placeholder={t("editor.placeholder")}
+            value={problem}
+            aria-invalid={problemError ? true : undefined}
+            aria-describedby={`${idPrefix}-count${problemError ? ` ${idPrefix}-problem-error` : ""}`}
+            onInput={(event) => {
+              setProblem((event.currentTarget as HTMLTextAreaElement).value);
+              if (problemError) setProblemError(null);
+            }}
+            onKeyDown={onKeyDown}
+          />
+          <div class="editor-meta">
+            <span id={`${idPrefix}-count`} class={tooLong ? "count over" : "count"}>
+              {maxChars !== null
+                ? t("editor.count", { n: count, max: maxChars })
+                : t("editor.countNoMax", { n: count })}
+            </span>
+            <kbd class="shortcut">{t("editor.shortcut")}</kbd>
+          </div>
+          {problemError && <FormError text={problemError} id={`${idPrefix}-problem-error`} />}
+        </div>
+        <section class="preview" aria-label={t("editor.preview")}>
+          <h2 class="field-label">{t("editor.preview")}</h2>
+          {preview.trim() ? (
+            <Markdown class="preview-body" text={preview} />
+          ) : (
+            <p class="muted preview-body">{t("editor.previewEmpty")}</p>
+          )}
+        </section>
+      </div>
+
+      <details class="options">
+        <summary>{t("editor.options")}</summary>
+        <div class="options-body">
+          {caps.status === "error" ? (
+            <p class="muted">{t("editor.toolsUnavailable")}</p>
+          ) : (
+            capabilities && (
+              <ToolToggles
+                idPrefix={idPrefix}
+                tools={capabilities.tools}
+                chosen={chosenTools ?? new Set()}
+                onChange={setTools}
+              />
+            )
+          )}
+          {knobs.length > 0 && (
+            <KnobFields
+              idPrefix={idPrefix}
+              knobs={knobs}
+              inForce={valueOf(settings)?.solve ?? {}}
+              values={knobValues}
+              invalidKey={knobError?.key ?? null}
+              onChange={(key, value) => {
+                setKnobValues({ ...knobValues, [key]: value });
+                if (knobError?.key === key) setKnobError(null);
+              }}
+            />
+          )}
+        </div>
+      </details>
+      {knobError && <FormError text={knobError.message} />}
+      {serverError !== null && (
+        <p class="message error" role="alert" data-testid="error">
+          {errorText(serverError, t)}
+        </p>
+      )}
+
+      <div class="form-actions">
+        <label class="inline-field">
+          <span>{t("editor.language")}</span>
+          <select
+            class="select"
+            value={language}
+            onChange={(event) => setLanguage((event.currentTarget as HTMLSelectElement).value)}
+          >
+            <option value="en">{t("language.en")}</option>
+            <option value="zh">{t("language.zh")}</option>
+          </select>
+        </label>
+        <button class="button primary" type="submit" data-testid="submit" disabled={busy}>
+          {busy ? t("editor.sending") : followUp ? t("editor.submitFollowup") : t("editor.submit")}
+        </button>
+      </div>
+    </form>
+  );
+}

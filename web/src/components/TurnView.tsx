@@ -1,0 +1,185 @@
+// One turn of a session, live or replayed from its log: the problem, the plan as a checklist
+// with each step's work, the answer, and the footer. The same component serves both.
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { api } from "../api";
+import { useI18n } from "../i18n";
+import type { TurnCreated, TurnView as TurnRecord } from "../protocol";
+import { Markdown } from "../render/Markdown";
+import type { TurnState } from "../state/view";
+import { useTurn } from "../state/useTurn";
+import { AnswerPanel } from "./AnswerPanel";
+import { ErrorMessage } from "./ErrorMessage";
+import { PlanChecklist, SupersededPlans } from "./PlanChecklist";
+import { Timeline } from "./Timeline";
+import { TurnControls } from "./TurnControls";
+import { TurnFooter } from "./TurnFooter";
+import { ArtifactsContext } from "./artifacts";
+
+type Props = {
+  turnId: string;
+  index: number;
+  initial?: TurnRecord;
+  onResumed: (created: TurnCreated) => void;
+};
+
+function artifactCount(state: TurnState): number {
+  let n = 0;
+  const count = (items: { kind: string; card?: { artifacts: unknown[] } }[]) => {
+    for (const item of items) if (item.kind === "tool" && item.card) n += item.card.artifacts.length;
+  };
+  count(state.planning);
+  for (const step of state.plan?.steps ?? []) count(step.timeline);
+  for (const old of state.superseded) for (const step of old.plan.steps) count(step.timeline);
+  return n;
+}
+
+/** The turn's record (status, artifact ids), read again when files appear and at the end. */
+function useTurnRecord(turnId: string, initial: TurnRecord | undefined, state: TurnState, closed: boolean) {
+  const [record, setRecord] = useState<TurnRecord | null>(initial ?? null);
+  const files = artifactCount(state);
+  const finished = state.phase === "finished";
+  useEffect(() => {
+    let live = true;
+    api.turn(turnId).then(
+      (view) => live && setRecord(view),
+      () => undefined,
+    );
+    return () => {
+      live = false;
+    };
+  }, [turnId, files, finished, closed]);
+  return record;
+}
+
+export function TurnView(props: Props) {
+  const { t } = useI18n();
+  const feed = useTurn(props.turnId);
+  const { state, connection } = feed;
+  const record = useTurnRecord(props.turnId, props.initial, state, connection === "closed");
+  const marked = useRef(false);
+
+  useLayoutEffect(() => {
+    if (state.phase === "finished" && !marked.current) {
+      marked.current = true;
+      performance.mark(`deepsolve:rendered:${props.turnId}`);
+    }
+  }, [state.phase, props.turnId]);
+
+  const problem = state.problem || record?.problem || "";
+  const interrupted = state.phase !== "finished" && record?.status === "interrupted";
+  const running = state.phase !== "finished" && !interrupted;
+  const headingId = `turn-${props.turnId}`;
+
+  return (
+    <ArtifactsContext.Provider value={record?.artifacts ?? []}>
+      <article class="turn" aria-labelledby={headingId} data-phase={state.phase}>
+        <header class="turn-head">
+          <h2 id={headingId} class="turn-title">
+            {t("session.turn", { n: props.index + 1 })}
+          </h2>
+          <TurnProgress state={state} />
+          {running && <ConnectionBadge connection={connection} waiting={state.phase === "waiting"} />}
+        </header>
+
+        <section class="turn-problem" aria-label={t("turn.problem")}>
+          <Markdown class="problem-text" text={problem} />
+        </section>
+
+        {feed.error && connection !== "reconnecting" && <ErrorMessage error={new Error(feed.error)} />}
+        {state.notices.some((n) => n.level === "error") && !state.plan && (
+          <TurnWideNotices state={state} />
+        )}
+
+        <PlanSection state={state} />
+        <AnswerPanel state={state} />
+        {state.finished && <TurnFooter state={state} />}
+        <TurnControls
+          turnId={props.turnId}
+          running={running}
+          interrupted={interrupted}
+          onResumed={props.onResumed}
+        />
+      </article>
+    </ArtifactsContext.Provider>
+  );
+}
+
+function TurnProgress(props: { state: TurnState }) {
+  const { t } = useI18n();
+  const { state } = props;
+  if (state.phase === "finished" || state.round === 0) return null;
+  return (
+    <p class="turn-progress muted small">
+      <span>{t("turn.round", { r: state.round, n: state.maxRounds })}</span>
+      {state.replansMax > 0 && <span>{t("turn.replans", { k: state.replansUsed, m: state.replansMax })}</span>}
+    </p>
+  );
+}
+
+function ConnectionBadge(props: { connection: string; waiting: boolean }) {
+  const { t } = useI18n();
+  if (props.connection === "reconnecting") {
+    return (
+      <p class="badge warning" role="status">
+        {t("turn.reconnecting")}
+      </p>
+    );
+  }
+  if (props.connection === "connecting" && props.waiting) {
+    return (
+      <p class="badge" role="status">
+        {t("turn.connecting")}
+      </p>
+    );
+  }
+  return null;
+}
+
+function TurnWideNotices(props: { state: TurnState }) {
+  return (
+    <ul class="notices">
+      {props.state.notices.map((notice, i) => (
+        <li key={i} class={`notice ${notice.level}`}>
+          {notice.text}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function PlanSection(props: { state: TurnState }) {
+  const { t } = useI18n();
+  const { state } = props;
+  const planningOpen = !state.plan;
+  return (
+    <section class="plan-section" aria-labelledby={`plan-${state.turnId}`}>
+      <h3 id={`plan-${state.turnId}`} class="section-title">
+        {t("turn.plan")}
+      </h3>
+      {state.planning.length > 0 && (
+        <details class="planning" open={planningOpen}>
+          <summary>{t("turn.planning")}</summary>
+          <Timeline items={state.planning} />
+        </details>
+      )}
+      {!state.plan && state.phase !== "finished" && (
+        <p class="muted thinking">
+          <span class="pulse" aria-hidden="true" />
+          {state.phase === "waiting" ? t("turn.waiting") : t("turn.thinking")}
+        </p>
+      )}
+      <SupersededPlans superseded={state.superseded} />
+      {state.plan && (
+        <>
+          {state.plan.analysis && (
+            <div class="analysis">
+              <span class="analysis-label">{t("turn.analysis")}</span>
+              <Markdown text={state.plan.analysis} />
+            </div>
+          )}
+          <PlanChecklist plan={state.plan} finished={state.phase === "finished"} />
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,24 @@
+// The turn's stored files (with ids) for the tool cards, which only know workspace paths.
+import { createContext } from "preact";
+import type { Artifact, ArtifactView } from "../protocol";
+
+export const ArtifactsContext = createContext<ArtifactView[]>([]);
+
+function basename(path: string): string {
+  const parts = path.split("/");
+  return parts[parts.length - 1] ?? path;
+}
+
+/** The stored file a tool's workspace path names, if the turn has stored it yet. */
+export function findStored(stored: ArtifactView[], file: Artifact): ArtifactView | null {
+  const exact = stored.find((a) => a.name === file.path || a.name.endsWith(`/${file.path}`));
+  if (exact) return exact;
+  const name = basename(file.path);
+  return stored.find((a) => basename(a.name) === name) ?? null;
+}
+
+const INLINE_IMAGES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+
+export function isInlineImage(mime: string): boolean {
+  return INLINE_IMAGES.has(mime.toLowerCase());
+}
