@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-roots = sorted(float(r) for r in np.roots([1, -5, 6]).real)
+roots = sorted(round(float(r), 6) for r in np.roots([1, -5, 6]).real)
 print("roots:", roots)
 
 x = np.linspace(0, 5, 200)
@@ -27,6 +27,7 @@ plt.axhline(0, color="gray", linewidth=0.8)
 plt.scatter(roots, [0, 0], color="red", zorder=3, label="roots")
 plt.legend()
 plt.savefig("parabola.png", dpi=80)
+plt.close()
 print("saved parabola.png")
 "#;
 

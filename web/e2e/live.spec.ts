@@ -1,0 +1,83 @@
+// A live turn under trouble: the connection cut mid-turn, a cancel, the server killed.
+import { test, expect, submitProblem, waitForFooter, expectStepsDone, latestTurnId, latestSessionId, expectStillRunning } from "./fixtures";
+import { CuttableProxy, SLOW, eventLog, narrations, occurrences, plainPieces } from "./harness";
+
+test("a connection cut mid-turn: after it every step, card and answer shows once, nothing lost", async ({ page, deepsolve }) => {
+  const app = await deepsolve({ policy: "showcase", ...SLOW });
+  const proxy = new CuttableProxy(new URL(app.base));
+  await proxy.start();
+  try {
+    // What the browser receives over EventSource, per message (its `id:` is the seq).
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send("Network.enable");
+    const received: number[] = [];
+    cdp.on("Network.eventSourceMessageReceived", (message) => received.push(Number(message.eventId)));
+
+    await page.goto(proxy.base + "/");
+    await submitProblem(page);
+    await expect(page.locator('[data-testid="step"][data-status="done"]').first()).toBeVisible({ timeout: 60_000 });
+    await expectStillRunning(page);
+    await proxy.cut(2_000);
+    await waitForFooter(page);
+    await expectStepsDone(page, 3);
+
+    const turnId = await latestTurnId(app.base);
+    const log = await eventLog(app.base, turnId);
+    const last = log[log.length - 1];
+    expect(last.type).toBe("turn_finished");
+    const workCalls = log.filter((e) => e.type === "tool_call" && !String(e.name).startsWith("solve_"));
+    await expect(page.getByTestId("tool-card")).toHaveCount(workCalls.length);
+    await expect(page.getByTestId("answer")).toHaveCount(1);
+    const shown = (await page.locator("body").textContent()) ?? "";
+    expect(occurrences(shown, "Solution.")).toBe(1);
+    // Every narrated sentence once: a replayed delta would double it, a lost one cut it.
+    const pieces = narrations(log).flatMap(plainPieces);
+    expect(pieces.length).toBeGreaterThan(2);
+    for (const piece of pieces) expect(occurrences(shown, piece), piece).toBe(1);
+
+    // The seqs the browser received over SSE: none twice, none missing, up to the last.
+    if (received.length) {
+      expect(new Set(received).size, `duplicates in ${received}`).toBe(received.length);
+      const sorted = [...received].sort((a, b) => a - b);
+      expect(sorted[sorted.length - 1]).toBe(last.seq);
+      sorted.forEach((seq, i) => expect(seq, "a gap in the received seqs").toBe(sorted[0] + i));
+    } else {
+      test.info().annotations.push({ type: "note", description: "the page does not use EventSource; seqs checked through the DOM only" });
+    }
+  } finally {
+    await proxy.stop();
+  }
+});
+
+test("cancel mid-turn: the footer says cancelled", async ({ page, deepsolve }) => {
+  const app = await deepsolve({ policy: "showcase", ...SLOW });
+  await page.goto(app.base + "/");
+  await submitProblem(page);
+  await expect(page.getByTestId("plan")).toBeVisible();
+  const cancel = page.getByTestId("cancel");
+  await expect(cancel).toBeVisible();
+  await cancel.click();
+  await expect(page.getByTestId("footer")).toContainText(/cancel/i, { timeout: 30_000 });
+  await expect(page.getByTestId("cancel")).toHaveCount(0);
+  const turn = await (await fetch(`${app.base}/api/v1/turns/${await latestTurnId(app.base)}`)).json();
+  expect(turn.stop_reason ?? turn.status).toMatch(/cancel/);
+});
+
+test("the server killed mid-turn: after a restart the turn shows interrupted, Resume finishes it", async ({ page, deepsolve }) => {
+  const app = await deepsolve({ policy: "showcase", ...SLOW });
+  await page.goto(app.base + "/");
+  await submitProblem(page);
+  await expect(page.locator('[data-testid="step"][data-status="done"]').first()).toBeVisible({ timeout: 60_000 });
+  await expectStillRunning(page);
+  const sessionId = await latestSessionId(app.base);
+  await app.server.kill();
+  await app.server.start();
+  await page.goto(`${app.base}/sessions/${sessionId}`);
+  await expect(page.getByText(/interrupted/i).first()).toBeVisible();
+  const resume = page.getByTestId("resume");
+  await expect(resume).toBeVisible();
+  await resume.click();
+  await waitForFooter(page, /answered/i);
+  await expectStepsDone(page, 3);
+  await expect(page.getByTestId("answer").last()).toContainText("Solution.");
+});
