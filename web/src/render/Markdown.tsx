@@ -2,21 +2,27 @@
 import { useLayoutEffect, useMemo, useRef } from "preact/hooks";
 import type { JSX } from "preact";
 import "katex/dist/katex.min.css";
-import { mountMath, renderMarkdown } from "./markdown";
+import { highlightCode, mountMath, renderMarkdown } from "./markdown";
 
+/** Model text as Markdown; maths is drawn by KaTeX once the sanitised HTML is in place. */
 export function Markdown(props: { text: string; class?: string }): JSX.Element {
   const html = useMemo(() => renderMarkdown(props.text), [props.text]);
   const ref = useRef<HTMLDivElement>(null);
   useLayoutEffect(() => {
     if (ref.current) mountMath(ref.current);
   }, [html]);
-  return <div ref={ref} class={props.class ? `markdown ${props.class}` : "markdown"} dangerouslySetInnerHTML={{ __html: html }} />;
+  const cls = props.class ? `markdown ${props.class}` : "markdown";
+  return <div ref={ref} class={cls} dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
+/** Code (e.g. a tool call's arguments), highlighted when its language is known. */
 export function CodeBlock(props: { code: string; language?: string }): JSX.Element {
+  // highlight.js escapes the code; its output is markup of its own (class names only).
+  const { html, language } = useMemo(() => highlightCode(props.code, props.language), [props.code, props.language]);
+  const cls = language ? `hljs language-${language}` : "hljs";
   return (
     <pre class="code-block">
-      <code>{props.code}</code>
+      <code class={cls} dangerouslySetInnerHTML={{ __html: html }} />
     </pre>
   );
 }

@@ -1,18 +1,201 @@
-// Model text to sanitised HTML. Maths is left as placeholders (`mountMath` renders them with
-// KaTeX's DOM path, which sets styles through the CSSOM: the page's CSP forbids inline style
-// attributes, and KaTeX's HTML string relies on them).
-import { marked } from "marked";
+// Model text to sanitised HTML. Maths is left as placeholders that `mountMath` renders with
+// KaTeX's DOM path afterwards: that path sets styles through the CSSOM, which the page's CSP
+// allows, while KaTeX's HTML string relies on inline style attributes, which it forbids.
+import { Marked, type Tokens, type TokenizerAndRendererExtension } from "marked";
 import DOMPurify from "dompurify";
 import katex from "katex";
+import hljs from "highlight.js/lib/core";
+import bash from "highlight.js/lib/languages/bash";
+import javascript from "highlight.js/lib/languages/javascript";
+import json from "highlight.js/lib/languages/json";
+import plaintext from "highlight.js/lib/languages/plaintext";
+import python from "highlight.js/lib/languages/python";
+import typescript from "highlight.js/lib/languages/typescript";
 
-export function renderMarkdown(text: string): string {
-  const html = marked.parse(text, { async: false, gfm: true, breaks: false });
-  return DOMPurify.sanitize(html, { FORBID_ATTR: ["style"] });
+// Only the languages tool calls and answers use, to keep the bundle small.
+hljs.registerLanguage("python", python);
+hljs.registerLanguage("javascript", javascript);
+hljs.registerLanguage("typescript", typescript);
+hljs.registerLanguage("bash", bash);
+hljs.registerLanguage("json", json);
+hljs.registerLanguage("plaintext", plaintext);
+hljs.registerAliases(["shell", "console"], { languageName: "bash" });
+
+export function escapeHtml(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
 }
 
-export function mountMath(root: HTMLElement): void {
+/** Highlighted HTML for `code` (escaped plain text when the language is not registered). */
+export function highlightCode(code: string, language?: string): { html: string; language: string | null } {
+  const name = (language ?? "").trim().toLowerCase();
+  if (name && hljs.getLanguage(name)) {
+    return { html: hljs.highlight(code, { language: name, ignoreIllegals: true }).value, language: name };
+  }
+  return { html: escapeHtml(code), language: null };
+}
+
+// --- maths -----------------------------------------------------------------------------------
+
+type MathToken = { type: "math"; raw: string; tex: string; display: boolean };
+
+function mathPlaceholder(token: MathToken): string {
+  const cls = token.display ? "math-display" : "math-inline";
+  // The source stays visible until KaTeX replaces it (and is what a copy of unrendered text gets).
+  return `<span class="${cls}" data-tex="${escapeHtml(token.tex)}">${escapeHtml(token.raw)}</span>`;
+}
+
+const isSpace = (c: string | undefined) => c === undefined || /\s/.test(c);
+const isDigit = (c: string | undefined) => c !== undefined && c >= "0" && c <= "9";
+
+/**
+ * `$…$` by pandoc's rule: the opening `$` is followed by a non-space, the closing one is
+ * preceded by a non-space and not followed by a digit, and nothing between is an unescaped `$`
+ * (so "$5 and $6" stays text).
+ */
+function singleDollar(src: string): MathToken | undefined {
+  if (src[0] !== "$" || isSpace(src[1]) || src[1] === "$") return undefined;
+  for (let j = 1; j < src.length; j++) {
+    const c = src[j];
+    if (c === "\\") {
+      j++;
+      continue;
+    }
+    if (c === "\n" && src[j + 1] === "\n") return undefined;
+    if (c !== "$") continue;
+    if (isSpace(src[j - 1]) || isDigit(src[j + 1])) return undefined;
+    return { type: "math", raw: src.slice(0, j + 1), tex: src.slice(1, j), display: false };
+  }
+  return undefined;
+}
+
+/** Between `open` and `close`, not empty; undefined while unclosed (a streaming partial). */
+function delimited(src: string, open: string, close: string, display: boolean): MathToken | undefined {
+  if (!src.startsWith(open)) return undefined;
+  const end = src.indexOf(close, open.length);
+  if (end < 0) return undefined;
+  const tex = src.slice(open.length, end);
+  if (!tex.trim()) return undefined;
+  return { type: "math", raw: src.slice(0, end + close.length), tex, display };
+}
+
+const inlineMath: TokenizerAndRendererExtension = {
+  name: "math",
+  level: "inline",
+  start(src: string) {
+    const m = /\$|\\[([]/.exec(src);
+    return m ? m.index : undefined;
+  },
+  tokenizer(src: string) {
+    if (src.startsWith("$$")) {
+      // An unclosed `$$` (text still streaming) is text, both dollars of it.
+      return delimited(src, "$$", "$$", true) ?? { type: "text", raw: "$$", text: "$$" };
+    }
+    return singleDollar(src) ?? delimited(src, "\\(", "\\)", false) ?? delimited(src, "\\[", "\\]", true);
+  },
+  renderer(token) {
+    return mathPlaceholder(token as unknown as MathToken);
+  },
+};
+
+// Display maths on lines of their own, so their content is never read as Markdown blocks.
+const BLOCK_MATH = [/^ {0,3}\$\$((?:[^$]|\$(?!\$))+?)\$\$[ \t]*(?:\n+|$)/, /^ {0,3}\\\[((?:[^\\]|\\(?!\]))+?)\\\][ \t]*(?:\n+|$)/];
+
+const blockMath: TokenizerAndRendererExtension = {
+  name: "mathBlock",
+  level: "block",
+  start(src: string) {
+    const m = /(?:^|\n) {0,3}(?:\$\$|\\\[)/.exec(src);
+    if (!m) return undefined;
+    return src[m.index] === "\n" ? m.index + 1 : m.index;
+  },
+  tokenizer(src: string) {
+    for (const re of BLOCK_MATH) {
+      const m = re.exec(src);
+      if (m && m[1].trim()) return { type: "mathBlock", raw: m[0], tex: m[1].trim(), display: true };
+    }
+    return undefined;
+  },
+  renderer(token) {
+    const t = token as unknown as MathToken;
+    return `<p class="math-block">${mathPlaceholder({ ...t, raw: t.raw.trim() })}</p>\n`;
+  },
+};
+
+// --- Markdown --------------------------------------------------------------------------------
+
+const markdown = new Marked({
+  gfm: true,
+  breaks: false,
+  async: false,
+  extensions: [blockMath, inlineMath],
+  renderer: {
+    code({ text, lang }: Tokens.Code) {
+      const { html, language } = highlightCode(text, (lang ?? "").split(/\s/)[0]);
+      const cls = language ? `hljs language-${language}` : "hljs";
+      return `<pre><code class="${cls}">${html}\n</code></pre>\n`;
+    },
+    checkbox({ checked }: Tokens.Checkbox) {
+      return checked ? "☑ " : "☐ ";
+    },
+  },
+});
+
+type Purifier = ReturnType<typeof DOMPurify>;
+let purifier: Purifier | null = null;
+
+const SAFE_HREF = /^(?:(?:https?|mailto):|#|\/|\.{0,2}\/|[^:/?#]*(?:[/?#]|$))/i;
+
+/** Our own DOMPurify instance (its hooks are not shared with any other user of the library). */
+function purify(): Purifier {
+  if (purifier) return purifier;
+  const p = DOMPurify(window);
+  p.addHook("afterSanitizeAttributes", (node) => {
+    if (node.tagName === "A") {
+      const href = node.getAttribute("href");
+      if (href !== null && !SAFE_HREF.test(href.trim())) node.removeAttribute("href");
+      node.setAttribute("target", "_blank");
+      node.setAttribute("rel", "noopener noreferrer");
+    }
+  });
+  purifier = p;
+  return p;
+}
+
+const PURIFY_CONFIG = {
+  USE_PROFILES: { html: true },
+  FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "option", "iframe", "object", "embed", "base", "link", "meta"],
+  FORBID_ATTR: ["style", "srcset", "action", "formaction"],
+  ALLOW_DATA_ATTR: false,
+  ADD_ATTR: ["data-tex"],
+  SANITIZE_NAMED_PROPS: true,
+};
+
+/**
+ * Markdown to sanitised HTML with maths as `<span class="math-inline|math-display"
+ * data-tex="…">` placeholders and code highlighted (classes only: no style attribute).
+ */
+export function renderMarkdown(text: string): string {
+  const html = markdown.parse(text) as string;
+  return purify().sanitize(html, PURIFY_CONFIG) as string;
+}
+
+/** Render every maths placeholder under `root` with KaTeX (once each). */
+export function mountMath(root: ParentNode): void {
   for (const el of Array.from(root.querySelectorAll<HTMLElement>("span.math-inline, span.math-display"))) {
-    const tex = el.dataset.tex ?? "";
-    katex.render(tex, el, { displayMode: el.classList.contains("math-display"), throwOnError: false, trust: false });
+    if (el.hasAttribute("data-mounted")) continue;
+    const tex = el.getAttribute("data-tex") ?? "";
+    try {
+      katex.render(tex, el, {
+        displayMode: el.classList.contains("math-display"),
+        throwOnError: false,
+        trust: false,
+        strict: "ignore",
+        maxSize: 50,
+        maxExpand: 1000,
+      });
+      el.setAttribute("data-mounted", "");
+    } catch {
+      // Left as its source text: a formula that cannot be drawn is still readable.
+    }
   }
 }
