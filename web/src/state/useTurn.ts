@@ -51,7 +51,7 @@ export type FollowEnv = {
 
 export function browserEnv(): FollowEnv {
   return {
-    openSource: (url) => new EventSource(url, { withCredentials: true }),
+    openSource: (url) => new EventSource(url),
     schedule: (f) => {
       if (typeof requestAnimationFrame === "function") {
         const id = requestAnimationFrame(() => f());
@@ -84,6 +84,8 @@ export function followTurn(turnId: string, onUpdate: (feed: TurnFeed) => void, e
   let backoff = BACKOFF_FIRST_MS;
   let stopped = false;
   let marked = false;
+  // turn_finished was received (maybe not applied yet): the stream's end is not an error.
+  let sawFinish = false;
 
   const publish = (next: TurnFeed) => {
     feed = next;
@@ -117,6 +119,7 @@ export function followTurn(turnId: string, onUpdate: (feed: TurnFeed) => void, e
     const state = reduceAll(feed.state, batch);
     if (state.gap) {
       // Something went missing: drop the rest and read again from what was applied.
+      sawFinish = false;
       publish({ ...feed, state: { ...state, gap: false } });
       reconnectLater(null);
       return;
@@ -139,6 +142,7 @@ export function followTurn(turnId: string, onUpdate: (feed: TurnFeed) => void, e
       return;
     }
     if (typeof event.seq !== "number" || typeof event.type !== "string") return;
+    if (event.type === "turn_finished") sawFinish = true;
     pending.push(event);
     if (!cancelFrame) cancelFrame = env.schedule(flush);
   };
@@ -161,6 +165,10 @@ export function followTurn(turnId: string, onUpdate: (feed: TurnFeed) => void, e
     for (const type of EVENT_TYPES) es.addEventListener(type, receive as EventListener);
     es.onerror = () => {
       if (source !== es) return;
+      if (sawFinish) {
+        closeSource();
+        return;
+      }
       reconnectLater("connection lost; reconnecting");
     };
   };
