@@ -37,7 +37,7 @@ const en = {
 
   "solve.title": "What would you like to solve?",
   "solve.intro":
-    "Write the problem below. Markdown and LaTeX work: $x^2$ inline, $$\\int_0^1 x\\,dx$$ on its own line.",
+    "Write the problem below. Markdown and LaTeX both work: `$x^2$` shows as $x^2$, and `$$ … $$` puts a formula on a line of its own.",
   "followup.title": "Ask a follow-up",
   "followup.intro": "The next turn sees the earlier answers of this session.",
   "editor.label": "Problem",
@@ -205,7 +205,7 @@ const zh: Record<Key, string> = {
   "login.expired": "登录已过期，请重新登录。",
 
   "solve.title": "今天想解决什么问题？",
-  "solve.intro": "在下方写下题目，支持 Markdown 和 LaTeX：行内公式 $x^2$，独立公式 $$\\int_0^1 x\\,dx$$。",
+  "solve.intro": "在下方写下题目，支持 Markdown 和 LaTeX：`$x^2$` 显示为 $x^2$，`$$ … $$` 让公式单独成行。",
   "followup.title": "继续提问",
   "followup.intro": "下一轮会参考本会话之前的解答。",
   "editor.label": "题目",
@@ -306,7 +306,7 @@ const zh: Record<Key, string> = {
   "session.notFound": "未找到",
   "session.notFoundText": "此地址下没有会话。",
   "session.back": "开始新的题目",
-  "session.turn": "第 {n} 轮",
+  "session.turn": "提问 {n}",
 
   "history.title": "历史",
   "history.empty": "还没有会话。解一道题，它就会出现在这里。",

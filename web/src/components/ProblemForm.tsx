@@ -23,6 +23,10 @@ function useDebounced<T>(value: T, ms: number): T {
   return debounced;
 }
 
+function focus(id: string): void {
+  document.getElementById(id)?.focus();
+}
+
 function defaultTools(tools: ToolView[]): Set<string> {
   return new Set(tools.filter((tool) => tool.available && tool.default).map((tool) => tool.name));
 }
@@ -56,15 +60,20 @@ export function ProblemForm(props: Props) {
     const text = problem.trim();
     if (!text) {
       setProblemError(t("editor.empty"));
+      focus(`${idPrefix}-text`);
       return null;
     }
     if (maxChars !== null && [...problem].length > maxChars) {
       setProblemError(t("editor.tooLong", { n: [...problem].length, max: maxChars }));
+      focus(`${idPrefix}-text`);
       return null;
     }
     const knobCheck = collectKnobs(knobs, knobValues, t);
     if (!knobCheck.ok) {
       setKnobError({ key: knobCheck.key, message: knobCheck.message });
+      const options = form.current?.querySelector<HTMLDetailsElement>("details.options");
+      if (options) options.open = true;
+      focus(`${idPrefix}-knob-${knobCheck.key}`);
       return null;
     }
     const body: CreateTurn = { problem, language };

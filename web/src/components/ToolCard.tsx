@@ -1,10 +1,10 @@
 // One tool call: its name, arguments (code highlighted), output as plain text, status and
 // duration, progress lines, and the files it made (images inline, others as downloads).
-import { useContext } from "preact/hooks";
+import { useContext, useState } from "preact/hooks";
 import { inlineImageUrl } from "../api";
 import { formatBytes, formatDuration } from "../format";
 import { useI18n } from "../i18n";
-import type { Artifact } from "../protocol";
+import type { Artifact, ArtifactView } from "../protocol";
 import { CodeBlock } from "../render/Markdown";
 import type { ToolCardView } from "../state/view";
 import { ArtifactsContext, findStored, isInlineImage } from "./artifacts";
@@ -124,22 +124,11 @@ function ToolFiles(props: { files: Artifact[] }) {
   for (const file of props.files) {
     const view = findStored(stored, file);
     if (view && isInlineImage(file.mime)) {
-      images.push(
-        <figure key={file.path} class="tool-image">
-          <img src={inlineImageUrl(view.id)} alt={file.path} loading="lazy" />
-          <figcaption>
-            <a href={view.url} download={view.name}>
-              {file.path}
-            </a>
-          </figcaption>
-        </figure>,
-      );
+      images.push(<InlineImage key={file.path} file={file} view={view} />);
     } else if (view) {
       others.push(
         <li key={file.path}>
-          <a class="chip" href={view.url} download={view.name} aria-label={t("tool.download", { name: file.path })}>
-            <span aria-hidden="true">⤓</span> {file.path} <span class="muted">{formatBytes(file.size)}</span>
-          </a>
+          <DownloadChip file={file} view={view} />
         </li>,
       );
     } else {
@@ -156,5 +145,32 @@ function ToolFiles(props: { files: Artifact[] }) {
       {images}
       {others.length > 0 && <ul class="chips">{others}</ul>}
     </div>
+  );
+}
+
+function DownloadChip(props: { file: Artifact; view: ArtifactView }) {
+  const { t } = useI18n();
+  const { file, view } = props;
+  return (
+    <a class="chip" href={view.url} download={view.name} aria-label={t("tool.download", { name: file.path })}>
+      <span aria-hidden="true">⤓</span> {file.path} <span class="muted">{formatBytes(file.size)}</span>
+    </a>
+  );
+}
+
+/** An image the server verified as one; if it will not show inline, it is still a download. */
+function InlineImage(props: { file: Artifact; view: ArtifactView }) {
+  const [failed, setFailed] = useState(false);
+  const { file, view } = props;
+  if (failed) return <DownloadChip file={file} view={view} />;
+  return (
+    <figure class="tool-image">
+      <img src={inlineImageUrl(view.id)} alt={file.path} loading="lazy" onError={() => setFailed(true)} />
+      <figcaption>
+        <a href={view.url} download={view.name}>
+          {file.path}
+        </a>
+      </figcaption>
+    </figure>
   );
 }

@@ -5,6 +5,7 @@ import { ErrorMessage } from "../components/ErrorMessage";
 import { Link } from "../components/Link";
 import { firstLine, formatDate } from "../format";
 import { stopReasonText, useI18n } from "../i18n";
+import { Markdown } from "../render/Markdown";
 import type { SessionView, StopReason } from "../protocol";
 import { useTitle } from "../title";
 
@@ -93,7 +94,7 @@ function HistoryItem(props: {
     <li class="history-item" data-session-id={session.id}>
       <div class="history-main">
         <Link href={href} class="history-title">
-          {title}
+          <Markdown class="inline" text={title} />
         </Link>
         <p class="history-meta muted small">
           <time dateTime={new Date(session.updated_at).toISOString()}>{formatDate(lang, session.updated_at)}</time>
