@@ -44,17 +44,21 @@ export function Header() {
         <div class="site-tools">
           <LangSwitch />
           <ThemeSwitch />
-          {user && (
-            <span class="user">
-              <span class="user-name" title={t("user.signedIn", { name: user.name })}>
-                {user.name}
-              </span>
-              <button type="button" class="button subtle small" data-testid="logout" onClick={() => void signOut()}>
-                {t("user.logout")}
-              </button>
-            </span>
-          )}
         </div>
+        {user && (
+          <div class="user">
+            <span class="user-name">{t("user.signedIn", { name: user.name })}</span>
+            <button
+              type="button"
+              class="button subtle small"
+              data-testid="logout"
+              title={t("user.signedIn", { name: user.name })}
+              onClick={() => void signOut()}
+            >
+              {t("user.logout")}
+            </button>
+          </div>
+        )}
       </div>
     </header>
   );

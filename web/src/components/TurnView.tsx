@@ -6,7 +6,7 @@ import { useI18n } from "../i18n";
 import type { TurnCreated, TurnView as TurnRecord } from "../protocol";
 import { Markdown } from "../render/Markdown";
 import type { TurnState } from "../state/view";
-import { useTurn } from "../state/useTurn";
+import { useTurn, type Connection } from "../state/useTurn";
 import { AnswerPanel } from "./AnswerPanel";
 import { ErrorMessage } from "./ErrorMessage";
 import { PlanChecklist, SupersededPlans } from "./PlanChecklist";
@@ -34,10 +34,13 @@ function artifactCount(state: TurnState): number {
 }
 
 /** The turn's record (status, artifact ids), read again when files appear and at the end. */
-function useTurnRecord(turnId: string, initial: TurnRecord | undefined, state: TurnState, closed: boolean) {
+function useTurnRecord(turnId: string, initial: TurnRecord | undefined, state: TurnState, connection: Connection) {
   const [record, setRecord] = useState<TurnRecord | null>(initial ?? null);
   const files = artifactCount(state);
   const finished = state.phase === "finished";
+  // A lost stream may mean the turn was interrupted, or that the session expired (a 401 here
+  // takes the app to the login page): the record says which.
+  const lost = connection === "reconnecting" || connection === "closed";
   useEffect(() => {
     let live = true;
     api.turn(turnId).then(
@@ -47,7 +50,7 @@ function useTurnRecord(turnId: string, initial: TurnRecord | undefined, state: T
     return () => {
       live = false;
     };
-  }, [turnId, files, finished, closed]);
+  }, [turnId, files, finished, lost]);
   return record;
 }
 
@@ -55,7 +58,7 @@ export function TurnView(props: Props) {
   const { t } = useI18n();
   const feed = useTurn(props.turnId);
   const { state, connection } = feed;
-  const record = useTurnRecord(props.turnId, props.initial, state, connection === "closed");
+  const record = useTurnRecord(props.turnId, props.initial, state, connection);
   const marked = useRef(false);
 
   useLayoutEffect(() => {

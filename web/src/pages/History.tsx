@@ -102,8 +102,8 @@ function HistoryItem(props: {
         </p>
       </div>
       {props.confirming ? (
-        <div class="confirm" role="group" aria-label={t("history.confirm", { title })}>
-          <span class="confirm-text">{t("history.confirm", { title })}</span>
+        <div class="confirm" role="group" aria-label={`${t("history.delete")}: ${title}`}>
+          <span class="confirm-text">{t("history.confirm")}</span>
           <button type="button" class="button danger small" data-testid="confirm-delete" onClick={props.onDelete}>
             {t("history.confirmYes")}
           </button>
