@@ -9,16 +9,19 @@ function dom(html: string): HTMLElement {
 }
 
 /** Everything in the markup that could run script or load another document. */
+const DANGEROUS_TAGS = ["script", "iframe", "object", "embed", "svg", "math", "style", "form", "base", "link", "meta"];
+const URL_ATTRS = ["href", "src", "xlink:href", "action", "formaction"];
+
 function dangers(html: string): string[] {
   const root = dom(html);
   const found: string[] = [];
   for (const el of Array.from(root.querySelectorAll("*"))) {
     const tag = el.tagName.toLowerCase();
-    if (["script", "iframe", "object", "embed", "svg", "math", "style", "form", "base", "link", "meta"].includes(tag)) found.push(`<${tag}>`);
+    if (DANGEROUS_TAGS.includes(tag)) found.push(`<${tag}>`);
     for (const attr of Array.from(el.attributes)) {
       if (attr.name.startsWith("on")) found.push(`${tag}[${attr.name}]`);
       if (attr.name === "style") found.push(`${tag}[style]`);
-      if (["href", "src", "xlink:href", "action", "formaction"].includes(attr.name) && /^\s*(javascript|data|vbscript):/i.test(attr.value)) {
+      if (URL_ATTRS.includes(attr.name) && /^\s*(javascript|data|vbscript):/i.test(attr.value)) {
         found.push(`${tag}[${attr.name}=${attr.value}]`);
       }
     }

@@ -163,7 +163,10 @@ function purify(): Purifier {
 
 const PURIFY_CONFIG = {
   USE_PROFILES: { html: true },
-  FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "option", "iframe", "object", "embed", "base", "link", "meta"],
+  FORBID_TAGS: [
+    ...["style", "form", "input", "button", "textarea", "select", "option"],
+    ...["iframe", "object", "embed", "base", "link", "meta"],
+  ],
   FORBID_ATTR: ["style", "srcset", "action", "formaction"],
   ALLOW_DATA_ATTR: false,
   ADD_ATTR: ["data-tex"],

@@ -168,7 +168,7 @@ function apply(s: TurnState, e: TurnEvent): TurnState {
     case "context_folded":
       return s;
     case "retrying":
-      return notice(s, "info", `retrying (${e.attempt}/${e.max}) in ${Math.round(e.delay_ms / 100) / 10} s: ${e.reason}`);
+      return notice(s, "info", `${e.reason}: retry ${e.attempt}/${e.max} in ${Math.round(e.delay_ms / 100) / 10} s`);
     case "warning": {
       const w = notice(s, "warning", e.message);
       return e.kind === "forced_answer" ? { ...w, forcing: true } : w;
