@@ -19,6 +19,8 @@ type Props = {
   turnId: string;
   index: number;
   initial?: TurnRecord;
+  /** Just started from this page: bring it into view. */
+  reveal?: boolean;
   onResumed: (created: TurnCreated) => void;
 };
 
@@ -60,6 +62,13 @@ export function TurnView(props: Props) {
   const { state, connection } = feed;
   const record = useTurnRecord(props.turnId, props.initial, state, connection);
   const marked = useRef(false);
+  const article = useRef<HTMLElement>(null);
+
+  useEffect(() => {
+    if (!props.reveal) return;
+    const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    article.current?.scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
+  }, []);
 
   useLayoutEffect(() => {
     if (state.phase === "finished" && !marked.current) {
@@ -75,12 +84,12 @@ export function TurnView(props: Props) {
 
   return (
     <ArtifactsContext.Provider value={record?.artifacts ?? []}>
-      <article class="turn" aria-labelledby={headingId} data-phase={state.phase}>
+      <article ref={article} class="turn" aria-labelledby={headingId} data-phase={interrupted ? "interrupted" : state.phase}>
         <header class="turn-head">
           <h2 id={headingId} class="turn-title">
             {t("session.turn", { n: props.index + 1 })}
           </h2>
-          <TurnProgress state={state} />
+          {running && <TurnProgress state={state} />}
           {running && <ConnectionBadge connection={connection} waiting={state.phase === "waiting"} />}
         </header>
 

@@ -25,6 +25,7 @@ export function SessionPage(props: { id: string }) {
   const [loaded, setLoaded] = useState<Loaded>({ status: "loading" });
   // Bumped when a turn is resumed under the same id, so its view follows the stream again.
   const [generation, setGeneration] = useState<Record<string, number>>({});
+  const [revealed, setRevealed] = useState<string | null>(null);
 
   async function load() {
     try {
@@ -45,6 +46,7 @@ export function SessionPage(props: { id: string }) {
 
   function started(created: TurnCreated) {
     rememberNewTurn(created);
+    setRevealed(created.turn_id);
     setGeneration((g) => ({ ...g, [created.turn_id]: (g[created.turn_id] ?? 0) + 1 }));
     void load();
   }
@@ -74,6 +76,7 @@ export function SessionPage(props: { id: string }) {
           turnId={id}
           index={index}
           initial={records.get(id)}
+          reveal={revealed === id}
           onResumed={started}
         />
       ))}
