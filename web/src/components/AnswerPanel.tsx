@@ -55,48 +55,48 @@ export function AnswerPanel(props: { state: TurnState }) {
     setTimeout(() => setCopied("idle"), 2000);
   }
 
-  if (!answer && state.phase !== "finished") {
-    return (
-      <p class="sr-only" aria-live="polite">
-        {status}
-      </p>
-    );
-  }
+  // The live region stays the same element from the start, so the change to "ready" is heard.
+  const live = (
+    <p class="sr-only" aria-live="polite">
+      {status}
+    </p>
+  );
+  if (!answer && state.phase !== "finished") return <>{live}</>;
 
   return (
-    <section class={answer?.streaming ? "answer-section streaming" : "answer-section"} aria-labelledby={`answer-${state.turnId}`}>
-      <div class="answer-head">
-        <h3 id={`answer-${state.turnId}`} class="section-title">
-          {t("turn.answer")}
-        </h3>
-        {answer && !answer.streaming && (
-          <div class="answer-actions">
-            <button type="button" class="button subtle small" data-testid="copy" onClick={() => void copy()}>
-              {copied === "done" ? t("turn.copied") : copied === "failed" ? t("turn.copyFailed") : t("turn.copy")}
-            </button>
-            <button
-              type="button"
-              class="button subtle small"
-              data-testid="export"
-              onClick={() => download(`deepsolve-${state.turnId}.md`, markdownOf(state, t))}
-            >
-              {t("turn.export")}
-            </button>
-          </div>
-        )}
-      </div>
-      {answer?.forced && <p class="message warning">{t("turn.answerForced")}</p>}
-      {answer ? (
-        <div data-testid="answer" class="answer" aria-busy={answer.streaming}>
-          <Markdown text={answer.text} />
-          {answer.streaming && <span class="caret" aria-hidden="true" />}
+    <>
+      {live}
+      <section class={answer?.streaming ? "answer-section streaming" : "answer-section"} aria-labelledby={`answer-${state.turnId}`}>
+        <div class="answer-head">
+          <h3 id={`answer-${state.turnId}`} class="section-title">
+            {t("turn.answer")}
+          </h3>
+          {answer && !answer.streaming && (
+            <div class="answer-actions">
+              <button type="button" class="button subtle small" data-testid="copy" onClick={() => void copy()}>
+                {copied === "done" ? t("turn.copied") : copied === "failed" ? t("turn.copyFailed") : t("turn.copy")}
+              </button>
+              <button
+                type="button"
+                class="button subtle small"
+                data-testid="export"
+                onClick={() => download(`deepsolve-${state.turnId}.md`, markdownOf(state, t))}
+              >
+                {t("turn.export")}
+              </button>
+            </div>
+          )}
         </div>
-      ) : (
-        <p class="muted">{t("turn.noAnswer")}</p>
-      )}
-      <p class="sr-only" aria-live="polite">
-        {status}
-      </p>
-    </section>
+        {answer?.forced && <p class="message warning">{t("turn.answerForced")}</p>}
+        {answer ? (
+          <div data-testid="answer" class="answer" aria-busy={answer.streaming}>
+            <Markdown text={answer.text} />
+            {answer.streaming && <span class="caret" aria-hidden="true" />}
+          </div>
+        ) : (
+          <p class="muted">{t("turn.noAnswer")}</p>
+        )}
+      </section>
+    </>
   );
 }

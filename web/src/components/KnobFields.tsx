@@ -33,6 +33,7 @@ export function KnobFields(props: Props) {
               </label>
               <input
                 id={id}
+                name={knob.key}
                 class="input number"
                 type="number"
                 inputMode={knob.integer ? "numeric" : "decimal"}
