@@ -78,7 +78,8 @@ export function ProblemForm(props: Props) {
     }
     const body: CreateTurn = { problem, language };
     if (props.sessionId) body.session_id = props.sessionId;
-    if (chosenTools && capabilities) body.tools = [...chosenTools];
+    // Untouched toggles send nothing: the server's defaults apply, as they do for any client.
+    if (tools !== null && capabilities) body.tools = [...tools];
     if (Object.keys(knobCheck.config).length > 0) body.config = knobCheck.config;
     return body;
   }

@@ -59,9 +59,9 @@ export function HistoryPage() {
         {notice ?? ""}
       </p>
       {sessions === null && error === null && <p class="muted">{t("common.loading")}</p>}
-      {sessions !== null && sessions.length === 0 && <p class="muted empty">{t("history.empty")}</p>}
       {sessions !== null && (
         <ul class="history-list" data-testid="history">
+          {sessions.length === 0 && <li class="history-empty muted">{t("history.empty")}</li>}
           {sessions.map((session) => (
             <HistoryItem
               key={session.id}

@@ -6,7 +6,7 @@ export function MissingPage() {
   const { t } = useI18n();
   useTitle(t("missing.title"));
   return (
-    <section class="card narrow">
+    <section class="card narrow" data-testid="not-found">
       <h1>{t("missing.title")}</h1>
       <p class="muted">{t("missing.text")}</p>
       <Link href="/" class="button">
