@@ -53,7 +53,7 @@ test("another user's session is not reachable, in the page or the API", async ({
   await signIn(page, app.tokens.bob);
   await expect(page.getByTestId("problem")).toBeVisible();
   await page.goto(`${app.base}/sessions/${sessionId}`);
-  await expect(page.getByTestId("error")).toContainText(/not found/i);
+  await expect(page.getByTestId("not-found").or(page.getByTestId("error")).first()).toContainText(/not found/i);
   await expect(page.getByText("Alice's private problem")).toHaveCount(0);
   expect((await page.request.get(`${app.base}/api/v1/sessions/${sessionId}`)).status()).toBe(404);
 

@@ -114,3 +114,19 @@ export async function signIn(page: Page, token: string) {
   await input.fill(token);
   await input.press("Enter");
 }
+
+/** Fold open the work of every step of the (last) plan: finished steps start folded. */
+export async function openAllWork(page: Page) {
+  const folded = page.getByTestId("plan").last().getByRole("button", { expanded: false });
+  for (let guard = 0; guard < 20 && (await folded.count()) > 0; guard++) await folded.first().click();
+  await expect(folded).toHaveCount(0);
+}
+
+/** The first figure of a tool card has loaded (scrolled to: the UI loads images lazily). */
+export async function expectFigureLoaded(page: Page) {
+  const figure = page.locator('[data-testid="tool-card"] img').first();
+  await expect(figure).toBeAttached();
+  await figure.scrollIntoViewIfNeeded();
+  await expect(figure).toBeVisible();
+  await expect.poll(() => figure.evaluate((img: HTMLImageElement) => (img.complete ? img.naturalWidth : 0))).toBeGreaterThan(0);
+}

@@ -44,5 +44,5 @@ test("a knob out of range is refused with a message", async ({ page, deepsolve }
 test("an unknown session shows not found", async ({ page, deepsolve }) => {
   const app = await deepsolve();
   await page.goto(app.base + "/sessions/ses_00000000000000000000000000000000");
-  await expect(page.getByTestId("error")).toContainText(/not found/i);
+  await expect(page.getByTestId("not-found").or(page.getByTestId("error")).first()).toContainText(/not found/i);
 });

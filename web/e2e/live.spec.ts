@@ -1,5 +1,5 @@
 // A live turn under trouble: the connection cut mid-turn, a cancel, the server killed.
-import { test, expect, submitProblem, waitForFooter, expectStepsDone, latestTurnId, latestSessionId, expectStillRunning } from "./fixtures";
+import { test, expect, submitProblem, waitForFooter, expectStepsDone, latestTurnId, latestSessionId, expectStillRunning, openAllWork } from "./fixtures";
 import { CuttableProxy, SLOW, eventLog, narrations, occurrences, plainPieces } from "./harness";
 
 test("a connection cut mid-turn: after it every step, card and answer shows once, nothing lost", async ({ page, deepsolve }) => {
@@ -20,13 +20,15 @@ test("a connection cut mid-turn: after it every step, card and answer shows once
     await proxy.cut(2_000);
     await waitForFooter(page);
     await expectStepsDone(page, 3);
+    await openAllWork(page);
 
     const turnId = await latestTurnId(app.base);
     const log = await eventLog(app.base, turnId);
     const last = log[log.length - 1];
     expect(last.type).toBe("turn_finished");
-    const workCalls = log.filter((e) => e.type === "tool_call" && !String(e.name).startsWith("solve_"));
-    await expect(page.getByTestId("tool-card")).toHaveCount(workCalls.length);
+    // One card per call, the spine's (plan, finish step) included.
+    const calls = log.filter((e) => e.type === "tool_call");
+    await expect(page.getByTestId("tool-card")).toHaveCount(calls.length);
     await expect(page.getByTestId("answer")).toHaveCount(1);
     const shown = (await page.locator("body").textContent()) ?? "";
     expect(occurrences(shown, "Solution.")).toBe(1);

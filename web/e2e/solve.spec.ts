@@ -1,6 +1,6 @@
 // A whole solve as a student sees it, its replay from History, the phone width, the Chinese
 // UI and what a hostile model's text can (not) do.
-import { test, expect, PROBLEM, submitProblem, waitForFooter, expectStepsDone, turnSnapshot, screenshotPath } from "./fixtures";
+import { test, expect, PROBLEM, submitProblem, waitForFooter, expectStepsDone, turnSnapshot, screenshotPath, openAllWork, expectFigureLoaded } from "./fixtures";
 import { HOSTILE_GLOBAL } from "./constants";
 
 test("a whole solve: plan, steps done with summaries, the code card and its figure, KaTeX, the answer, the footer", async ({ page, deepsolve }) => {
@@ -18,12 +18,12 @@ test("a whole solve: plan, steps done with summaries, the code card and its figu
   await expect(page.getByTestId("step").first().locator(".katex").first()).toBeAttached();
   await expect(page.locator('[aria-current="step"]')).toHaveCount(0);
 
-  const code = page.getByTestId("tool-card").filter({ hasText: "roots: [2.0, 3.0]" });
+  await openAllWork(page);
+  const code = page.getByTestId("tool-card").filter({ hasText: "saved parabola.png" });
   await expect(code).toHaveCount(1);
   await expect(code).toHaveAttribute("data-status", "ok");
-  const figure = page.locator('[data-testid="tool-card"] img').first();
-  await expect(figure).toBeVisible();
-  await expect.poll(() => figure.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBeGreaterThan(0);
+  await expect(code).toContainText("roots: [2.0, 3.0]");
+  await expectFigureLoaded(page);
 
   const answer = page.getByTestId("answer");
   await expect(answer).toContainText("Solution.");
@@ -44,7 +44,8 @@ test("a session opened from History shows what the live view showed", async ({ p
   await submitProblem(page);
   await expectStepsDone(page, 3);
   await waitForFooter(page);
-  await expect(page.locator('[data-testid="tool-card"] img').first()).toBeVisible();
+  await openAllWork(page);
+  await expectFigureLoaded(page);
   const live = await turnSnapshot(page);
   expect(live.steps).toHaveLength(3);
   expect(live.answer).toHaveLength(1);
@@ -56,7 +57,8 @@ test("a session opened from History shows what the live view showed", async ({ p
   await expect(page).toHaveURL(/\/sessions\/[^/]+$/);
   await waitForFooter(page);
   await expectStepsDone(page, 3);
-  await expect(page.locator('[data-testid="tool-card"] img').first()).toBeVisible();
+  await openAllWork(page);
+  await expectFigureLoaded(page);
   expect(await turnSnapshot(page)).toEqual(live);
 });
 
@@ -69,7 +71,8 @@ test("at 360 px the solve fits the width: no horizontal scroll", async ({ browse
   await submitProblem(page);
   await expectStepsDone(page, 3);
   await waitForFooter(page);
-  await expect(page.locator('[data-testid="tool-card"] img').first()).toBeVisible();
+  await openAllWork(page);
+  await expectFigureLoaded(page);
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
   await page.screenshot({ path: screenshotPath("solve-phone"), fullPage: true });
   await context.close();
@@ -93,14 +96,17 @@ test("the Chinese UI: headings in Chinese; dark theme", async ({ page, deepsolve
   expect((await page.locator("h1, h2").allInnerTexts()).join(" ")).not.toMatch(english);
   const themeSwitch = page.getByTestId("theme-switch");
   await expect(themeSwitch).toBeVisible();
-  const before = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const background = () =>
+    page.evaluate(() => `${getComputedStyle(document.body).backgroundColor} ${getComputedStyle(document.documentElement).backgroundColor}`);
+  const before = await background();
   if ((await themeSwitch.evaluate((el) => el.tagName)) === "SELECT") await themeSwitch.selectOption("dark");
   else await themeSwitch.click();
-  await expect.poll(() => page.evaluate(() => getComputedStyle(document.body).backgroundColor)).not.toBe(before);
+  await expect.poll(background).not.toBe(before);
   await submitProblem(page, PROBLEM);
   await expectStepsDone(page, 3);
   await waitForFooter(page, /.+/);
-  await expect(page.locator('[data-testid="tool-card"] img').first()).toBeVisible();
+  await openAllWork(page);
+  await expectFigureLoaded(page);
   await page.screenshot({ path: screenshotPath("solve-zh-dark"), fullPage: true });
   // The choice survives a reload.
   await page.reload();
@@ -120,6 +126,7 @@ test("nothing the model writes runs script", async ({ page, deepsolve }) => {
   await expectStepsDone(page, 3);
   await waitForFooter(page);
   await expect(page.getByTestId("answer")).toContainText("Solution.");
+  await openAllWork(page);
   // Give any injected handler (an image's onerror) time to fire.
   await page.waitForTimeout(500);
   expect(await page.evaluate((name) => (window as unknown as Record<string, unknown>)[name], HOSTILE_GLOBAL)).toBeUndefined();

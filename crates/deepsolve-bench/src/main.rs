@@ -7,11 +7,15 @@
 //! `bench tokens`: the engine's token estimate against the exact o200k count, per kind of text.
 //! `bench server …`: the real `deepsolve serve` against the `deepsolve-mock` model over HTTP
 //! (see the `server` module).
+//! `bench ui`: the web UI in the system Chromium against the same pair: bytes of the first
+//! load, time to first render, time to render a recorded turn of a few thousand events (see
+//! the `ui` module).
 
 mod alloc;
 mod procfs;
 mod server;
 mod tokens;
+mod ui;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -172,6 +176,9 @@ fn main() -> anyhow::Result<()> {
     if scenario == Some("server") {
         return server::run(&args[1..]);
     }
+    if scenario == Some("ui") {
+        return ui::run(&args[1..]);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -180,7 +187,7 @@ fn main() -> anyhow::Result<()> {
         Some("first-turn") => runtime.block_on(first_turn()),
         Some("tokens") => tokens::print_table(),
         Some(other) => anyhow::bail!(
-            "unknown scenario {other:?} (scenarios: engine, the default; first-turn; tokens; server)"
+            "unknown scenario {other:?} (scenarios: engine, the default; first-turn; tokens; server; ui)"
         ),
     }
 }

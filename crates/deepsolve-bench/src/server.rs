@@ -291,6 +291,43 @@ impl Server {
     }
 }
 
+/// A mock model and a server on it (code tools mounted) for another scenario (`bench ui`);
+/// both stop when it is dropped, the server first.
+pub(crate) struct Pair {
+    server: Server,
+    _mock: Mock,
+}
+
+impl Pair {
+    pub(crate) fn start(
+        deepsolve: &Path,
+        mock: &Path,
+        mock_args: &[String],
+    ) -> anyhow::Result<Pair> {
+        let opts = Opts {
+            deepsolve: deepsolve.to_path_buf(),
+            mock: mock.to_path_buf(),
+            ..Opts::default()
+        };
+        let mock = Mock::start(&opts.mock, mock_args)?;
+        let server = Server::start(&opts, &mock.url, true)?;
+        Ok(Pair {
+            server,
+            _mock: mock,
+        })
+    }
+
+    /// The server's origin, e.g. `http://127.0.0.1:41234`.
+    pub(crate) fn base(&self) -> &str {
+        &self.server.base
+    }
+
+    /// Fails with the server's stderr tail if it has exited.
+    pub(crate) fn check_alive(&mut self) -> anyhow::Result<()> {
+        self.server.check_alive()
+    }
+}
+
 /// What one turn looked like from the client.
 #[derive(Debug, Default)]
 struct TurnRecord {
@@ -310,7 +347,7 @@ struct TurnRecord {
 }
 
 /// One `data:` payload out of an SSE block.
-fn sse_data(block: &str) -> Option<&str> {
+pub(crate) fn sse_data(block: &str) -> Option<&str> {
     block
         .lines()
         .find_map(|l| l.strip_prefix("data:"))

@@ -186,7 +186,7 @@ impl Showcase {
             text.push_str(HOSTILE_MARKUP);
         }
         if self.variant == ShowcaseVariant::Long {
-            for k in 1..=6 {
+            for k in 1..=10 {
                 text.push_str(&format!(
                     "\n\n**Remark {k}.** Shifting by $k={k}$ gives $(x-2-{k})(x-3-{k})=x^2-({k2}+5)x+({k}+2)({k}+3)$, \
                      whose roots $x={a}$ and $x={b}$ are again one apart, because the discriminant \
