@@ -91,8 +91,7 @@ export function AnswerPanel(props: { state: TurnState }) {
         {answer ? (
           <div data-testid="answer" class="answer" aria-busy={answer.streaming}>
             <Markdown text={answer.text} />
-            {answer.streaming && <span class="caret" aria-hidden="true" />}
-          </div>
+            </div>
         ) : (
           <p class="muted">{t("turn.noAnswer")}</p>
         )}
