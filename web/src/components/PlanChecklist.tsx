@@ -78,11 +78,8 @@ export function SupersededPlans(props: { superseded: { plan: PlanView; reason: s
   return (
     <div class="superseded">
       {props.superseded.map((old, i) => (
-        <details key={i} class="old-plan">
-          <summary>
-            <span class="old-plan-label">{t("turn.oldPlan")}</span>{" "}
-            <span class="replan-reason">{t("turn.replanned", { reason: old.reason })}</span>
-          </summary>
+        <section key={i} class="old-plan" aria-label={t("turn.oldPlan")}>
+          <p class="replan-reason">{t("turn.replanned", { reason: old.reason })}</p>
           <ol class="plan old" data-testid="old-plan">
             {old.plan.steps.map((step) => (
               <li key={step.id} class={`step old ${step.status}`}>
@@ -97,12 +94,19 @@ export function SupersededPlans(props: { superseded: { plan: PlanView; reason: s
                     </s>
                   </div>
                   {step.summary && <Markdown class="step-summary" text={step.summary} />}
-                  {step.timeline.length > 0 && <Timeline items={step.timeline} />}
+                  {step.timeline.length > 0 && (
+                    <details class="old-work">
+                      <summary>
+                        {t("turn.showWork")} <span class="count-pill">{step.timeline.length}</span>
+                      </summary>
+                      <Timeline items={step.timeline} />
+                    </details>
+                  )}
                 </div>
               </li>
             ))}
           </ol>
-        </details>
+        </section>
       ))}
     </div>
   );

@@ -89,7 +89,7 @@ export function TurnView(props: Props) {
           <h2 id={headingId} class="turn-title">
             {t("session.turn", { n: props.index + 1 })}
           </h2>
-          {running && <TurnProgress state={state} />}
+          {running ? <TurnProgress state={state} /> : <ReplansUsed state={state} />}
           {running && <ConnectionBadge connection={connection} waiting={state.phase === "waiting"} />}
         </header>
 
@@ -126,6 +126,14 @@ function TurnProgress(props: { state: TurnState }) {
       {state.replansMax > 0 && <span>{t("turn.replans", { k: state.replansUsed, m: state.replansMax })}</span>}
     </p>
   );
+}
+
+/** After the turn: how many replans it took, when it took any. */
+function ReplansUsed(props: { state: TurnState }) {
+  const { t } = useI18n();
+  const { replansUsed, replansMax } = props.state;
+  if (replansUsed === 0) return null;
+  return <p class="turn-progress muted small">{t("turn.replans", { k: replansUsed, m: replansMax })}</p>;
 }
 
 function ConnectionBadge(props: { connection: string; waiting: boolean }) {
