@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { TurnEvent } from "../protocol";
 import { fixture } from "./fixtures";
-import { BACKOFF_FIRST_MS, BACKOFF_MAX_MS, EVENT_TYPES, eventsUrl, followTurn, type FollowEnv, type TurnFeed } from "./useTurn";
+import { BACKOFF_FIRST_MS, BACKOFF_MAX_MS, EVENT_TYPES, eventsUrl, followTurn, type FollowEnv, type TurnFeed, type TurnProbe } from "./useTurn";
 import { initialTurnState, reduceAll } from "./view";
 
 /** An EventSource the test drives by hand. */
@@ -40,7 +40,13 @@ function harness(turnId: string) {
   const timers: { f: () => void; ms: number; cancelled: boolean }[] = [];
   const marks: string[] = [];
   const updates: TurnFeed[] = [];
+  const probes: string[] = [];
+  let probeAnswer: TurnProbe = { status: "running" };
   const env: FollowEnv = {
+    probe: (id) => {
+      probes.push(id);
+      return Promise.resolve(probeAnswer);
+    },
     openSource: (url) => {
       const s = new FakeSource(url);
       sources.push(s);
@@ -63,6 +69,10 @@ function harness(turnId: string) {
   return {
     sources,
     timers,
+    probes,
+    answerProbes: (p: TurnProbe) => {
+      probeAnswer = p;
+    },
     marks,
     updates,
     stop,
@@ -77,6 +87,9 @@ function harness(turnId: string) {
     },
   };
 }
+
+/** Let the probe's promise settle. */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 const events = fixture("well-behaved-code");
 const turnId = events[0].turn_id;
@@ -123,7 +136,7 @@ describe("following a turn's events", () => {
     expect(h.feed().state).toEqual(final);
   });
 
-  it("reconnects after an error from the last applied seq, with a doubling backoff, and drops duplicates", () => {
+  it("reconnects after an error from the last applied seq, with a doubling backoff, and drops duplicates", async () => {
     const h = harness(turnId);
     h.last().open();
     for (const e of events.slice(0, 10)) h.last().send(e);
@@ -131,32 +144,83 @@ describe("following a turn's events", () => {
     const delays: number[] = [];
     for (let i = 0; i < 7; i++) {
       h.last().fail();
+      await settle();
       expect(h.feed().connection).toBe("reconnecting");
       expect(h.feed().error).toBeTruthy();
       delays.push(h.timers[h.timers.length - 1].ms);
       h.fireTimer();
       expect(h.last().url).toBe(`/api/v1/turns/${turnId}/events?after=9`);
+      h.last().open();
     }
+    expect(h.probes).toHaveLength(7);
     expect(delays).toEqual([BACKOFF_FIRST_MS, 500, 1000, 2000, 4000, BACKOFF_MAX_MS, BACKOFF_MAX_MS]);
     expect(h.sources.slice(0, -1).every((s) => s.closed)).toBe(true);
-    // The new stream starts a little early (as a browser's own retry from Last-Event-ID might).
-    h.last().open();
     expect(h.feed()).toMatchObject({ connection: "open", error: null });
+    // The new stream starts a little early (as a browser's own retry from Last-Event-ID might).
     for (const e of events.slice(5)) h.last().send(e);
     h.frame();
     expect(h.feed().state).toEqual(final);
     expect(h.feed().connection).toBe("closed");
   });
 
-  it("an open connection resets the backoff", () => {
+  it("new events reset the backoff; an open connection alone does not", async () => {
     const h = harness(turnId);
     h.last().fail();
-    h.fireTimer();
-    h.last().fail();
+    await settle();
     h.fireTimer();
     h.last().open();
     h.last().fail();
+    await settle();
+    h.fireTimer();
+    h.last().open();
+    h.last().send(events[0]);
+    h.frame();
+    h.last().fail();
+    await settle();
     expect(h.timers.map((t) => t.ms)).toEqual([BACKOFF_FIRST_MS, 2 * BACKOFF_FIRST_MS, BACKOFF_FIRST_MS]);
+  });
+
+  it("a turn that ended without turn_finished: one more read, then closed", async () => {
+    const events = fixture("cancelled").filter((e) => e.type !== "turn_finished");
+    const h = harness(turnId);
+    h.answerProbes({ status: "interrupted" });
+    h.last().open();
+    for (const e of events) h.last().send(e);
+    h.last().fail(); // the server ends a finished log's stream
+    h.frame();
+    await settle();
+    // That stream brought events: read once more from the last one.
+    h.fireTimer();
+    expect(h.last().url).toBe(`/api/v1/turns/${turnId}/events?after=${events.length - 1}`);
+    h.last().open();
+    h.last().fail();
+    await settle();
+    expect(h.feed()).toMatchObject({ connection: "closed", error: null });
+    expect(h.feed().state.lastSeq).toBe(events.length - 1);
+    expect(h.timers.filter((t) => !t.cancelled)).toHaveLength(0);
+    expect(h.sources).toHaveLength(2);
+  });
+
+  it("a turn that cannot be read stops with the server's message", async () => {
+    const h = harness("turn_gone");
+    h.answerProbes({ error: "no turn turn_gone" });
+    h.last().fail();
+    await settle();
+    expect(h.feed()).toMatchObject({ connection: "closed", error: "no turn turn_gone" });
+    expect(h.timers).toHaveLength(0);
+  });
+
+  it("keeps trying while the server cannot be asked", async () => {
+    const h = harness(turnId);
+    h.answerProbes(null);
+    h.last().fail();
+    await settle();
+    h.fireTimer();
+    h.last().fail();
+    await settle();
+    expect(h.sources).toHaveLength(2);
+    expect(h.feed().connection).toBe("reconnecting");
+    expect(h.timers.filter((t) => !t.cancelled)).toHaveLength(1);
   });
 
   it("on a gap reconnects from the last applied seq and heals", () => {
