@@ -62,9 +62,9 @@ start_pair() {
 
 # POST a turn; prints its id.
 start_turn() {
-  local problem=$1 tools=$2
-  curl -sf -X POST "$server/api/v1/turns" -H 'content-type: application/json' \
-    -d "{\"problem\": \"$problem\", \"tools\": $tools}" |
+  local problem=$1 tools=$2 body
+  body="$(node -e 'console.log(JSON.stringify({ problem: process.argv[1], tools: JSON.parse(process.argv[2]) }))' "$problem" "$tools")"
+  curl -sf -X POST "$server/api/v1/turns" -H 'content-type: application/json' -d "$body" |
     node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).turn_id))'
 }
 
