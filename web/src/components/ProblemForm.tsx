@@ -12,7 +12,14 @@ import { errorText, FormError } from "./ErrorMessage";
 import { KnobFields } from "./KnobFields";
 import { ToolToggles } from "./ToolToggles";
 
-type Props = { sessionId?: string; onCreated: (created: TurnCreated) => void };
+type Props = {
+  sessionId?: string;
+  onCreated: (created: TurnCreated) => void;
+  /** Text put into the editor from outside (an example), with a counter so the same text twice still lands. */
+  suggestion?: { text: string; n: number } | null;
+};
+
+const MAC = /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
 
 function useDebounced<T>(value: T, ms: number): T {
   const [debounced, setDebounced] = useState(value);
@@ -52,6 +59,12 @@ export function ProblemForm(props: Props) {
   const idPrefix = followUp ? "followup" : "problem";
 
   useEffect(() => setLanguage(lang), [lang]);
+  useEffect(() => {
+    if (!props.suggestion) return;
+    setProblem(props.suggestion.text);
+    setProblemError(null);
+    focus(`${idPrefix}-text`);
+  }, [props.suggestion]);
   const chosenTools = tools ?? (capabilities ? defaultTools(capabilities.tools) : null);
 
   function check(): CreateTurn | null {
@@ -140,7 +153,7 @@ export function ProblemForm(props: Props) {
                 ? t("editor.count", { n: count, max: maxChars })
                 : t("editor.countNoMax", { n: count })}
             </span>
-            <kbd class="shortcut">{t("editor.shortcut")}</kbd>
+            <kbd class="shortcut">{t("editor.shortcut", { key: MAC ? "⌘" : "Ctrl" })}</kbd>
           </div>
           {problemError && <FormError text={problemError} id={`${idPrefix}-problem-error`} />}
         </div>
