@@ -63,7 +63,7 @@ export type MockOptions = {
 };
 
 /** Paced enough that a turn takes several seconds: for cancelling, cutting and killing it. */
-export const SLOW: MockOptions = { ttftMs: 400, tokensPerS: 12 };
+export const SLOW: MockOptions = { ttftMs: 300, tokensPerS: 20 };
 
 export class Mock {
   private constructor(
