@@ -98,12 +98,10 @@ export function TurnView(props: Props) {
         </section>
 
         {feed.error && connection !== "reconnecting" && <ErrorMessage error={new Error(feed.error)} />}
-        {state.notices.some((n) => n.level === "error") && !state.plan && (
-          <TurnWideNotices state={state} />
-        )}
 
         <PlanSection state={state} />
         <AnswerPanel state={state} />
+        {(state.phase === "finished" || !state.plan) && <TurnErrors state={state} />}
         {state.finished && <TurnFooter state={state} />}
         <TurnControls
           turnId={props.turnId}
@@ -155,11 +153,14 @@ function ConnectionBadge(props: { connection: string; waiting: boolean }) {
   return null;
 }
 
-function TurnWideNotices(props: { state: TurnState }) {
+/** What went wrong in the turn, where it cannot hide in a folded step: before a plan, or at the end. */
+function TurnErrors(props: { state: TurnState }) {
+  const errors = props.state.notices.filter((notice) => notice.level === "error");
+  if (errors.length === 0) return null;
   return (
-    <ul class="notices">
-      {props.state.notices.map((notice, i) => (
-        <li key={i} class={`notice ${notice.level}`}>
+    <ul class="notices" data-testid="error">
+      {errors.map((notice, i) => (
+        <li key={i} class="notice error">
           {notice.text}
         </li>
       ))}
