@@ -1,6 +1,6 @@
 // Numeric solve knobs as number fields that show their range. Empty means "the value in force".
 import { formatNumber } from "../format";
-import { useI18n } from "../i18n";
+import { knobHelp, useI18n } from "../i18n";
 import type { KnobView } from "../protocol";
 
 type Props = {
@@ -48,7 +48,7 @@ export function KnobFields(props: Props) {
                 onInput={(event) => props.onChange(knob.key, (event.currentTarget as HTMLInputElement).value)}
               />
               <span id={`${id}-help`} class="muted small">
-                {knob.help} · {range}
+                {knobHelp(lang, knob.key, knob.help)} · {range}
               </span>
             </div>
           );

@@ -7,7 +7,7 @@ import { settings as settingsStore, useCapabilities, valueOf } from "../capabili
 import { ErrorMessage, FormError } from "../components/ErrorMessage";
 import { KnobFields } from "../components/KnobFields";
 import { formatNumber } from "../format";
-import { useI18n } from "../i18n";
+import { knobHelp, useI18n } from "../i18n";
 import { checkKnob } from "../knobs";
 import type { SettingsView } from "../protocol";
 import { useTitle } from "../title";
@@ -86,7 +86,7 @@ function asText(value: unknown): string {
 }
 
 function SolveSettings(props: { view: SettingsView }) {
-  const { t } = useI18n();
+  const { t, lang } = useI18n();
   const { view } = props;
   const initialValues = () => Object.fromEntries(view.knobs.map((k) => [k.key, asText(view.solve[k.key])]));
   const initialFlags = () => Object.fromEntries(view.flags.map((f) => [f.key, view.solve[f.key] === true]));
@@ -169,7 +169,7 @@ function SolveSettings(props: { view: SettingsView }) {
                 />
                 <label for={`settings-flag-${flag.key}`}>
                   <code>{flag.key}</code>
-                  <span class="muted small">{flag.help}</span>
+                  <span class="muted small">{knobHelp(lang, flag.key, flag.help)}</span>
                 </label>
               </li>
             ))}
