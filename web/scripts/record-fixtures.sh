@@ -115,6 +115,8 @@ record second-plan "Factor 391." '["reason"]' --policy second-plan --steps 2 --w
 record replan-past-budget "Prove that sqrt(2) is irrational." '["reason"]' --policy replan-past-budget --steps 2
 record identical-loop "Is 91 prime?" '["reason"]' --policy identical-loop --steps 2
 record parallel-flood "Tabulate squares." '["code_execution"]' --policy parallel-flood --steps 1 --work-tool code_execution
+record answer-with-open-steps "Is 51 prime?" '["reason"]' --policy answer-with-open-steps --steps 2
+record plan-skipper "Halve 10." '["reason"]' --policy plan-skipper --steps 1
 record never-answers "Is 97 prime?" '["reason"]' --policy never-answers --steps 2
 record tags "Add 2 and 3." '["reason"]' --policy tags --steps 2
 record flaky-429 "Multiply 6 by 7." '["reason"]' --policy flaky-429 --steps 1

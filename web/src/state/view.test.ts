@@ -41,6 +41,8 @@ describe("the recorded logs", () => {
       "cancelled",
       "parallel-flood",
       "reasoning-model",
+      "answer-with-open-steps",
+      "plan-skipper",
     ];
     for (const name of names) {
       const events = fixture(name);
@@ -248,6 +250,43 @@ describe("other behaviours", () => {
     // The answer round's reasoning follows the last step's work (its text is the answer).
     expect(s1.map((i) => i.kind)).toEqual(["reasoning", "narration", "tool", "reasoning", "narration", "tool", "reasoning"]);
     expect(texts(state.planning, "reasoning")).toHaveLength(1);
+  });
+});
+
+describe("answers written as narration", () => {
+  it("an answer refused for open steps stays in the work; the accepted one moves to the answer", () => {
+    const events = fixture("answer-with-open-steps");
+    const state = replay(events);
+    const s2 = state.plan?.steps[1];
+    expect(s2?.status).toBe("current");
+    const narration = texts(s2?.timeline ?? [], "narration");
+    // Each round's text is an item of its own; the refused answer stays, the accepted one does not.
+    expect(narration).toHaveLength(1);
+    expect(narration[0]).toMatch(/^\*\*Answer:\*\*/);
+    expect(state.answer?.text).toMatch(/^I am confident/);
+    expect(state.answer?.streaming).toBe(false);
+    expect(state.finished?.stopReason).toBe("answered_with_open_steps");
+  });
+
+  it("a turn that worked before planning keeps that work in planning", () => {
+    const events = fixture("plan-skipper");
+    const state = replay(events);
+    expect(cards(state.planning).map((c) => c.name)).toEqual(["reason", "solve_plan"]);
+    expect(state.plan?.steps.map((s) => s.status)).toEqual(["done"]);
+    expect(state.answer?.text).toBe(eventsOf(events, "answer")[0].text);
+  });
+
+  it("a direct answer without a plan is shown once, as the answer", () => {
+    const base = { turn_id: "t", ts: 0 };
+    const kinds: Record<string, unknown>[] = [
+      { type: "round_started", round: 1, max_rounds: 9, context_tokens: 1, context_window: 9 },
+      { type: "text_delta", text: "It is " },
+      { type: "text_delta", text: "4." },
+      { type: "answer", text: "It is 4.", forced: false },
+    ];
+    const state = replay(kinds.map((k, seq) => ({ ...base, seq, ...k }) as TurnEvent));
+    expect(state.planning).toEqual([]);
+    expect(state.answer?.text).toBe("It is 4.");
   });
 });
 

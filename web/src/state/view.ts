@@ -63,6 +63,8 @@ export type TurnState = {
   pendingReplan?: string | null;
   /** Reducer bookkeeping: a forced answer was announced, so text streams into `answer`. */
   forcing?: boolean;
+  /** Reducer bookkeeping: a round started; its first text is a new item, not merged. */
+  newRound?: boolean;
 };
 
 export function initialTurnState(turnId: string): TurnState {
@@ -90,6 +92,7 @@ export function initialTurnState(turnId: string): TurnState {
     notices: [],
     pendingReplan: null,
     forcing: false,
+    newRound: false,
   };
 }
 
@@ -127,6 +130,7 @@ function apply(s: TurnState, e: TurnEvent): TurnState {
         maxRounds: e.max_rounds,
         contextTokens: e.context_tokens,
         contextWindow: e.context_window,
+        newRound: true,
       };
     case "reasoning_delta":
       return appendText(running(s), "reasoning", e.text);
@@ -176,7 +180,7 @@ function apply(s: TurnState, e: TurnEvent): TurnState {
     case "error":
       return notice(s, "error", e.message);
     case "answer":
-      return { ...s, answer: { text: e.text, streaming: false, forced: e.forced } };
+      return { ...dropEchoedAnswer(s, e.text), answer: { text: e.text, streaming: false, forced: e.forced } };
     case "turn_finished":
       return {
         ...s,
@@ -242,9 +246,10 @@ function pushItem(s: TurnState, item: TimelineItem): TurnState {
 
 function appendText(s: TurnState, kind: "narration" | "reasoning", text: string): TurnState {
   if (!text) return s;
-  return mapTimeline(s, (t) => {
+  const merge = !s.newRound;
+  return mapTimeline(s.newRound ? { ...s, newRound: false } : s, (t) => {
     const last = t[t.length - 1];
-    if (last && last.kind === kind) {
+    if (merge && last && last.kind === kind) {
       const copy = t.slice();
       copy[copy.length - 1] = { kind, text: last.text + text };
       return copy;
@@ -254,6 +259,18 @@ function appendText(s: TurnState, kind: "narration" | "reasoning", text: string)
 }
 
 /** A turn-wide notice, also shown in the current step's work when a step is current. */
+/**
+ * The answer's text streamed as narration (no plan, or steps still open when it was written):
+ * the answer shows it, so the work does not repeat it.
+ */
+function dropEchoedAnswer(s: TurnState, answer: string): TurnState {
+  const wanted = answer.trim();
+  return mapTimeline(s, (t) => {
+    const last = t[t.length - 1];
+    return last && last.kind === "narration" && last.text.trim() === wanted ? t.slice(0, -1) : t;
+  });
+}
+
 function notice(s: TurnState, level: NoticeLevel, text: string): TurnState {
   const withNotice = { ...s, notices: [...s.notices, { level, text }] };
   const current = s.plan?.steps.some((st) => st.status === "current") ?? false;
