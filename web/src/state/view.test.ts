@@ -354,6 +354,23 @@ describe("synthetic cases", () => {
     expect(state.plan?.steps[0].timeline.map((i) => i.kind)).toEqual(["narration", "tool"]);
   });
 
+  it("an answer cut off before its round finished is work once the forced round starts", () => {
+    const round = (n: number) => ({ type: "round_started", round: n, max_rounds: 9, context_tokens: 1, context_window: 9 });
+    const state = replay(
+      seqd([
+        plan(["done"]),
+        round(3),
+        { type: "text_delta", text: "The answer is" },
+        { type: "warning", kind: "stream_cut", message: "cut" },
+        { type: "warning", kind: "forced_answer", message: "forced" },
+        round(4),
+        { type: "text_delta", text: "42." },
+      ]),
+    );
+    expect(state.answer).toEqual({ text: "42.", streaming: true, forced: true });
+    expect(texts(state.plan?.steps[0].timeline ?? [], "narration")).toEqual(["The answer is"]);
+  });
+
   it("progress lands on its card; an unknown call id is ignored", () => {
     const state = replay(
       seqd([

@@ -124,8 +124,10 @@ function apply(s: TurnState, e: TurnEvent): TurnState {
         resumed: e.resumed ?? false,
       };
     case "round_started":
+      // An answer still streaming when the next round starts was not taken (a cut stream, a
+      // refusal): it was work.
       return {
-        ...running(s),
+        ...unstreamAnswer(running(s)),
         round: e.round,
         maxRounds: e.max_rounds,
         contextTokens: e.context_tokens,
@@ -137,7 +139,7 @@ function apply(s: TurnState, e: TurnEvent): TurnState {
     case "text_delta":
       return textDelta(running(s), e.text);
     case "round_finished":
-      return e.role === "narration" ? narrationRoundFinished(s) : s;
+      return e.role === "narration" ? unstreamAnswer(s) : s;
     case "tool_call":
       return pushItem(running(s), {
         kind: "tool",
@@ -212,8 +214,8 @@ function textDelta(s: TurnState, text: string): TurnState {
   return { ...s, answer: { text: (prev?.text ?? "") + text, streaming: true, forced: prev?.forced ?? !!s.forcing } };
 }
 
-/** A round that streamed into the answer but turned out to be work: its text is narration. */
-function narrationRoundFinished(s: TurnState): TurnState {
+/** Text that streamed into the answer but turned out to be work: it is narration. */
+function unstreamAnswer(s: TurnState): TurnState {
   if (!s.answer || !s.answer.streaming) return s;
   const text = s.answer.text;
   const cleared = { ...s, answer: null };
