@@ -34,6 +34,21 @@ export interface AssistantMessage {
   role: string;
 }
 
+/** How a server authenticates its callers. */
+export type AuthMode = "single_user" | "tokens";
+
+/** `GET /api/v1/auth/session`: how this server authenticates, and who the caller is. */
+export interface AuthSessionView {
+  /**
+   * When the browser session ends, milliseconds since the Unix epoch; `null` without one
+   * (single-user mode, or a bearer token).
+   */
+  expires_at: number | null;
+  mode: AuthMode;
+  /** The signed-in user (in single-user mode, the local admin); `null` when not signed in. */
+  user: UserView | null;
+}
+
 /** What a cancel request answers (202). */
 export interface CancelAccepted {
   status: CancelState;
@@ -42,6 +57,18 @@ export interface CancelAccepted {
 
 /** The turn was asked to stop; it ends with `turn_finished: cancelled`. */
 export type CancelState = "cancelling";
+
+/** `GET /api/v1/capabilities`: what this server offers a turn. */
+export interface CapabilitiesView {
+  limits: LimitsView;
+  /** The main model's name. */
+  model: string;
+  /** What the main model costs (`llm.price`); `null` when not configured. */
+  price: PriceView | null;
+  sandbox: SandboxView;
+  /** Every work tool the server knows, mounted or not. */
+  tools: ToolView[];
+}
 
 export interface ChatChoice {
   finish_reason: string;
@@ -305,10 +332,26 @@ export interface KnobView {
 /** The language of a turn: its prompts, notices and the answer. */
 export type Language = "en" | "zh";
 
+/** The request limits a client should check before sending. */
+export interface LimitsView {
+  /** The largest request body, in bytes. */
+  max_body_bytes: number;
+  /** The longest problem, in characters. */
+  max_problem_chars: number;
+}
+
 /** The query of `GET /api/v1/sessions`. */
 export interface ListQuery {
   /** 1 to 200; 50 when absent. */
   limit?: number | null;
+}
+
+/**
+ * `POST /api/v1/auth/login`: trade a bearer token for a browser session (an `HttpOnly`
+ * cookie); the token itself is not kept by the browser.
+ */
+export interface LoginRequest {
+  token: string;
 }
 
 export interface ModelCard {
@@ -342,6 +385,14 @@ export interface PlanVersion {
   steps: SolveStep[];
 }
 
+/** The main model's price per million tokens. */
+export interface PriceView {
+  /** As configured, e.g. `USD`. */
+  currency: string;
+  input_per_mtok: number;
+  output_per_mtok: number;
+}
+
 /** How tools are offered to the model. */
 export type Protocol = "native" | "tags" | "auto";
 
@@ -352,6 +403,16 @@ export interface PutSettings {
 
 /** Which kind of reply a round produced. */
 export type RoundRole = "narration" | "answer";
+
+/** The code tools' sandbox, as `deepsolve doctor` reports it. */
+export interface SandboxView {
+  /** Model code can run (isolated, or with the explicit `sandbox.backend: none`). */
+  available: boolean;
+  /** `bwrap` or `none`; `null` without a sandbox. */
+  backend: string | null;
+  /** What isolates model code, or why nothing can run it. */
+  detail: string;
+}
 
 /** `GET /api/v1/sessions`: most recent first. */
 export interface SessionList {
@@ -438,6 +499,18 @@ export interface StreamOptions {
   include_usage?: boolean;
 }
 
+/** A work tool and whether a turn can have it. */
+export interface ToolView {
+  /** Mounted: a turn may ask for it. */
+  available: boolean;
+  /** Offered when a turn names no tools (automatic, or in `tools.enabled`). */
+  default: boolean;
+  description: string;
+  name: string;
+  /** Why it cannot be mounted (e.g. "no sandbox: bubblewrap is missing"); `null` when it is. */
+  reason: string | null;
+}
+
 /** A started (or resumed) turn: follow `events_url`. */
 export interface TurnCreated {
   /** The turn's events over SSE. */
@@ -504,6 +577,15 @@ export interface Usage {
   /** True when any part of this was estimated locally instead of reported by the provider. */
   estimated: boolean;
   prompt_tokens: number;
+}
+
+export type UserRole = "user" | "admin";
+
+/** A user, as the user sees themself. */
+export interface UserView {
+  id: string;
+  name: string;
+  role: UserRole;
 }
 
 /** What a `warning` event is about. Kinds a newer server adds read back as `unknown`. */

@@ -35,9 +35,11 @@ use std::sync::Arc;
 
 use deepsolve_core::{ChatModel, Engine, EngineError, ToolRef};
 use deepsolve_settings::{Loaded, Settings, ToolSection};
-use deepsolve_tools::{CATALOG, Deps, Sandbox, SandboxError, ToolEntry, Toolset};
+use deepsolve_tools::{CATALOG, Deps, Sandbox, SandboxError, Toolset};
 
-pub use deepsolve_tools::{DisabledError, Policy, ToolRequestError, ToolStatus, Unavailable};
+pub use deepsolve_tools::{
+    DisabledError, Policy, ToolEntry, ToolRequestError, ToolStatus, Unavailable,
+};
 pub use gc::{GcOptions, GcReport, collect_workspaces};
 pub use models::{DEFAULT_BASE_URL, main_client, reasoning_model};
 pub use turn::{
@@ -85,6 +87,11 @@ impl App {
     /// The settings sections of the catalog it mounted (for writing the settings file).
     pub fn tool_sections(&self) -> Vec<ToolSection> {
         deepsolve_tools::tool_sections(self.catalog)
+    }
+
+    /// The catalog the tools were mounted from (their names, policies and playbook lines).
+    pub fn catalog(&self) -> &'static [ToolEntry] {
+        self.catalog
     }
 
     pub fn engine(&self) -> &Arc<Engine> {

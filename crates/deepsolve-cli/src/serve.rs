@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use deepsolve_protocol::api::PriceView;
 use deepsolve_server::{AuthMode, ConnectionLimits, CorsOrigins, ServerConfig};
 use deepsolve_settings::ServerSettings;
 use deepsolve_store::{Store, StoreOptions, redact_url};
@@ -134,6 +135,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         settings_path: Some(loaded.path.clone()),
         limits: connection_limits(server),
         cors_origins,
+        session_ttl: Duration::from_secs(server.session_hours.saturating_mul(60 * 60)),
+        secure_cookies: server.secure_cookies,
+        trust_forwarded_proto: server.trust_forwarded_proto,
+        price: loaded.settings.llm.price.as_ref().map(|price| PriceView {
+            input_per_mtok: price.input_per_mtok,
+            output_per_mtok: price.output_per_mtok,
+            currency: price.currency.clone(),
+        }),
         ..ServerConfig::default()
     };
     let state = deepsolve_server::prepare(store, Arc::new(app), config).await?;

@@ -1,4 +1,4 @@
-//! `deepsolve users add|token|list`: manage who may use the server. Once any user exists the
+//! `deepsolve users add|token|revoke|list`: manage who may use the server. Once any user exists the
 //! server requires bearer tokens (and may listen beyond loopback).
 
 use std::process::ExitCode;
@@ -27,6 +27,9 @@ pub(crate) enum UsersAction {
         #[arg(long)]
         revoke_others: bool,
     },
+    /// Revoke every token and end every web UI session of a user (it can no longer sign in
+    /// until given a new token: deepsolve users token NAME).
+    Revoke { name: String },
     /// List users.
     List,
 }
@@ -68,6 +71,16 @@ pub(crate) async fn run(
                 .await
                 .context("cannot issue a token")?;
             println!("{}", token.token);
+        }
+        UsersAction::Revoke { name } => {
+            let Some(user) = store.user_by_name(&name).await? else {
+                bail!("no user named '{name}' (deepsolve users list shows them)");
+            };
+            let tokens = store.revoke_tokens(&user.id).await?;
+            let sessions = store.revoke_browser_sessions(&user.id).await?;
+            eprintln!(
+                "revoked {tokens} token(s) and ended {sessions} browser session(s) of '{name}'"
+            );
         }
         UsersAction::List => {
             for user in store.list_users().await? {

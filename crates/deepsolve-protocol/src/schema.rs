@@ -64,6 +64,9 @@ fn register(g: &mut SchemaGenerator) {
     add::<api::SettingsView>(g);
     add::<api::PutSettings>(g);
     add::<api::Health>(g);
+    add::<api::AuthSessionView>(g);
+    add::<api::LoginRequest>(g);
+    add::<api::CapabilitiesView>(g);
     add::<api::ErrorBody>(g);
     // The OpenAI facade.
     add::<openai::ChatRequest>(g);

@@ -205,6 +205,14 @@ impl Sandbox {
         self.inner.backend != Backend::Unsandboxed
     }
 
+    /// The backend's name as `sandbox.backend` spells it: `bwrap`, or `none` (no isolation).
+    pub fn backend_name(&self) -> &'static str {
+        match &self.inner.backend {
+            Backend::Bwrap { .. } => "bwrap",
+            Backend::Unsandboxed => "none",
+        }
+    }
+
     /// One line for `doctor` and logs: what isolates the code.
     pub fn describe(&self) -> String {
         match &self.inner.backend {

@@ -28,6 +28,13 @@ impl CorsOrigins {
             .map(CorsOrigins)
     }
 
+    /// `origin` (as a browser sends it) is one of them.
+    pub fn allows(&self, origin: &str) -> bool {
+        self.0
+            .iter()
+            .any(|allowed| allowed.as_bytes().eq_ignore_ascii_case(origin.as_bytes()))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -8,9 +8,12 @@
 //!   (a follow-up turn in a session sees the earlier answers and solve records); artifact
 //!   downloads; `/healthz`.
 //! - Errors are `{"error": {"code", "message"}}`; another user's data is a 404.
+//! - The web UI at `/` and its client-side routes, from assets embedded in the binary ([`ui`]).
 
 pub mod auth;
 pub mod body_timeout;
+pub mod browser_auth;
+pub mod capabilities;
 pub mod cors;
 pub mod error;
 pub mod extract;
@@ -26,6 +29,7 @@ pub mod runner;
 pub mod settings_api;
 pub mod sse;
 pub mod state;
+pub mod ui;
 pub mod writer;
 
 use std::future::Future;
@@ -40,7 +44,7 @@ use deepsolve_store::{Store, StoreError};
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
 
-pub use auth::{AuthMode, Caller, LOCAL_USER, UnsafeBind, check_bind};
+pub use auth::{AuthMode, Caller, Credential, LOCAL_USER, SESSION_COOKIE, UnsafeBind, check_bind};
 pub use cors::{CorsOrigins, InvalidOrigin};
 pub use error::ApiError;
 pub use listener::ConnectionLimits;
@@ -125,6 +129,10 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(routes::get_session).delete(routes::delete_session),
         )
         .route("/api/v1/artifacts/{id}", get(routes::get_artifact))
+        .route("/api/v1/auth/session", get(browser_auth::session))
+        .route("/api/v1/auth/login", post(browser_auth::login))
+        .route("/api/v1/auth/logout", post(browser_auth::logout))
+        .route("/api/v1/capabilities", get(capabilities::capabilities))
         .route(
             "/api/v1/capabilities/settings",
             get(settings_api::get_settings).put(settings_api::put_settings),
@@ -134,7 +142,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/openapi.json", get(openapi::openapi_json))
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/v1/models", get(openai::list_models))
-        .fallback(routes::not_found)
+        .route("/", get(ui::page))
+        .route("/assets/{*path}", get(ui::asset))
+        .fallback(ui::fallback)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(
             body_timeout,

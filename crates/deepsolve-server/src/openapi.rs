@@ -13,8 +13,8 @@ use deepsolve_protocol::api::openai::{
     ChatCompletion, ChatCompletionChunk, ChatRequest, ModelList, StreamError,
 };
 use deepsolve_protocol::api::{
-    CancelAccepted, CreateTurn, ErrorBody, Health, PutSettings, SessionList, SessionView,
-    SettingsView, TurnCreated, TurnView,
+    AuthSessionView, CancelAccepted, CapabilitiesView, CreateTurn, ErrorBody, Health, LoginRequest,
+    PutSettings, SessionList, SessionView, SettingsView, TurnCreated, TurnView,
 };
 use deepsolve_protocol::schema::{components, reference};
 use schemars::JsonSchema;
@@ -99,7 +99,7 @@ fn turn_paths() -> Value {
                         "description": "Resume after this seq (for clients that cannot set Last-Event-ID)"})],
             responses(json!({
                 "200": {"description": "The turn's events, from the log then live; the stream ends after turn_finished",
-                        "content": sse_body("SSE frames `id: <seq>` + `data: <TurnEvent as JSON>`", reference::<TurnEvent>())},
+                        "content": sse_body("SSE frames `event: <the event's type>` + `id: <seq>` + `data: <TurnEvent as JSON>`", reference::<TurnEvent>())},
                 "400": error("Last-Event-ID is not a number"),
                 "404": not_found(),
             })))},
@@ -142,6 +142,9 @@ fn session_paths() -> Value {
                         "content": {"application/octet-stream": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}},
                 "404": not_found(),
             })))},
+        "/api/v1/capabilities": {"get": op(
+            "What a turn can have here: the model, every work tool (and why one is unavailable), limits, price, sandbox",
+            vec![], responses(json!({"200": ok::<CapabilitiesView>("Capabilities")})))},
         "/api/v1/capabilities/settings": {
             "get": op("The solve knobs in force, with their ranges", vec![],
                 responses(json!({"200": ok::<SettingsView>("Settings")}))),
@@ -153,6 +156,26 @@ fn session_paths() -> Value {
                     "422": error("Unknown key or bad value"),
                 }))), request_body::<PutSettings>()),
         },
+    })
+}
+
+fn auth_paths() -> Value {
+    let cookie_set = "Set-Cookie: deepsolve_session=…; HttpOnly; SameSite=Strict; Path=/; Max-Age=… (Secure over https)";
+    json!({
+        "/api/v1/auth/session": {"get": open_op("How this server authenticates, and who the caller is (user null: not signed in)", json!({
+            "200": ok::<AuthSessionView>("The caller's session"),
+        }))},
+        "/api/v1/auth/login": {"post": with_body(open_op("Sign a browser in with a token: a server-side session in an HttpOnly cookie", json!({
+            "200": {"description": cookie_set, "content": json_body::<AuthSessionView>()},
+            "401": error("Unknown or revoked token"),
+            "403": error("Cross-origin request refused (Origin is not this server's)"),
+            "409": error("Single-user mode: nobody signs in"),
+            "422": error("Not a login request"),
+        })), request_body::<LoginRequest>())},
+        "/api/v1/auth/logout": {"post": open_op("End the browser session: deleted on the server, the cookie cleared", json!({
+            "204": {"description": "Signed out"},
+            "403": error("Cross-origin request refused (Origin is not this server's)"),
+        }))},
     })
 }
 
@@ -202,7 +225,13 @@ fn open_paths() -> Value {
 /// The document.
 pub fn document() -> Value {
     let mut paths = Map::new();
-    for group in [turn_paths(), session_paths(), facade_paths(), open_paths()] {
+    for group in [
+        turn_paths(),
+        session_paths(),
+        auth_paths(),
+        facade_paths(),
+        open_paths(),
+    ] {
         if let Value::Object(group) = group {
             paths.extend(group);
         }
@@ -214,10 +243,13 @@ pub fn document() -> Value {
             "version": env!("CARGO_PKG_VERSION"),
             "description": "A rigorous step-by-step problem solver. Errors are {\"error\": {\"code\", \"message\"}} (see ErrorBody); another user's data answers 404.",
         },
-        "security": [{"bearer": []}],
+        "security": [{"bearer": []}, {"session": []}],
         "paths": paths,
         "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "deepsolve users token NAME; not needed in single-user (loopback) mode"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "description": "deepsolve users token NAME; not needed in single-user (loopback) mode"},
+                "session": {"type": "apiKey", "in": "cookie", "name": "deepsolve_session", "description": "The web UI's browser session (POST /api/v1/auth/login); a change (POST, PUT, PATCH, DELETE) with it needs this server's own Origin"},
+            },
             "schemas": components(),
         },
     })

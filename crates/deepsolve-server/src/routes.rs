@@ -302,10 +302,6 @@ pub async fn metrics(State(state): AppStateRef) -> Response {
         .into_response()
 }
 
-pub async fn not_found() -> ApiError {
-    ApiError::not_found("route")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,5 @@
 //! Following a turn's events over SSE: replay from the log after `Last-Event-ID`, then live.
+//! Each frame is `event: <type>` (the event's `type`), `id: <seq>`, `data: <the event's JSON>`.
 //!
 //! A reader subscribes to the store's hub *before* reading the log, so nothing committed in
 //! between is missed; live events are forwarded without touching the database, and anything
@@ -35,11 +36,21 @@ pub fn follow(
     let reader = Reader::new(store, turn_id, after, poll);
     futures::stream::unfold(reader, |mut reader| async move {
         let event = reader.next().await?;
-        let sse = Event::default()
-            .id(event.seq.to_string())
-            .data(event.data.as_str());
+        // `event:` names the type, so a browser's `EventSource.addEventListener('answer', …)`
+        // gets exactly those frames.
+        let mut sse = Event::default();
+        if is_event_name(&event.kind) {
+            sse = sse.event(event.kind.as_str());
+        }
+        let sse = sse.id(event.seq.to_string()).data(event.data.as_str());
         Some((Ok(sse), reader))
     })
+}
+
+/// The store's `kind` is the event's `type` (`snake_case`); anything else (a damaged row)
+/// would break the frame, and goes without an `event:` line.
+fn is_event_name(kind: &str) -> bool {
+    !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
 }
 
 /// A turn's events with `seq > after`, in order and without gaps, from the log then live, on

@@ -48,8 +48,18 @@ pub struct ServerConfig {
     pub settings_path: Option<PathBuf>,
     /// Header, body and idle timeouts and the connection cap.
     pub limits: ConnectionLimits,
-    /// Browser origins allowed to call the API (none: no CORS headers at all).
+    /// Browser origins allowed to call the API (none: no CORS headers at all); a
+    /// cookie-authenticated change may also come from them.
     pub cors_origins: CorsOrigins,
+    /// How long a web UI sign-in (a browser session) lasts (`server.session_hours`).
+    pub session_ttl: Duration,
+    /// Mark the session cookie `Secure` always (`server.secure_cookies`).
+    pub secure_cookies: bool,
+    /// Believe `X-Forwarded-Proto` (`server.trust_forwarded_proto`): `https` there makes the
+    /// cookie `Secure` and fixes the scheme of the server's own origin.
+    pub trust_forwarded_proto: bool,
+    /// The main model's price (`llm.price`), shown by the web UI.
+    pub price: Option<deepsolve_protocol::api::PriceView>,
 }
 
 impl Default for ServerConfig {
@@ -69,6 +79,10 @@ impl Default for ServerConfig {
             settings_path: None,
             limits: ConnectionLimits::default(),
             cors_origins: CorsOrigins::default(),
+            session_ttl: Duration::from_secs(12 * 60 * 60),
+            secure_cookies: false,
+            trust_forwarded_proto: false,
+            price: None,
         }
     }
 }

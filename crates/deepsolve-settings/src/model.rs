@@ -48,6 +48,25 @@ pub struct LlmSettings {
     /// The most one reply may hold (content, reasoning and tool-call arguments together), MiB;
     /// a longer reply ends its round with a named error. Clamped to 1–64.
     pub max_reply_mb: u64,
+    /// What the model costs, for showing a turn's cost; unset = not shown.
+    pub price: Option<PriceSettings>,
+}
+
+/// The main model's price per million tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceSettings {
+    /// Per million prompt tokens; clamped to 0–1 000 000.
+    pub input_per_mtok: f64,
+    /// Per million completion tokens; clamped to 0–1 000 000.
+    pub output_per_mtok: f64,
+    /// As shown next to the amount; `USD` when unset.
+    #[serde(default = "default_currency")]
+    pub currency: String,
+}
+
+fn default_currency() -> String {
+    "USD".to_string()
 }
 
 impl Default for LlmSettings {
@@ -62,6 +81,7 @@ impl Default for LlmSettings {
             protocol: Protocol::default(),
             extra_body: Map::new(),
             max_reply_mb: 4,
+            price: None,
         }
     }
 }
@@ -167,6 +187,14 @@ pub struct ServerSettings {
     pub idle_timeout_s: u64,
     /// Connections served at once; more are refused.
     pub max_connections: u64,
+    /// Hours a web UI sign-in lasts (its browser session); clamped to 1–720.
+    pub session_hours: u64,
+    /// Mark the session cookie `Secure` on every response (the server is reached over https
+    /// only, e.g. behind a TLS proxy).
+    pub secure_cookies: bool,
+    /// Believe the `X-Forwarded-Proto` header (set it only behind a proxy that sets it): the
+    /// cookie is `Secure` on requests that came over https, and the browser's origin is known.
+    pub trust_forwarded_proto: bool,
 }
 
 impl Default for ServerSettings {
@@ -180,6 +208,9 @@ impl Default for ServerSettings {
             body_timeout_s: 30,
             idle_timeout_s: 60,
             max_connections: 4096,
+            session_hours: 12,
+            secure_cookies: false,
+            trust_forwarded_proto: false,
         }
     }
 }

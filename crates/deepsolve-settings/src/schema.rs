@@ -191,6 +191,22 @@ const LLM: &[Field] = &[
     field("protocol", Kind::Choice(PROTOCOLS)),
     field("extra_body", Kind::FreeMap),
     field("max_reply_mb", Kind::Number(MAX_REPLY_MB)),
+    field("price", Kind::Section(PRICE)),
+];
+
+/// `llm.price`: what the main model costs per million tokens (the web UI shows a turn's cost).
+const PRICE: &[Field] = &[
+    field(
+        "input_per_mtok",
+        Kind::Number(Clamp::real(0.0, 1_000_000.0)),
+    )
+    .required(),
+    field(
+        "output_per_mtok",
+        Kind::Number(Clamp::real(0.0, 1_000_000.0)),
+    )
+    .required(),
+    field("currency", Kind::Text),
 ];
 
 const MODEL_REF: &[Field] = &[
@@ -239,6 +255,9 @@ const SERVER: &[Field] = &[
         "max_connections",
         Kind::Number(Clamp::whole(1.0, 1_000_000.0)),
     ),
+    field("session_hours", Kind::Number(Clamp::whole(1.0, 720.0))),
+    field("secure_cookies", Kind::Flag),
+    field("trust_forwarded_proto", Kind::Flag),
 ];
 
 pub(crate) const SECTIONS: &[Field] = &[
@@ -428,7 +447,13 @@ mod tests {
         assert!(keys.contains(&"server.database".to_string()));
         assert_eq!(
             keys.len(),
-            8 + 6 + KNOBS.len() + FLAGS.len() + TOOLS_OWN.len() + SANDBOX.len() + SERVER.len()
+            8 + PRICE.len()
+                + 6
+                + KNOBS.len()
+                + FLAGS.len()
+                + TOOLS_OWN.len()
+                + SANDBOX.len()
+                + SERVER.len()
         );
     }
 }

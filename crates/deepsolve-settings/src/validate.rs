@@ -568,6 +568,34 @@ mod tests {
     }
 
     #[test]
+    fn the_price_and_the_browser_session_settings_are_read_and_clamped() {
+        let (s, w) = run(json!({
+            "llm": {"price": {"input_per_mtok": 0.27, "output_per_mtok": -1}},
+            "server": {"session_hours": 100000, "secure_cookies": true},
+        }))
+        .unwrap();
+        let price = s.llm.price.expect("price");
+        assert_eq!(
+            (
+                price.input_per_mtok,
+                price.output_per_mtok,
+                price.currency.as_str()
+            ),
+            (0.27, 0.0, "USD")
+        );
+        assert_eq!(s.server.session_hours, 720);
+        assert!(s.server.secure_cookies && !s.server.trust_forwarded_proto);
+        for key in ["llm.price.output_per_mtok", "server.session_hours"] {
+            assert!(w.iter().any(|w| w.contains(key)), "{key}: {w:?}");
+        }
+        let e = err(json!({"llm": {"price": {"input_per_mtok": 1}}}));
+        assert!(e.contains("'llm.price.output_per_mtok'"), "{e}");
+        let e = err(json!({"llm": {"price": {"input": 1, "output_per_mtok": 1}}}));
+        assert!(e.contains("'llm.price.input'"), "{e}");
+        assert_eq!(run(json!({})).unwrap().0.server.session_hours, 12);
+    }
+
+    #[test]
     fn a_database_password_is_a_secret() {
         let url = "postgres://u:hunter2@db.example/deepsolve";
         let (s, w) = run(json!({"server": {"database": url}})).unwrap();
@@ -721,6 +749,11 @@ mod tests {
             api_key_env: None,
         });
         s.models.vision = s.models.reason.clone();
+        s.llm.price = Some(crate::PriceSettings {
+            input_per_mtok: 0.5,
+            output_per_mtok: 2.0,
+            currency: "USD".into(),
+        });
         let mut from_structs = Vec::new();
         leaves(&s.redacted_value(), String::new(), &mut from_structs);
         from_structs.sort();

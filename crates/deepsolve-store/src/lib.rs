@@ -1,6 +1,6 @@
 //! deepsolve-store: persistence for the deepsolve server.
 //!
-//! Users, bearer tokens (SHA-256 at rest), sessions, turns (spec, status, answer, stop reason,
+//! Users, bearer tokens and browser sessions (SHA-256 at rest), sessions, turns (spec, status, answer, stop reason,
 //! usage, solve record), the append-only turn event log, and artifacts.
 //!
 //! **One code path, two backends.** Every query goes through [`sqlx::Any`]: SQLite (WAL) is
@@ -16,6 +16,7 @@
 //! readers through the [`Hub`]; see [`Store::subscribe`].
 
 mod artifacts;
+mod browser_sessions;
 mod error;
 mod events;
 mod hub;
@@ -39,8 +40,8 @@ use sqlx::{Executor, SqlSafeStr};
 pub use error::StoreError;
 pub use hub::{Hub, HubMsg, Received, Subscription};
 pub use model::{
-    AppendEvent, ArtifactMeta, IssuedToken, NewArtifact, NewTurn, Role, Session, StoredEvent,
-    TurnFinish, TurnRecord, TurnStatus, User,
+    AppendEvent, ArtifactMeta, BrowserSession, IssuedBrowserSession, IssuedToken, NewArtifact,
+    NewTurn, Role, Session, StoredEvent, TurnFinish, TurnRecord, TurnStatus, User,
 };
 pub use sqlx::AnyConnection;
 pub use users::hash_token;
@@ -311,19 +312,47 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-/// The embedded migrations of a backend (no macros, no files at run time).
+/// The embedded migrations of a backend (no macros, no files at run time), in order.
 fn migrator(backend: Backend) -> Migrator {
-    let init: &'static str = match backend {
-        Backend::Sqlite => include_str!("../migrations/sqlite/0001_init.sql"),
-        Backend::Postgres => include_str!("../migrations/postgres/0001_init.sql"),
+    let scripts: [(i64, &'static str, &'static str); 2] = match backend {
+        Backend::Sqlite => [
+            (
+                1,
+                "init",
+                include_str!("../migrations/sqlite/0001_init.sql"),
+            ),
+            (
+                2,
+                "browser_sessions",
+                include_str!("../migrations/sqlite/0002_browser_sessions.sql"),
+            ),
+        ],
+        Backend::Postgres => [
+            (
+                1,
+                "init",
+                include_str!("../migrations/postgres/0001_init.sql"),
+            ),
+            (
+                2,
+                "browser_sessions",
+                include_str!("../migrations/postgres/0002_browser_sessions.sql"),
+            ),
+        ],
     };
-    Migrator::with_migrations(vec![Migration::new(
-        1,
-        Cow::Borrowed("init"),
-        MigrationType::Simple,
-        init.into_sql_str(),
-        false,
-    )])
+    let migrations = scripts
+        .into_iter()
+        .map(|(version, name, sql)| {
+            Migration::new(
+                version,
+                Cow::Borrowed(name),
+                MigrationType::Simple,
+                sql.into_sql_str(),
+                false,
+            )
+        })
+        .collect();
+    Migrator::with_migrations(migrations)
 }
 
 /// Milliseconds since the Unix epoch, as stored.

@@ -49,6 +49,23 @@ pub struct IssuedToken {
     pub token: String,
 }
 
+/// A browser session just created: `secret` goes into the cookie and is never stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssuedBrowserSession {
+    pub secret: String,
+    pub user_id: String,
+    /// Milliseconds since the Unix epoch.
+    pub expires_at: i64,
+}
+
+/// A live browser session and its user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrowserSession {
+    pub user: User,
+    /// Milliseconds since the Unix epoch.
+    pub expires_at: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Session {
     pub id: String,

@@ -26,7 +26,7 @@ fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'))
 }
 
-fn user_from_row(row: &AnyRow) -> Result<User, StoreError> {
+pub(crate) fn user_from_row(row: &AnyRow) -> Result<User, StoreError> {
     let role: String = row.try_get("role")?;
     Ok(User {
         id: row.try_get("id")?,

@@ -171,6 +171,106 @@ pub struct PutSettings {
     pub solve: Map<String, Value>,
 }
 
+/// `GET /api/v1/auth/session`: how this server authenticates, and who the caller is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AuthSessionView {
+    pub mode: AuthMode,
+    /// The signed-in user (in single-user mode, the local admin); `null` when not signed in.
+    pub user: Option<UserView>,
+    /// When the browser session ends, milliseconds since the Unix epoch; `null` without one
+    /// (single-user mode, or a bearer token).
+    pub expires_at: Option<i64>,
+}
+
+/// How a server authenticates its callers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMode {
+    /// No users exist: loopback only, nobody signs in.
+    SingleUser,
+    /// Users sign in with a token (`deepsolve users add NAME` prints one).
+    Tokens,
+}
+
+/// A user, as the user sees themself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UserView {
+    pub id: String,
+    pub name: String,
+    pub role: UserRole,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UserRole {
+    /// May change the server's settings.
+    Admin,
+    User,
+}
+
+/// `POST /api/v1/auth/login`: trade a bearer token for a browser session (an `HttpOnly`
+/// cookie); the token itself is not kept by the browser.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoginRequest {
+    pub token: String,
+}
+
+/// `GET /api/v1/capabilities`: what this server offers a turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CapabilitiesView {
+    /// The main model's name.
+    pub model: String,
+    /// Every work tool the server knows, mounted or not.
+    pub tools: Vec<ToolView>,
+    pub limits: LimitsView,
+    /// What the main model costs (`llm.price`); `null` when not configured.
+    pub price: Option<PriceView>,
+    pub sandbox: SandboxView,
+}
+
+/// A work tool and whether a turn can have it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolView {
+    pub name: String,
+    pub description: String,
+    /// Mounted: a turn may ask for it.
+    pub available: bool,
+    /// Why it cannot be mounted (e.g. "no sandbox: bubblewrap is missing"); `null` when it is.
+    pub reason: Option<String>,
+    /// Offered when a turn names no tools (automatic, or in `tools.enabled`).
+    pub default: bool,
+}
+
+/// The request limits a client should check before sending.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LimitsView {
+    /// The longest problem, in characters.
+    pub max_problem_chars: u64,
+    /// The largest request body, in bytes.
+    pub max_body_bytes: u64,
+}
+
+/// The main model's price per million tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PriceView {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    /// As configured, e.g. `USD`.
+    pub currency: String,
+}
+
+/// The code tools' sandbox, as `deepsolve doctor` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SandboxView {
+    /// Model code can run (isolated, or with the explicit `sandbox.backend: none`).
+    pub available: bool,
+    /// `bwrap` or `none`; `null` without a sandbox.
+    pub backend: Option<String>,
+    /// What isolates model code, or why nothing can run it.
+    pub detail: String,
+}
+
 /// `GET /healthz` when the database answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Health {

@@ -31,6 +31,10 @@ async fn a_turn_streams_a_whole_solve_over_sse_and_is_recorded() {
     assert_eq!(events.first().map(|e| e.kind()), Some("turn_started"));
     assert_eq!(events.last().map(|e| e.kind()), Some("turn_finished"));
     assert!(events.iter().all(|e| e.data["turn_id"] == json!(turn)));
+    assert!(
+        events.iter().all(|e| e.event.as_deref() == Some(e.kind())),
+        "every frame has `event: <type>`"
+    );
     let plans = events.iter().filter(|e| e.kind() == "plan").count();
     assert!(
         plans >= 4,

@@ -4,10 +4,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api;
+mod browser_auth;
 mod config_keys;
 mod gc;
 mod openai_facade;
 mod openapi;
 mod support;
 mod tools;
+mod web_ui;
 mod writer;

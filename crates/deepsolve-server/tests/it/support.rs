@@ -226,6 +226,8 @@ impl TestServer {
 #[derive(Debug, Clone)]
 pub(crate) struct SseEvent {
     pub id: Option<u64>,
+    /// The frame's `event:` name.
+    pub event: Option<String>,
     pub data: Value,
 }
 
@@ -239,10 +241,13 @@ pub(crate) fn parse_sse(body: &str) -> Vec<SseEvent> {
     let mut out = Vec::new();
     for block in body.split("\n\n") {
         let mut id = None;
+        let mut event = None;
         let mut data = String::new();
         for line in block.lines() {
             if let Some(v) = line.strip_prefix("id:") {
                 id = v.trim().parse().ok();
+            } else if let Some(v) = line.strip_prefix("event:") {
+                event = Some(v.trim().to_string());
             } else if let Some(v) = line.strip_prefix("data:") {
                 data.push_str(v.strip_prefix(' ').unwrap_or(v));
             }
@@ -250,6 +255,7 @@ pub(crate) fn parse_sse(body: &str) -> Vec<SseEvent> {
         if !data.is_empty() {
             out.push(SseEvent {
                 id,
+                event,
                 data: serde_json::from_str(&data).expect("event JSON"),
             });
         }

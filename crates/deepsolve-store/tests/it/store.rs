@@ -161,6 +161,122 @@ async fn revoked_tokens_stop_working() {
 }
 
 #[tokio::test]
+async fn browser_sessions_are_hashed_at_rest_expire_and_end_at_logout_or_revocation() {
+    for (store, dir) in stores().await {
+        let ada = store.create_user("ada", Role::User).await.expect("user");
+        let bob = store.create_user("bob", Role::Admin).await.expect("user");
+        let hour = Duration::from_secs(3600);
+        let issued = store
+            .create_browser_session(&ada.id, hour)
+            .await
+            .expect("session");
+        assert!(issued.secret.starts_with("dss_") && issued.secret.len() > 60);
+        let live = store
+            .browser_session(&issued.secret)
+            .await
+            .expect("lookup")
+            .expect("live");
+        assert_eq!(
+            (live.user.name.as_str(), live.expires_at),
+            ("ada", issued.expires_at)
+        );
+        for forged in ["dss_wrong", "", "dst_x", &issued.secret[..20]] {
+            assert!(
+                store
+                    .browser_session(forged)
+                    .await
+                    .expect("lookup")
+                    .is_none()
+            );
+        }
+        // Expired at once: never live.
+        let expired = store
+            .create_browser_session(&ada.id, Duration::ZERO)
+            .await
+            .expect("session");
+        assert!(
+            store
+                .browser_session(&expired.secret)
+                .await
+                .expect("lookup")
+                .is_none()
+        );
+
+        // Logout ends one session; revocation ends all of a user's, and only that user's.
+        let other = store
+            .create_browser_session(&ada.id, hour)
+            .await
+            .expect("session");
+        let bobs = store
+            .create_browser_session(&bob.id, hour)
+            .await
+            .expect("session");
+        assert!(
+            store
+                .delete_browser_session(&issued.secret)
+                .await
+                .expect("logout")
+        );
+        assert!(
+            !store
+                .delete_browser_session(&issued.secret)
+                .await
+                .expect("logout")
+        );
+        assert!(
+            store
+                .browser_session(&issued.secret)
+                .await
+                .expect("lookup")
+                .is_none()
+        );
+        assert!(
+            store
+                .browser_session(&other.secret)
+                .await
+                .expect("lookup")
+                .is_some()
+        );
+        // The expired session was deleted when `other` was created.
+        assert_eq!(
+            store
+                .revoke_browser_sessions(&ada.id)
+                .await
+                .expect("revoke"),
+            1
+        );
+        assert!(
+            store
+                .browser_session(&other.secret)
+                .await
+                .expect("lookup")
+                .is_none()
+        );
+        assert!(
+            store
+                .browser_session(&bobs.secret)
+                .await
+                .expect("lookup")
+                .is_some()
+        );
+
+        if let Some(dir) = &dir {
+            store.close().await;
+            let bytes = std::fs::read_dir(dir.path())
+                .expect("dir")
+                .flatten()
+                .flat_map(|f| std::fs::read(f.path()).unwrap_or_default())
+                .collect::<Vec<u8>>();
+            let needle = bobs.secret.as_bytes();
+            assert!(
+                !bytes.windows(needle.len()).any(|w| w == needle),
+                "the clear session secret must not be stored"
+            );
+        }
+    }
+}
+
+#[tokio::test]
 async fn sessions_and_turns_are_scoped_to_their_owner() {
     for (store, _dir) in stores().await {
         let (turn, session) = running_turn(&store, "alice", None).await;
