@@ -21,6 +21,9 @@ test("a connection cut mid-turn: after it every step, card and answer shows once
     await submitProblem(page);
     await expect(page.locator('[data-testid="step"][data-status="done"]').first()).toBeVisible({ timeout: 60_000 });
     await expectStillRunning(page);
+    // The live checklist marks the step being worked.
+    await expect(page.locator('[data-testid="step"][aria-current="step"]')).toHaveCount(1);
+    await expect(page.locator('[data-testid="step"][aria-current="step"]')).toHaveAttribute("data-status", "current");
     await proxy.cut(2_000);
     await waitForFooter(page);
     await expectStepsDone(page, 3);
