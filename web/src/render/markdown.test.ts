@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from "vitest";
-import { highlightCode, mountMath, renderMarkdown } from "./markdown";
+import { highlightCode, markdownToHtml, mountMath, renderMarkdown } from "./markdown";
 
 function dom(html: string): HTMLElement {
   const root = document.createElement("div");
@@ -71,6 +71,29 @@ describe("sanitising", () => {
       expect(root.querySelector("a[href^='javascript']")).toBeNull();
     });
   }
+
+  it("hands the sanitiser no event handler to parse (a browser reports each as a CSP violation)", () => {
+    for (const v of vectors) {
+      const parsed = document.createElement("template");
+      parsed.innerHTML = markdownToHtml(v);
+      const attrs = Array.from(parsed.content.querySelectorAll("*")).flatMap((el) => Array.from(el.attributes));
+      expect(attrs.filter((a) => a.name.startsWith("on"))).toEqual([]);
+    }
+  });
+
+  it("shows raw HTML as text, except a few bare tags", () => {
+    const root = dom(renderMarkdown('x<sub>2</sub> and H<SUP>+</SUP>, a<br/>b, <span class="k">k</span> <b onclick="f()">no</b>'));
+    expect(root.querySelector("sub")?.textContent).toBe("2");
+    expect(root.querySelector("sup")?.textContent).toBe("+");
+    expect(root.querySelector("br")).not.toBeNull();
+    expect(root.querySelector("span")).toBeNull();
+    expect(root.textContent).toContain('<span class="k">k</span>');
+    expect(root.textContent).toContain('<b onclick="f()">no');
+    const block = dom(renderMarkdown("<div>\n<script>alert(1)</script>\n</div>\n\nafter"));
+    expect(block.querySelector("div, script")).toBeNull();
+    expect(block.textContent).toContain("<script>alert(1)</script>");
+    expect(block.querySelectorAll("p")).toHaveLength(2);
+  });
 
   it("keeps the text of a script as text inside code", () => {
     const root = dom(renderMarkdown("`<script>alert(1)</script>`"));

@@ -123,6 +123,16 @@ const blockMath: TokenizerAndRendererExtension = {
 
 // --- Markdown --------------------------------------------------------------------------------
 
+// Raw HTML in model text is shown as text, except these bare tags (no attributes), which models
+// use in tables and formulas' prose. So the sanitiser never even parses an event handler (a
+// browser reports a CSP violation for one as soon as it is parsed, even in an inert document).
+const BARE_TAG = /^<\/?(?:br|sub|sup|kbd|b|i|u|s|em|strong|mark|small|del|ins)\s*\/?>$/i;
+
+function rawHtml(text: string, block: boolean): string {
+  if (!block && BARE_TAG.test(text)) return text.toLowerCase().replace(/\s+/g, "");
+  return block ? `<p>${escapeHtml(text.trim())}</p>\n` : escapeHtml(text);
+}
+
 const markdown = new Marked({
   gfm: true,
   breaks: false,
@@ -136,6 +146,9 @@ const markdown = new Marked({
     },
     checkbox({ checked }: Tokens.Checkbox) {
       return checked ? "☑ " : "☐ ";
+    },
+    html({ text, block }: Tokens.HTML | Tokens.Tag) {
+      return rawHtml(text, block);
     },
   },
 });
@@ -178,8 +191,12 @@ const PURIFY_CONFIG = {
  * data-tex="…">` placeholders and code highlighted (classes only: no style attribute).
  */
 export function renderMarkdown(text: string): string {
-  const html = markdown.parse(text) as string;
-  return purify().sanitize(html, PURIFY_CONFIG) as string;
+  return purify().sanitize(markdownToHtml(text), PURIFY_CONFIG) as string;
+}
+
+/** Markdown to HTML before sanitising (raw HTML already reduced to text and bare tags). */
+export function markdownToHtml(text: string): string {
+  return markdown.parse(text) as string;
 }
 
 /** Render every maths placeholder under `root` with KaTeX (once each). */
