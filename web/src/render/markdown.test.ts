@@ -115,6 +115,16 @@ describe("sanitising", () => {
     expect(html).not.toMatch(/style=/i);
   });
 
+  it("shows the turn's own images and links to any other", () => {
+    const root = dom(renderMarkdown("![plot](/api/v1/artifacts/art_1/inline) ![far](https://example.com/x.png) ![](data:image/png;base64,AA==)"));
+    expect(Array.from(root.querySelectorAll("img")).map((i) => i.getAttribute("src"))).toEqual(["/api/v1/artifacts/art_1/inline"]);
+    const links = Array.from(root.querySelectorAll("a"));
+    expect(links.map((a) => [a.getAttribute("href"), a.textContent])).toEqual([
+      ["https://example.com/x.png", "far"],
+      [null, "data:image/png;base64,AA=="],
+    ]);
+  });
+
   it("marks a task list with characters, not form inputs", () => {
     const html = renderMarkdown("- [x] done\n- [ ] open\n");
     expect(html).not.toContain("<input");

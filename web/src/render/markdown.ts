@@ -133,6 +133,8 @@ function rawHtml(text: string, block: boolean): string {
   return block ? `<p>${escapeHtml(text.trim())}</p>\n` : escapeHtml(text);
 }
 
+const INLINE_ARTIFACT = "/api/v1/artifacts/";
+
 const markdown = new Marked({
   gfm: true,
   breaks: false,
@@ -149,6 +151,12 @@ const markdown = new Marked({
     },
     html({ text, block }: Tokens.HTML | Tokens.Tag) {
       return rawHtml(text, block);
+    },
+    image({ href, text }: Tokens.Image) {
+      // Only the turn's own images load (the page's CSP refuses other origins anyway); any
+      // other picture is a link to it.
+      if (href.startsWith(INLINE_ARTIFACT)) return `<img src="${escapeHtml(href)}" alt="${escapeHtml(text)}">`;
+      return `<a href="${escapeHtml(href)}">${escapeHtml(text || href)}</a>`;
     },
   },
 });
