@@ -161,6 +161,18 @@ const markdown = new Marked({
   },
 });
 
+const PURIFY_CONFIG = {
+  USE_PROFILES: { html: true },
+  FORBID_TAGS: [
+    ...["style", "form", "input", "button", "textarea", "select", "option"],
+    ...["iframe", "object", "embed", "base", "link", "meta"],
+  ],
+  FORBID_ATTR: ["style", "srcset", "action", "formaction"],
+  ALLOW_DATA_ATTR: false,
+  ADD_ATTR: ["data-tex"],
+  SANITIZE_NAMED_PROPS: true,
+};
+
 type Purifier = ReturnType<typeof DOMPurify>;
 let purifier: Purifier | null = null;
 
@@ -178,28 +190,19 @@ function purify(): Purifier {
       node.setAttribute("rel", "noopener noreferrer");
     }
   });
+  // Set once: passing the config to every call would rebuild the allowlists each time.
+  p.setConfig(PURIFY_CONFIG);
   purifier = p;
   return p;
 }
 
-const PURIFY_CONFIG = {
-  USE_PROFILES: { html: true },
-  FORBID_TAGS: [
-    ...["style", "form", "input", "button", "textarea", "select", "option"],
-    ...["iframe", "object", "embed", "base", "link", "meta"],
-  ],
-  FORBID_ATTR: ["style", "srcset", "action", "formaction"],
-  ALLOW_DATA_ATTR: false,
-  ADD_ATTR: ["data-tex"],
-  SANITIZE_NAMED_PROPS: true,
-};
 
 /**
  * Markdown to sanitised HTML with maths as `<span class="math-inline|math-display"
  * data-tex="…">` placeholders and code highlighted (classes only: no style attribute).
  */
 export function renderMarkdown(text: string): string {
-  return purify().sanitize(markdownToHtml(text), PURIFY_CONFIG) as string;
+  return purify().sanitize(markdownToHtml(text));
 }
 
 /** Markdown to HTML before sanitising (raw HTML already reduced to text and bare tags). */
