@@ -260,7 +260,6 @@ function appendText(s: TurnState, kind: "narration" | "reasoning", text: string)
   });
 }
 
-/** A turn-wide notice, also shown in the current step's work when a step is current. */
 /**
  * The answer's text streamed as narration (no plan, or steps still open when it was written):
  * the answer shows it, so the work does not repeat it.
@@ -273,6 +272,7 @@ function dropEchoedAnswer(s: TurnState, answer: string): TurnState {
   });
 }
 
+/** A turn-wide notice, also shown in the current step's work when a step is current. */
 function notice(s: TurnState, level: NoticeLevel, text: string): TurnState {
   const withNotice = { ...s, notices: [...s.notices, { level, text }] };
   const current = s.plan?.steps.some((st) => st.status === "current") ?? false;
