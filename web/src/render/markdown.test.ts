@@ -1,5 +1,6 @@
 // @vitest-environment jsdom
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import katex from "katex";
 import { highlightCode, markdownToHtml, mountMath, renderMarkdown } from "./markdown";
 
 function dom(html: string): HTMLElement {
@@ -194,6 +195,25 @@ describe("maths", () => {
     const before = root.innerHTML;
     mountMath(root);
     expect(root.innerHTML).toBe(before);
+  });
+
+  it("draws a formula seen before from a copy, identical to KaTeX's", () => {
+    const render = vi.spyOn(katex, "render");
+    try {
+      const text = "seen $\\binom{n}{k}$ and $$\\sqrt[3]{x}$$ once";
+      const first = dom(renderMarkdown(text));
+      mountMath(first);
+      const calls = render.mock.calls.length;
+      expect(calls).toBe(2);
+      const second = dom(renderMarkdown(text));
+      mountMath(second);
+      expect(render.mock.calls.length).toBe(calls);
+      expect(second.innerHTML).toBe(first.innerHTML);
+      // The copies are the page's own nodes, not shared with the first block.
+      expect(second.querySelector(".katex")).not.toBe(first.querySelector(".katex"));
+    } finally {
+      render.mockRestore();
+    }
   });
 
   it("a formula KaTeX cannot parse, or one asking for a link, shows as an error, not a link", () => {

@@ -210,20 +210,32 @@ export function markdownToHtml(text: string): string {
   return markdown.parse(text) as string;
 }
 
+// Formulas already drawn, by mode and source: streamed text re-renders its whole block every
+// frame, and a clone is far cheaper than KaTeX (clones keep their CSSOM styles under the CSP).
+const drawn = new Map<string, Node[]>();
+const DRAWN_MAX = 500;
+
+function draw(el: HTMLElement, tex: string, displayMode: boolean): void {
+  const key = `${displayMode ? "D" : "I"}${tex}`;
+  const hit = drawn.get(key);
+  if (hit) {
+    el.replaceChildren(...hit.map((n) => n.cloneNode(true)));
+    return;
+  }
+  katex.render(tex, el, { displayMode, throwOnError: false, trust: false, strict: "ignore", maxSize: 50, maxExpand: 1000 });
+  if (drawn.size >= DRAWN_MAX) {
+    const oldest = drawn.keys().next().value;
+    if (oldest !== undefined) drawn.delete(oldest);
+  }
+  drawn.set(key, Array.from(el.childNodes, (n) => n.cloneNode(true)));
+}
+
 /** Render every maths placeholder under `root` with KaTeX (once each). */
 export function mountMath(root: ParentNode): void {
   for (const el of Array.from(root.querySelectorAll<HTMLElement>("span.math-inline, span.math-display"))) {
     if (el.hasAttribute("data-mounted")) continue;
-    const tex = el.getAttribute("data-tex") ?? "";
     try {
-      katex.render(tex, el, {
-        displayMode: el.classList.contains("math-display"),
-        throwOnError: false,
-        trust: false,
-        strict: "ignore",
-        maxSize: 50,
-        maxExpand: 1000,
-      });
+      draw(el, el.getAttribute("data-tex") ?? "", el.classList.contains("math-display"));
       el.setAttribute("data-mounted", "");
     } catch {
       // Left as its source text: a formula that cannot be drawn is still readable.
