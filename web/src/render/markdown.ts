@@ -196,7 +196,6 @@ function purify(): Purifier {
   return p;
 }
 
-
 /**
  * Markdown to sanitised HTML with maths as `<span class="math-inline|math-display"
  * data-tex="…">` placeholders and code highlighted (classes only: no style attribute).
