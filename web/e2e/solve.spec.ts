@@ -5,6 +5,13 @@ import { HOSTILE_GLOBAL } from "./constants";
 
 test("a whole solve: plan, steps done with summaries, the code card and its figure, KaTeX, the answer, the footer", async ({ page, deepsolve }) => {
   const app = await deepsolve({ policy: "showcase" });
+  // The page's CSP forbids inline script and style: KaTeX must go through its DOM path.
+  const refused: string[] = [];
+  page.on("console", (message) => {
+    if (/Content Security Policy|Refused to/i.test(message.text())) refused.push(message.text());
+  });
+  const pageErrors: string[] = [];
+  page.on("pageerror", (error) => pageErrors.push(error.message));
   await page.goto(app.base + "/");
   await submitProblem(page);
 
@@ -36,6 +43,8 @@ test("a whole solve: plan, steps done with summaries, the code card and its figu
   await waitForFooter(page, /answered/i);
 
   await page.screenshot({ path: screenshotPath("solve-desktop-light"), fullPage: true });
+  expect(refused).toEqual([]);
+  expect(pageErrors).toEqual([]);
 });
 
 test("a session opened from History shows what the live view showed", async ({ page, deepsolve }) => {
