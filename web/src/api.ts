@@ -1,16 +1,18 @@
 // The typed API client: JSON in and out, same-origin cookies, the server's error message
 // surfaced, and a 401 anywhere (an expired or revoked session) reported once to the app.
 import type {
+  AuthSessionView,
   CancelAccepted,
+  CapabilitiesView,
   CreateTurn,
   ErrorBody,
+  LoginRequest,
   SessionList,
   SessionView,
   SettingsView,
   TurnCreated,
   TurnView,
 } from "./protocol";
-import type { AuthSessionView, CapabilitiesView, LoginRequest } from "./apiTypes";
 
 /** A failed request: `code` is the server's `ApiErrorCode`, or `network` when there was no answer. */
 export class ApiError extends Error {

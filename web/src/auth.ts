@@ -1,6 +1,6 @@
 // Who is signed in, and what to do when the server says the session is gone.
 import { api, ApiError, setUnauthorizedHandler } from "./api";
-import type { AuthSessionView } from "./apiTypes";
+import type { AuthSessionView } from "./protocol";
 import { navigate } from "./router";
 import { createStore } from "./store";
 

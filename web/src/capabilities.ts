@@ -1,8 +1,7 @@
 // What the server offers (model, tools, limits, price) and the solve knobs in force, loaded
 // once per sign-in and shared by the solve form, the footer and the settings page.
 import { api, ApiError } from "./api";
-import type { CapabilitiesView } from "./apiTypes";
-import type { SettingsView } from "./protocol";
+import type { CapabilitiesView, SettingsView } from "./protocol";
 import { createStore, useStore, type Store } from "./store";
 
 export type Loaded<T> =

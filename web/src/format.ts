@@ -1,7 +1,6 @@
 // Numbers, durations, dates and money in the interface's language.
 import type { Lang } from "./i18n";
-import type { PriceView } from "./apiTypes";
-import type { Usage } from "./protocol";
+import type { PriceView, Usage } from "./protocol";
 
 function locale(lang: Lang): string {
   return lang === "zh" ? "zh-CN" : "en";

@@ -2,11 +2,10 @@
 // Used for a new problem and for a follow-up in a session.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api } from "../api";
-import type { ToolView } from "../apiTypes";
 import { useCapabilities, valueOf } from "../capabilities";
 import { useI18n } from "../i18n";
 import { collectKnobs } from "../knobs";
-import type { CreateTurn, TurnCreated } from "../protocol";
+import type { CreateTurn, ToolView, TurnCreated } from "../protocol";
 import { Markdown } from "../render/Markdown";
 import { errorText, FormError } from "./ErrorMessage";
 import { KnobFields } from "./KnobFields";

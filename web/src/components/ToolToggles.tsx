@@ -1,4 +1,4 @@
-import type { ToolView } from "../apiTypes";
+import type { ToolView } from "../protocol";
 import { useI18n } from "../i18n";
 
 type Props = {

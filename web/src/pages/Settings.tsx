@@ -2,14 +2,13 @@
 // by an admin of a server with a settings file, read-only otherwise).
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
-import type { CapabilitiesView } from "../apiTypes";
 import { settings as settingsStore, useCapabilities, valueOf } from "../capabilities";
 import { ErrorMessage, FormError } from "../components/ErrorMessage";
 import { KnobFields } from "../components/KnobFields";
 import { formatNumber } from "../format";
 import { knobHelp, useI18n } from "../i18n";
 import { checkKnob } from "../knobs";
-import type { SettingsView } from "../protocol";
+import type { CapabilitiesView, SettingsView } from "../protocol";
 import { useTitle } from "../title";
 
 export function SettingsPage() {
