@@ -3,6 +3,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api } from "../api";
 import { useCapabilities, valueOf } from "../capabilities";
+import { formatNumber } from "../format";
 import { useI18n } from "../i18n";
 import { collectKnobs } from "../knobs";
 import type { CreateTurn, ToolView, TurnCreated } from "../protocol";
@@ -76,7 +77,9 @@ export function ProblemForm(props: Props) {
       return null;
     }
     if (maxChars !== null && [...problem].length > maxChars) {
-      setProblemError(t("editor.tooLong", { n: [...problem].length, max: maxChars }));
+      setProblemError(
+        t("editor.tooLong", { n: formatNumber(lang, [...problem].length), max: formatNumber(lang, maxChars) }),
+      );
       focus(`${idPrefix}-text`);
       return null;
     }
@@ -149,8 +152,8 @@ export function ProblemForm(props: Props) {
           <div class="editor-meta">
             <span id={`${idPrefix}-count`} class={tooLong ? "count over" : "count"}>
               {maxChars !== null
-                ? t("editor.count", { n: count, max: maxChars })
-                : t("editor.countNoMax", { n: count })}
+                ? t("editor.count", { n: formatNumber(lang, count), max: formatNumber(lang, maxChars) })
+                : t("editor.countNoMax", { n: formatNumber(lang, count) })}
             </span>
             <kbd class="shortcut">{t("editor.shortcut", { key: MAC ? "⌘" : "Ctrl" })}</kbd>
           </div>

@@ -158,14 +158,23 @@ function DownloadChip(props: { file: Artifact; view: ArtifactView }) {
   );
 }
 
-/** An image the server verified as one; if it will not show inline, it is still a download. */
+/**
+ * An image the server verified as one (its inline URL). A server without that route still
+ * serves the bytes as a download, which an <img> shows just the same; after both, a chip.
+ */
 function InlineImage(props: { file: Artifact; view: ArtifactView }) {
-  const [failed, setFailed] = useState(false);
+  const [attempt, setAttempt] = useState<"inline" | "download" | "failed">("inline");
   const { file, view } = props;
-  if (failed) return <DownloadChip file={file} view={view} />;
+  if (attempt === "failed") return <DownloadChip file={file} view={view} />;
+  const src = attempt === "inline" ? inlineImageUrl(view.id) : view.url;
   return (
     <figure class="tool-image">
-      <img src={inlineImageUrl(view.id)} alt={file.path} loading="lazy" onError={() => setFailed(true)} />
+      <img
+        src={src}
+        alt={file.path}
+        loading="lazy"
+        onError={() => setAttempt(attempt === "inline" ? "download" : "failed")}
+      />
       <figcaption>
         <a href={view.url} download={view.name}>
           {file.path}
