@@ -1,6 +1,6 @@
 // A whole solve as a student sees it, its replay from History, the phone width, the Chinese
 // UI and what a hostile model's text can (not) do.
-import { test, expect, PROBLEM, submitProblem, waitForFooter, expectStepsDone, turnSnapshot, screenshotPath, openAllWork, expectFigureLoaded } from "./fixtures";
+import { test, expect, PROBLEM, submitProblem, waitForFooter, expectStepsDone, turnSnapshot, screenshotPath, openAllWork, expectFigureLoaded, latestTurnId } from "./fixtures";
 import { HOSTILE_GLOBAL } from "./constants";
 
 test("a whole solve: plan, steps done with summaries, the code card and its figure, KaTeX, the answer, the footer", async ({ page, deepsolve }) => {
@@ -30,6 +30,10 @@ test("a whole solve: plan, steps done with summaries, the code card and its figu
   await expect(code).toHaveCount(1);
   await expect(code).toHaveAttribute("data-status", "ok");
   await expect(code).toContainText("roots: [2.0, 3.0]");
+  // A file that is not an image is a download, not an <img>.
+  const chip = code.locator("a[download]").filter({ hasText: "roots.txt" });
+  await expect(chip).toBeVisible();
+  await expect(code.locator('img[alt*="roots.txt"]')).toHaveCount(0);
   await expectFigureLoaded(page);
 
   const answer = page.getByTestId("answer");
@@ -45,6 +49,24 @@ test("a whole solve: plan, steps done with summaries, the code card and its figu
   await page.screenshot({ path: screenshotPath("solve-desktop-light"), fullPage: true });
   expect(refused).toEqual([]);
   expect(pageErrors).toEqual([]);
+
+  // The figure comes from the verified-image route, with the headers that keep it inert.
+  const turn = await (await fetch(`${app.base}/api/v1/turns/${await latestTurnId(app.base)}`)).json();
+  const png = turn.artifacts.find((a: { name: string }) => a.name.endsWith("parabola.png"));
+  expect(png, "the figure is a stored artifact").toBeTruthy();
+  const inline = await fetch(`${app.base}/api/v1/artifacts/${png.id}/inline`);
+  expect(inline.status).toBe(200);
+  expect(inline.headers.get("content-type")).toBe("image/png");
+  expect(inline.headers.get("x-content-type-options")).toBe("nosniff");
+  expect(inline.headers.get("content-security-policy")).toMatch(/sandbox/);
+  const text = turn.artifacts.find((a: { name: string }) => a.name.endsWith("roots.txt"));
+  const refusedInline = await fetch(`${app.base}/api/v1/artifacts/${text.id}/inline`);
+  expect(refusedInline.status).toBe(415);
+  expect((await refusedInline.json()).error.message).toMatch(/download/i);
+  const download = await fetch(app.base + text.url);
+  expect(await download.text()).toBe("x1 = 2.0\nx2 = 3.0\n");
+  const src = await page.locator('[data-testid="tool-card"] img').first().evaluate((img: HTMLImageElement) => img.currentSrc);
+  expect(src).toMatch(new RegExp(`/api/v1/artifacts/${png.id}/inline$`));
 });
 
 test("a session opened from History shows what the live view showed", async ({ page, deepsolve }) => {

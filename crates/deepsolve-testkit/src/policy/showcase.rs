@@ -11,7 +11,8 @@ use crate::request::PolicyRequest;
 /// The problem the showcase solves (any problem gets the same solve).
 pub const SHOWCASE_PROBLEM: &str = "Solve x² − 5x + 6 = 0 and plot the parabola";
 
-/// The Python the second step runs: prints the roots and saves the figure.
+/// The Python the second step runs: prints the roots, writes them to `roots.txt` (a file
+/// that is not an image) and saves the figure.
 pub const SHOWCASE_CODE: &str = r#"import numpy as np
 import matplotlib
 matplotlib.use("Agg")
@@ -19,6 +20,8 @@ import matplotlib.pyplot as plt
 
 roots = sorted(round(float(r), 6) for r in np.roots([1, -5, 6]).real)
 print("roots:", roots)
+with open("roots.txt", "w") as out:
+    out.write(f"x1 = {roots[0]}\nx2 = {roots[1]}\n")
 
 x = np.linspace(0, 5, 200)
 plt.figure(figsize=(5, 3.5))
@@ -297,6 +300,7 @@ mod tests {
     fn the_code_prints_the_roots_and_saves_the_figure() {
         assert!(SHOWCASE_CODE.contains("print(\"roots:\", roots)"));
         assert!(SHOWCASE_CODE.contains("savefig(\"parabola.png\""));
+        assert!(SHOWCASE_CODE.contains("open(\"roots.txt\", \"w\")"));
     }
 
     #[test]
