@@ -30,6 +30,28 @@ function useDebounced<T>(value: T, ms: number): T {
   return debounced;
 }
 
+/** The editor's text survives a reload or a detour through the sign-in page (this tab only). */
+function draftKey(sessionId: string | undefined): string {
+  return sessionId ? `deepsolve.draft.${sessionId}` : "deepsolve.draft";
+}
+
+function readDraft(key: string): string {
+  try {
+    return sessionStorage.getItem(key) ?? "";
+  } catch {
+    return "";
+  }
+}
+
+function writeDraft(key: string, text: string): void {
+  try {
+    if (text) sessionStorage.setItem(key, text);
+    else sessionStorage.removeItem(key);
+  } catch {
+    // No storage: the draft lives as long as the page.
+  }
+}
+
 function focus(id: string): void {
   document.getElementById(id)?.focus();
 }
@@ -45,7 +67,8 @@ export function ProblemForm(props: Props) {
   const knobs = valueOf(settings)?.knobs ?? [];
   const maxChars = capabilities?.limits.max_problem_chars ?? null;
 
-  const [problem, setProblem] = useState("");
+  const draft = draftKey(props.sessionId);
+  const [problem, setProblem] = useState(() => readDraft(draft));
   const [language, setLanguage] = useState<string>(lang);
   const [tools, setTools] = useState<Set<string> | null>(null);
   const [knobValues, setKnobValues] = useState<Record<string, string>>({});
@@ -59,6 +82,7 @@ export function ProblemForm(props: Props) {
   const idPrefix = followUp ? "followup" : "problem";
 
   useEffect(() => setLanguage(lang), [lang]);
+  useEffect(() => writeDraft(draft, problem), [draft, problem]);
   useEffect(() => {
     if (!props.suggestion) return;
     setProblem(props.suggestion.text);
