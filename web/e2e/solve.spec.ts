@@ -95,7 +95,7 @@ test("a session opened from History shows what the live view showed", async ({ p
 
 test("at 360 px the solve fits the width: no horizontal scroll", async ({ browser, deepsolve }) => {
   const app = await deepsolve({ policy: "showcase" });
-  const context = await browser.newContext({ viewport: { width: 360, height: 780 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  const context = await browser.newContext({ viewport: { width: 360, height: 780 }, deviceScaleFactor: 1, isMobile: true, hasTouch: true });
   const page = await context.newPage();
   await page.goto(app.base + "/");
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
