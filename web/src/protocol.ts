@@ -10,10 +10,17 @@ export type ApiErrorCode = "payload_too_large" | "unsupported_media_type" | "unk
 
 /** A file a tool produced in the turn's workspace. */
 export interface Artifact {
+  /**
+   * The stored copy's id, when the server stored the file as the call ended (the web UI
+   * shows it while the turn runs); absent otherwise (the CLI, or a file not stored).
+   */
+  id?: string | null;
   mime: string;
   /** Relative to the turn's workspace. */
   path: string;
   size: number;
+  /** Where the stored copy downloads (`/api/v1/artifacts/{id}`; `…/inline` shows an image). */
+  url?: string | null;
 }
 
 /** A file a turn produced, downloadable from `url`. */

@@ -25,6 +25,7 @@
 //! Tests and embedders start from [`AppBuilder::new`] with model clients they built (e.g. a
 //! scripted model), so no HTTP model is needed.
 
+pub mod artifacts;
 pub mod gc;
 pub mod models;
 pub mod sandbox;
@@ -37,6 +38,7 @@ use deepsolve_core::{ChatModel, Engine, EngineError, ToolRef};
 use deepsolve_settings::{Loaded, Settings, ToolSection};
 use deepsolve_tools::{CATALOG, Deps, Sandbox, SandboxError, Toolset};
 
+pub use artifacts::ArtifactRegistry;
 pub use deepsolve_tools::{
     DisabledError, Policy, ToolEntry, ToolRequestError, ToolStatus, Unavailable,
 };
@@ -138,6 +140,7 @@ pub struct AppBuilder {
     catalog: &'static [ToolEntry],
     extra_tools: Vec<ToolRef>,
     session_capacity: Option<usize>,
+    artifact_registry: Option<Arc<dyn ArtifactRegistry>>,
 }
 
 impl AppBuilder {
@@ -152,6 +155,7 @@ impl AppBuilder {
             catalog: CATALOG,
             extra_tools: Vec::new(),
             session_capacity: None,
+            artifact_registry: None,
         }
     }
 
@@ -198,6 +202,13 @@ impl AppBuilder {
         self
     }
 
+    /// Hand every call's reported artifacts to `registry` as the call ends, before its
+    /// `tool_result` event (see [`artifacts`]).
+    pub fn artifact_registry(mut self, registry: Arc<dyn ArtifactRegistry>) -> Self {
+        self.artifact_registry = Some(registry);
+        self
+    }
+
     /// Check `tools.disabled`, mount the catalog, check `tools.enabled` against it, and build
     /// the engine.
     pub fn build(self) -> Result<App, AppError> {
@@ -217,7 +228,14 @@ impl AppBuilder {
         }
         let none: &[&str] = &[];
         tools.for_turn(none).map_err(AppError::Enabled)?;
-        let mut engine = Engine::new(tools.tools())?;
+        let mut engine_tools = tools.tools();
+        if let Some(registry) = &self.artifact_registry {
+            engine_tools = engine_tools
+                .into_iter()
+                .map(|tool| artifacts::registering(tool, registry.clone()))
+                .collect();
+        }
+        let mut engine = Engine::new(engine_tools)?;
         if let Some(capacity) = self.session_capacity {
             engine = engine.with_session_capacity(capacity);
         }

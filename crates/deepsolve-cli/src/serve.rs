@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use deepsolve_protocol::api::PriceView;
+use deepsolve_server::runner::ArtifactStore;
 use deepsolve_server::{AuthMode, ConnectionLimits, CorsOrigins, ServerConfig};
 use deepsolve_settings::ServerSettings;
 use deepsolve_store::{Store, StoreOptions, redact_url};
@@ -113,10 +114,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let cors_origins =
         CorsOrigins::parse(&server.cors_origins).context("in the setting server.cors_origins")?;
     let max_turns = args.max_turns.max(1);
-    let app = build_app(&loaded, Some(max_turns)).await?;
-    report_sandbox(&app);
     let solve = &loaded.settings.solve;
-    let store = open_store(&args.database, server).await?;
     let config = ServerConfig {
         instance_id: args
             .instance_id
@@ -145,6 +143,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }),
         ..ServerConfig::default()
     };
+    let store = open_store(&args.database, server).await?;
+    // Artifacts are stored as each call ends, so the web UI can show them while a turn runs.
+    let artifacts = ArtifactStore::new(store.clone(), config.max_artifact_bytes);
+    let app = build_app(&loaded, Some(max_turns), Some(artifacts)).await?;
+    report_sandbox(&app);
     let state = deepsolve_server::prepare(store, Arc::new(app), config).await?;
     let listener = deepsolve_server::bind(addr, state.auth).await?;
     let local = listener.local_addr()?;

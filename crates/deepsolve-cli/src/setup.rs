@@ -1,7 +1,9 @@
 //! From flags to loaded settings and a ready app: shared by `solve`, `serve`, `doctor` and
 //! `settings`.
 
-use deepsolve_app::{App, AppBuilder};
+use std::sync::Arc;
+
+use deepsolve_app::{App, AppBuilder, ArtifactRegistry};
 use deepsolve_settings::{LoadOptions, Loaded};
 
 use crate::ConfigArgs;
@@ -33,10 +35,14 @@ pub(crate) fn load_settings(args: &ConfigArgs) -> anyhow::Result<Loaded> {
 pub(crate) async fn build_app(
     loaded: &Loaded,
     session_capacity: Option<usize>,
+    artifacts: Option<Arc<dyn ArtifactRegistry>>,
 ) -> anyhow::Result<App> {
     let mut builder = AppBuilder::from_settings(loaded).await?;
     if let Some(capacity) = session_capacity {
         builder = builder.session_capacity(capacity);
+    }
+    if let Some(registry) = artifacts {
+        builder = builder.artifact_registry(registry);
     }
     Ok(builder.build()?)
 }

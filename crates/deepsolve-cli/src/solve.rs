@@ -14,7 +14,7 @@ use crate::{LangArg, ProtocolArg, SolveArgs};
 
 pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
     let loaded = load_settings(&args.config)?;
-    let app = build_app(&loaded, None).await?;
+    let app = build_app(&loaded, None, None).await?;
     let offered = app.tools_for_turn(&args.tools)?;
     report_sandbox(&app);
     let turn_id = new_turn_id();

@@ -10,6 +10,13 @@ pub struct Artifact {
     pub path: String,
     pub size: u64,
     pub mime: String,
+    /// The stored copy's id, when the server stored the file as the call ended (the web UI
+    /// shows it while the turn runs); absent otherwise (the CLI, or a file not stored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Where the stored copy downloads (`/api/v1/artifacts/{id}`; `…/inline` shows an image).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// A citation source a tool result refers to (a retrieved chunk, a web page): the model cites

@@ -129,6 +129,10 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(routes::get_session).delete(routes::delete_session),
         )
         .route("/api/v1/artifacts/{id}", get(routes::get_artifact))
+        .route(
+            "/api/v1/artifacts/{id}/inline",
+            get(routes::get_artifact_inline),
+        )
         .route("/api/v1/auth/session", get(browser_auth::session))
         .route("/api/v1/auth/login", post(browser_auth::login))
         .route("/api/v1/auth/logout", post(browser_auth::logout))

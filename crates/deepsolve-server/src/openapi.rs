@@ -142,6 +142,14 @@ fn session_paths() -> Value {
                         "content": {"application/octet-stream": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}},
                 "404": not_found(),
             })))},
+        "/api/v1/artifacts/{id}/inline": {"get": op(
+            "Show an artifact in the page: only a raster image (PNG, JPEG, GIF, WebP by its bytes), with the type from its magic number", vec![id_param()],
+            responses(json!({
+                "200": {"description": "The image",
+                        "content": {"image/*": {"schema": {"type": "string", "contentMediaType": "image/*"}}}},
+                "404": not_found(),
+                "415": error("Not an inline image; download it"),
+            })))},
         "/api/v1/capabilities": {"get": op(
             "What a turn can have here: the model, every work tool (and why one is unavailable), limits, price, sandbox",
             vec![], responses(json!({"200": ok::<CapabilitiesView>("Capabilities")})))},

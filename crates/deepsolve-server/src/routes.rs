@@ -228,6 +228,54 @@ pub async fn get_artifact(
     Ok((headers, content).into_response())
 }
 
+/// `GET /api/v1/artifacts/{id}/inline`: an artifact shown in the page (`<img src>`), only
+/// when its bytes are a raster image by their magic number (whatever the tool called it), with
+/// that type, no sniffing and a sandboxing CSP; anything else is a download (415).
+pub async fn get_artifact_inline(
+    State(state): AppStateRef,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let (meta, content) = state
+        .store
+        .artifact(&id, &caller.user_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("artifact"))?;
+    let Some(mime) = raster_image_type(&content) else {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiErrorCode::UnsupportedMediaType,
+            "not an inline image; download it",
+        ));
+    };
+    let headers = [
+        (header::CONTENT_TYPE, mime.to_string()),
+        (header::CONTENT_DISPOSITION, inline(&meta.name)),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "sandbox; default-src 'none'".to_string(),
+        ),
+        (header::CACHE_CONTROL, "private, no-store".to_string()),
+    ];
+    Ok((headers, content).into_response())
+}
+
+/// The image type the bytes start with: PNG, JPEG, GIF or WebP.
+fn raster_image_type(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
 /// A syntactically plain MIME type, or `application/octet-stream`.
 fn safe_mime(mime: &str) -> String {
     let ok = mime.len() <= 100
@@ -248,6 +296,15 @@ fn safe_mime(mime: &str) -> String {
 /// `attachment; filename="…"` with the name reduced to safe characters (no quote or CRLF
 /// injection into the header).
 fn attachment(name: &str) -> String {
+    format!("attachment; filename=\"{}\"", safe_file_name(name))
+}
+
+/// `inline; filename="…"` (what a "save image" offers), the name as safe as for a download.
+fn inline(name: &str) -> String {
+    format!("inline; filename=\"{}\"", safe_file_name(name))
+}
+
+fn safe_file_name(name: &str) -> String {
     let clean: String = name
         .chars()
         .map(|c| {
@@ -259,12 +316,11 @@ fn attachment(name: &str) -> String {
         })
         .take(120)
         .collect();
-    let clean = if clean.trim_matches('.').is_empty() {
+    if clean.trim_matches('.').is_empty() {
         "artifact".to_string()
     } else {
         clean
-    };
-    format!("attachment; filename=\"{clean}\"")
+    }
 }
 
 pub async fn healthz(State(state): AppStateRef) -> Response {
@@ -316,5 +372,32 @@ mod tests {
             "attachment; filename=\"a_b__.html\""
         );
         assert_eq!(attachment(".."), "attachment; filename=\"artifact\"");
+        assert_eq!(inline("plot 1.png"), "inline; filename=\"plot_1.png\"");
+    }
+
+    #[test]
+    fn only_raster_images_are_shown_inline() {
+        assert_eq!(
+            raster_image_type(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"),
+            Some("image/png")
+        );
+        assert_eq!(
+            raster_image_type(&[0xff, 0xd8, 0xff, 0xe0]),
+            Some("image/jpeg")
+        );
+        assert_eq!(raster_image_type(b"GIF89a..."), Some("image/gif"));
+        assert_eq!(
+            raster_image_type(b"RIFF\x10\0\0\0WEBPVP8 "),
+            Some("image/webp")
+        );
+        for other in [
+            &b"<svg xmlns='http://www.w3.org/2000/svg'/>"[..],
+            b"<html><script>alert(1)</script>",
+            b"RIFF\x10\0\0\0WAVE",
+            b"\x89PNG",
+            b"",
+        ] {
+            assert_eq!(raster_image_type(other), None, "{other:?}");
+        }
     }
 }

@@ -4,13 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use deepsolve_app::{HeldWorkspace, ToolRequestError, hold_workspace, new_turn_id};
-use deepsolve_core::{ConfigError, SolveConfig, TurnSpec};
+use deepsolve_app::{
+    ArtifactRegistry, HeldWorkspace, ToolRequestError, hold_workspace, new_turn_id,
+};
+use deepsolve_core::{Artifact, ConfigError, SolveConfig, ToolContext, TurnSpec};
 use deepsolve_protocol::api::{ApiErrorCode, CreateTurn, TurnCreated};
 use deepsolve_protocol::{
     ErrorKind, EventKind, Language, PriorTurn, StopReason, StoredTurnSpec, TurnOutcome, TurnStatus,
 };
-use deepsolve_store::{NewArtifact, NewTurn, TurnFinish, TurnRecord};
+use deepsolve_store::{ArtifactMeta, NewArtifact, NewTurn, Store, TurnFinish, TurnRecord};
 use serde_json::{Map, Value};
 
 use crate::auth::Caller;
@@ -428,9 +430,9 @@ pub fn finish_of(outcome: &TurnOutcome) -> TurnFinish {
     }
 }
 
-/// Copy the files a turn produced into the store, so any replica can serve them. Paths are
-/// resolved inside the workspace only: a tool (or a model steering one) cannot make the
-/// server read `/etc/passwd` by naming it as an artifact.
+/// Copy the files a turn produced into the store that were not stored as their call ended
+/// (see [`ArtifactStore`]), so any replica can serve them. A file reported by several calls
+/// and never stored live is stored once, as it was at the end.
 async fn store_artifacts(
     state: &AppState,
     turn_id: &str,
@@ -438,46 +440,116 @@ async fn store_artifacts(
     workspace: &Path,
     outcome: &TurnOutcome,
 ) {
-    // A file reported by several calls is stored once, as it was at the end.
+    let stored_live: std::collections::HashSet<&str> = (outcome.artifacts.iter())
+        .filter(|a| a.id.is_some())
+        .map(|a| a.path.as_str())
+        .collect();
     let mut seen = std::collections::HashSet::new();
     for artifact in outcome.artifacts.iter().rev() {
-        if !seen.insert(artifact.path.as_str()) {
+        if stored_live.contains(artifact.path.as_str()) || !seen.insert(artifact.path.as_str()) {
             continue;
         }
-        let Some(path) = inside(workspace, &artifact.path) else {
-            tracing::warn!(turn_id, path = %artifact.path, "artifact outside the workspace skipped");
-            continue;
+        let owner = Owner {
+            turn_id,
+            user_id,
+            workspace,
         };
-        let content = match tokio::fs::metadata(&path).await {
-            Ok(meta) if meta.len() <= state.config.max_artifact_bytes => {
-                tokio::fs::read(&path).await
-            }
-            Ok(_) => {
-                tracing::warn!(turn_id, path = %artifact.path, "artifact too large; skipped");
-                continue;
-            }
-            Err(e) => Err(e),
-        };
-        let content = match content {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(turn_id, path = %artifact.path, error = %e, "artifact unreadable");
-                continue;
-            }
-        };
-        let name = Path::new(&artifact.path)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "artifact".into());
-        let new = NewArtifact {
-            turn_id: turn_id.to_string(),
-            user_id: user_id.to_string(),
-            name,
-            mime: artifact.mime.clone(),
-            content,
-        };
-        if let Err(e) = state.store.put_artifact(new).await {
+        store_one(
+            &state.store,
+            state.config.max_artifact_bytes,
+            &owner,
+            artifact,
+        )
+        .await;
+    }
+}
+
+/// Whose file an artifact is.
+struct Owner<'a> {
+    turn_id: &'a str,
+    user_id: &'a str,
+    workspace: &'a Path,
+}
+
+/// Copy one reported file into the store. Paths are resolved inside the workspace only: a
+/// tool (or a model steering one) cannot make the server read `/etc/passwd` by naming it as
+/// an artifact. `None` (logged): outside, too large, unreadable, or not stored.
+async fn store_one(
+    store: &Store,
+    max_bytes: u64,
+    owner: &Owner<'_>,
+    artifact: &Artifact,
+) -> Option<ArtifactMeta> {
+    let turn_id = owner.turn_id;
+    let Some(path) = inside(owner.workspace, &artifact.path) else {
+        tracing::warn!(turn_id, path = %artifact.path, "artifact outside the workspace skipped");
+        return None;
+    };
+    let content = match tokio::fs::metadata(&path).await {
+        Ok(meta) if meta.len() <= max_bytes => tokio::fs::read(&path).await,
+        Ok(_) => {
+            tracing::warn!(turn_id, path = %artifact.path, "artifact too large; skipped");
+            return None;
+        }
+        Err(e) => Err(e),
+    };
+    let content = match content {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(turn_id, path = %artifact.path, error = %e, "artifact unreadable");
+            return None;
+        }
+    };
+    let name = Path::new(&artifact.path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "artifact".into());
+    let new = NewArtifact {
+        turn_id: turn_id.to_string(),
+        user_id: owner.user_id.to_string(),
+        name,
+        mime: artifact.mime.clone(),
+        content,
+    };
+    match store.put_artifact(new).await {
+        Ok(meta) => Some(meta),
+        Err(e) => {
             tracing::error!(turn_id, error = %e, "artifact not stored");
+            None
+        }
+    }
+}
+
+/// Stores a call's artifacts as the call ends, before its `tool_result` event, which then
+/// carries each stored copy's `id` and `url` (the web UI shows a figure while the turn runs).
+pub struct ArtifactStore {
+    store: Store,
+    max_bytes: u64,
+}
+
+impl ArtifactStore {
+    /// `max_bytes`: the largest file copied (`ServerConfig::max_artifact_bytes`).
+    pub fn new(store: Store, max_bytes: u64) -> Arc<Self> {
+        Arc::new(ArtifactStore { store, max_bytes })
+    }
+}
+
+#[async_trait::async_trait]
+impl ArtifactRegistry for ArtifactStore {
+    async fn register(&self, ctx: &ToolContext, artifacts: &mut [Artifact]) {
+        let (Some(workspace), Some(user_id)) = (&ctx.workspace, &ctx.user_id) else {
+            return;
+        };
+        let owner = Owner {
+            turn_id: &ctx.turn_id,
+            user_id,
+            workspace,
+        };
+        for artifact in artifacts.iter_mut() {
+            if let Some(meta) = store_one(&self.store, self.max_bytes, &owner, artifact).await {
+                artifact.url = Some(format!("/api/v1/artifacts/{}", meta.id));
+                artifact.id = Some(meta.id);
+            }
         }
     }
 }

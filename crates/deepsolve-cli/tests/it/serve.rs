@@ -68,15 +68,21 @@ impl Drop for Server {
 
 fn parse_block(block: &str) -> Option<(u64, Value)> {
     let mut id = None;
+    let mut event = None;
     let mut data = None;
     for line in block.lines() {
         if let Some(v) = line.strip_prefix("id:") {
             id = v.trim().parse().ok();
         } else if let Some(v) = line.strip_prefix("data:") {
             data = serde_json::from_str(v.trim()).ok();
+        } else if let Some(v) = line.strip_prefix("event:") {
+            event = Some(v.trim().to_string());
         }
     }
-    Some((id?, data?))
+    let data: Value = data?;
+    // Each frame is named by its event's type (browsers' `addEventListener(type, …)`).
+    assert_eq!(event.as_deref(), data["type"].as_str(), "{block}");
+    Some((id?, data))
 }
 
 /// Read SSE events until `stop` says so or the stream ends.
@@ -425,6 +431,89 @@ async fn users_get_tokens_and_the_server_then_requires_them() {
             .expect("post");
         assert_eq!(ok.status().as_u16(), 201);
     }
+    signed_in_then_revoked(home.path(), &db, &server, &token).await;
+}
+
+/// A browser signs in with `token` and uses its cookie; `deepsolve users revoke alice` then
+/// ends both the tokens and the browser session.
+async fn signed_in_then_revoked(home: &Path, db: &str, server: &Server, token: &str) {
+    let http = reqwest::Client::new();
+    let login = http
+        .post(server.url("/api/v1/auth/login"))
+        .header("origin", &server.base)
+        .json(&json!({"token": token}))
+        .send()
+        .await
+        .expect("login");
+    assert_eq!(login.status().as_u16(), 200);
+    let set_cookie = login.headers()["set-cookie"].to_str().expect("cookie");
+    let cookie = set_cookie
+        .split(';')
+        .next()
+        .expect("cookie pair")
+        .to_string();
+    assert!(cookie.starts_with("deepsolve_session=dss_"), "{set_cookie}");
+    let with_cookie = || {
+        http.get(server.url("/api/v1/sessions"))
+            .header("cookie", &cookie)
+    };
+    assert_eq!(
+        with_cookie().send().await.expect("get").status().as_u16(),
+        200
+    );
+
+    let out = deepsolve(home)
+        .args(["users", "revoke", "alice", "--database", db])
+        .output()
+        .expect("users revoke");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("revoked") && stderr.contains("1 browser session"),
+        "{stderr}"
+    );
+    assert_eq!(
+        with_cookie().send().await.expect("get").status().as_u16(),
+        401
+    );
+    let bearer = http
+        .get(server.url("/api/v1/sessions"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(bearer.status().as_u16(), 401);
+    let unknown = deepsolve(home)
+        .args(["users", "revoke", "nobody", "--database", db])
+        .output()
+        .expect("users revoke");
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no user named 'nobody'"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_sessions_live_in_postgres_too_and_revoke_ends_them() {
+    let Some(db) = deepsolve_store::testing::scratch_postgres_from_env()
+        .await
+        .expect("DEEPSOLVE_TEST_POSTGRES_URL is set but unusable")
+    else {
+        eprintln!("skipped: DEEPSOLVE_TEST_POSTGRES_URL is not set (scripts/start-postgres)");
+        return;
+    };
+    let home = tempfile::tempdir().expect("home");
+    let mock = MockServer::policy(WellBehaved::new(1).with_work_tool(None));
+    let out = deepsolve(home.path())
+        .args(["users", "add", "alice", "--database", &db])
+        .output()
+        .expect("users add");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let server = Server::start(home.path(), &db, &mock.url(), "node-pg");
+    signed_in_then_revoked(home.path(), &db, &server, &token).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -157,6 +157,8 @@ impl Tool for Gated {
             path: "page.html".into(),
             size: 11,
             mime: "text/html".into(),
+            id: None,
+            url: None,
         });
         Ok(out)
     }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api;
+mod artifacts;
 mod browser_auth;
 mod config_keys;
 mod gc;

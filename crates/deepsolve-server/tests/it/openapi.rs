@@ -48,6 +48,9 @@ fn every_reference_points_into_the_components_and_every_body_has_a_schema() {
         "SolveRecord",
         "Checkpoint",
         "ChatRequest",
+        "AuthSessionView",
+        "LoginRequest",
+        "CapabilitiesView",
         "ChatCompletion",
         "ChatCompletionChunk",
         "ModelList",
@@ -234,6 +237,21 @@ async fn what_the_server_sends_matches_the_schemas() {
     schemas.check("SettingsView", &changed);
     let (_, health) = s.get("/healthz", None).await;
     schemas.check("Health", &health);
+    let (_, capabilities) = s.get("/api/v1/capabilities", token).await;
+    schemas.check("CapabilitiesView", &capabilities);
+    for credential in [None, token] {
+        let (_, session) = s.get("/api/v1/auth/session", credential).await;
+        schemas.check("AuthSessionView", &session);
+    }
+    let (status, login) = s
+        .post(
+            "/api/v1/auth/login",
+            json!({"token": started.tokens[0]}),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{login}");
+    schemas.check("AuthSessionView", &login);
     let (_, models) = s.get("/v1/models", token).await;
     schemas.check("ModelList", &models);
     let (status, completion) = s

@@ -87,7 +87,9 @@ pub(crate) async fn launch(
     settings: Settings,
 ) -> TestServer {
     // The catalog's tools on the scripted model (no sandbox: no code tools), plus the test's.
-    let mut app = AppBuilder::new(settings, model_for(&mock));
+    let registry =
+        deepsolve_server::runner::ArtifactStore::new(store.clone(), config.max_artifact_bytes);
+    let mut app = AppBuilder::new(settings, model_for(&mock)).artifact_registry(registry);
     for tool in tools {
         app = app.extra_tool(tool);
     }
@@ -315,6 +317,8 @@ impl Tool for MakeFile {
             path: "page.html".into(),
             size: HOSTILE_HTML.len() as u64,
             mime: "text/html".into(),
+            id: None,
+            url: None,
         });
         Ok(out)
     }

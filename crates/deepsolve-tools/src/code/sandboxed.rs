@@ -45,6 +45,8 @@ pub(crate) fn artifacts(changes: Vec<FileChange>) -> Vec<Artifact> {
             path: c.path,
             size: c.size,
             mime: c.mime,
+            id: None,
+            url: None,
         })
         .collect()
 }
