@@ -1,5 +1,5 @@
 // The shell: language, theme, who is signed in, and which page the address names.
-import { useEffect, useMemo } from "preact/hooks";
+import { useEffect, useMemo, useRef } from "preact/hooks";
 import { auth, goToLogin, loadAuth, needsLogin } from "./auth";
 import { Header } from "./components/Header";
 import { ErrorMessage } from "./components/ErrorMessage";
@@ -10,7 +10,7 @@ import { MissingPage } from "./pages/Missing";
 import { SessionPage } from "./pages/Session";
 import { SettingsPage } from "./pages/Settings";
 import { SolvePage } from "./pages/Solve";
-import { navigate, useRoute, type Route } from "./router";
+import { navigate, usePath, useRoute, type Route } from "./router";
 import { useStore } from "./store";
 
 export function App() {
@@ -31,6 +31,8 @@ function Shell() {
   useEffect(() => {
     void loadAuth();
   }, []);
+
+  useFocusOnNavigation();
 
   useEffect(() => {
     if (needsLogin(state) && route.page !== "login") goToLogin();
@@ -53,6 +55,21 @@ function Shell() {
       </main>
     </>
   );
+}
+
+/** After an in-app navigation, focus goes to the new page (as a page load would put it there). */
+function useFocusOnNavigation() {
+  const path = usePath();
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    const main = document.getElementById("main");
+    // A page that placed focus itself (the sign-in field) keeps it.
+    if (main && !main.contains(document.activeElement)) main.focus({ preventScroll: true });
+  }, [path]);
 }
 
 function Page(props: { route: Route }) {

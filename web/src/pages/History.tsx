@@ -1,5 +1,5 @@
 // Past sessions, newest first: open one, or delete it after a confirmation.
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api } from "../api";
 import { ErrorMessage } from "../components/ErrorMessage";
 import { Link } from "../components/Link";
@@ -90,6 +90,11 @@ function HistoryItem(props: {
   const title = firstLine(session.title) || t("history.untitled");
   const reason = stopReasonOf(session);
   const href = `/sessions/${encodeURIComponent(session.id)}`;
+  const keep = useRef<HTMLButtonElement>(null);
+  // The question takes the focus, on its safe answer: Enter by mistake deletes nothing.
+  useEffect(() => {
+    if (props.confirming) keep.current?.focus();
+  }, [props.confirming]);
   return (
     <li class="history-item" data-session-id={session.id}>
       <div class="history-main">
@@ -107,7 +112,7 @@ function HistoryItem(props: {
           <button type="button" class="button danger small" data-testid="confirm-delete" onClick={props.onDelete}>
             {t("history.confirmYes")}
           </button>
-          <button type="button" class="button subtle small" onClick={props.onCancelDelete}>
+          <button ref={keep} type="button" class="button subtle small" onClick={props.onCancelDelete}>
             {t("history.confirmNo")}
           </button>
         </div>

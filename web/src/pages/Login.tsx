@@ -1,4 +1,4 @@
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { sessionExpired, signedIn } from "../auth";
 import { forgetCapabilities } from "../capabilities";
@@ -15,7 +15,12 @@ export function LoginPage() {
   const [error, setError] = useState<string | null>(null);
   useTitle(t("login.title"));
 
-  useEffect(() => forgetCapabilities(), []);
+  const field = useRef<HTMLInputElement>(null);
+
+  useEffect(() => {
+    forgetCapabilities();
+    field.current?.focus();
+  }, []);
 
   async function submit(event: Event) {
     event.preventDefault();
@@ -48,6 +53,7 @@ export function LoginPage() {
         <label class="field">
           <span class="field-label">{t("login.token")}</span>
           <input
+            ref={field}
             class="input"
             type="password"
             name="token"
