@@ -1,5 +1,6 @@
 // What the server offers (model, tools, limits, price) and the solve knobs in force, loaded
 // once per sign-in and shared by the solve form, the footer and the settings page.
+import { useEffect } from "preact/hooks";
 import { api, ApiError } from "./api";
 import type { CapabilitiesView, SettingsView } from "./protocol";
 import { createStore, useStore, type Store } from "./store";
@@ -36,7 +37,7 @@ function ensureLoaded(): void {
 }
 
 export function useCapabilities(): { caps: Loaded<CapabilitiesView>; settings: Loaded<SettingsView> } {
-  ensureLoaded();
+  useEffect(ensureLoaded, []);
   return { caps: useStore(capabilities), settings: useStore(settings) };
 }
 
