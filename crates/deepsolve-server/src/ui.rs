@@ -32,6 +32,11 @@ const NOT_UI: &[&str] = &[
     "/assets",
 ];
 
+/// Whether this binary has the web UI (else `/` says how to build it).
+pub fn built() -> bool {
+    deepsolve_web::BUILT
+}
+
 /// `GET /`: the page.
 pub async fn page(headers: HeaderMap) -> Response {
     page_response(&headers)
