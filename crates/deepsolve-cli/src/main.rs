@@ -92,12 +92,12 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
-    /// Run the HTTP server (streaming API, persistent sessions).
+    /// Run the HTTP server: the web UI at `/`, the streaming API, persistent sessions.
     Serve(serve::ServeArgs),
     /// Remove old turn workspaces: empty ones, and finished turns' past sandbox.retention_days
     /// (never a running or resumable turn's).
     Gc(gc::GcArgs),
-    /// Manage the server's users and their bearer tokens.
+    /// Manage the server's users, their bearer tokens and web UI sign-ins.
     Users {
         #[command(subcommand)]
         action: users_cmd::UsersAction,

@@ -158,6 +158,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The first stdout line is machine-readable: scripts and tests wait for it.
     println!("listening on http://{local}");
     eprintln!("deepsolve: serving on http://{local} ({mode}); Ctrl-C stops");
+    if !deepsolve_server::ui::built() {
+        eprintln!(
+            "warning: this binary was built without the web UI (web/dist was missing): run scripts/build-web, then build again"
+        );
+    }
     let collector = deepsolve_server::gc::spawn_collector(&state);
     deepsolve_server::serve(listener, state, shutdown_signal()).await?;
     collector.stop().await;

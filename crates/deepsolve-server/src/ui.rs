@@ -32,6 +32,11 @@ const NOT_UI: &[&str] = &[
     "/assets",
 ];
 
+/// Whether this binary has the web UI (else `/` says how to build it).
+pub fn built() -> bool {
+    deepsolve_web::BUILT
+}
+
 /// `GET /`: the page.
 pub async fn page(headers: HeaderMap) -> Response {
     page_response(&headers)
@@ -45,21 +50,34 @@ pub async fn asset(Path(path): Path<String>, headers: HeaderMap) -> Response {
     }
 }
 
-/// Everything no route matched: the page for a browser navigating to one of the UI's routes,
-/// a JSON 404 for the rest.
+/// Everything no route matched: a file at the build's top level (`/favicon.svg`: not hashed,
+/// so revalidated), the page for a browser navigating to one of the UI's routes, a JSON 404
+/// for the rest.
 pub async fn fallback(method: Method, uri: Uri, headers: HeaderMap) -> Response {
-    let navigating = (method == Method::GET || method == Method::HEAD)
-        && !is_server_path(uri.path())
-        && accepts_html(&headers);
-    if navigating {
-        page_response(&headers)
-    } else {
-        ApiError::not_found("route").into_response()
+    let path = uri.path();
+    if !(method == Method::GET || method == Method::HEAD) || is_server_path(path) {
+        return ApiError::not_found("route").into_response();
+    }
+    match deepsolve_web::asset(path.trim_start_matches('/')) {
+        Some(asset) if asset.path != "index.html" => {
+            let response = asset_response(asset, &headers, "no-cache");
+            // Any other page of the build is held to the same policy as the UI's.
+            if asset.content_type.starts_with("text/html") {
+                with_page_headers(response)
+            } else {
+                response
+            }
+        }
+        _ if accepts_html(&headers) => page_response(&headers),
+        _ => ApiError::not_found("route").into_response(),
     }
 }
 
 fn page_response(headers: &HeaderMap) -> Response {
-    let mut response = asset_response(deepsolve_web::index(), headers, "no-cache");
+    with_page_headers(asset_response(deepsolve_web::index(), headers, "no-cache"))
+}
+
+fn with_page_headers(mut response: Response) -> Response {
     let page_headers = response.headers_mut();
     for (name, value) in [
         (header::CONTENT_SECURITY_POLICY, PAGE_CSP),

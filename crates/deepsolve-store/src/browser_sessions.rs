@@ -17,7 +17,7 @@ const SECRET_PREFIX: &str = "dss_";
 
 impl Store {
     /// Start a browser session for a user, valid for `ttl`; its secret is returned once.
-    /// The user's expired sessions are deleted on the way.
+    /// Expired sessions (anyone's) are deleted on the way, so the table holds live ones.
     pub async fn create_browser_session(
         &self,
         user_id: &str,
@@ -25,8 +25,7 @@ impl Store {
     ) -> Result<IssuedBrowserSession, StoreError> {
         let _gate = self.write_gate().await;
         let now = now_ms();
-        sqlx::query("DELETE FROM browser_sessions WHERE user_id = $1 AND expires_at <= $2")
-            .bind(user_id)
+        sqlx::query("DELETE FROM browser_sessions WHERE expires_at <= $1")
             .bind(now)
             .execute(self.pool())
             .await?;
