@@ -2,6 +2,7 @@
 // with each step's work, the answer, and the footer. The same component serves both.
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { api } from "../api";
+import { formatDate } from "../format";
 import { useI18n } from "../i18n";
 import type { TurnCreated, TurnView as TurnRecord } from "../protocol";
 import { Markdown } from "../render/Markdown";
@@ -57,7 +58,7 @@ function useTurnRecord(turnId: string, initial: TurnRecord | undefined, state: T
 }
 
 export function TurnView(props: Props) {
-  const { t } = useI18n();
+  const { t, lang } = useI18n();
   const feed = useTurn(props.turnId);
   const { state, connection } = feed;
   const record = useTurnRecord(props.turnId, props.initial, state, connection);
@@ -89,6 +90,11 @@ export function TurnView(props: Props) {
           <h2 id={headingId} class="turn-title">
             {t("session.turn", { n: props.index + 1 })}
           </h2>
+          {record && (
+            <time class="turn-time muted small" dateTime={new Date(record.created_at).toISOString()}>
+              {formatDate(lang, record.created_at)}
+            </time>
+          )}
           {running ? <TurnProgress state={state} /> : <ReplansUsed state={state} />}
           {running && <ConnectionBadge connection={connection} waiting={state.phase === "waiting"} />}
         </header>
