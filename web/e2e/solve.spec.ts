@@ -157,7 +157,10 @@ test("nothing the model writes runs script", async ({ page, deepsolve }) => {
   await expectStepsDone(page, 3);
   await waitForFooter(page);
   await expect(page.getByTestId("answer")).toContainText("Solution.");
+  // The hostile markup reached the page (its link text shows), defused.
+  await expect(page.getByTestId("answer")).toContainText("click");
   await openAllWork(page);
+  await expect(page.getByTestId("step").nth(2)).toContainText("click");
   // Give any injected handler (an image's onerror) time to fire.
   await page.waitForTimeout(500);
   expect(await page.evaluate((name) => (window as unknown as Record<string, unknown>)[name], HOSTILE_GLOBAL)).toBeUndefined();
