@@ -203,6 +203,19 @@ pub async fn delete_session(
     }
 }
 
+/// The caller's artifact and its bytes; another user's is as missing as a deleted one.
+async fn caller_artifact(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> ApiResult<(ArtifactMeta, Vec<u8>)> {
+    state
+        .store
+        .artifact(id, &caller.user_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("artifact"))
+}
+
 /// Artifacts are model-influenced content: always a download, never rendered in our origin
 /// (no stored XSS through an HTML or SVG file).
 pub async fn get_artifact(
@@ -210,11 +223,7 @@ pub async fn get_artifact(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    let (meta, content) = state
-        .store
-        .artifact(&id, &caller.user_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("artifact"))?;
+    let (meta, content) = caller_artifact(&state, &caller, &id).await?;
     let headers = [
         (header::CONTENT_TYPE, safe_mime(&meta.mime)),
         (header::CONTENT_DISPOSITION, attachment(&meta.name)),
@@ -236,11 +245,7 @@ pub async fn get_artifact_inline(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    let (meta, content) = state
-        .store
-        .artifact(&id, &caller.user_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("artifact"))?;
+    let (meta, content) = caller_artifact(&state, &caller, &id).await?;
     let Some(mime) = raster_image_type(&content) else {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
