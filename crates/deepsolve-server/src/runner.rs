@@ -390,7 +390,7 @@ async fn drive(
             )
         }
     };
-    state.writer.finish(&turn_id, finish).await;
+    state.writer.finish(&sink, finish).await;
     drop(held);
     state.unregister_turn(&turn_id);
 }

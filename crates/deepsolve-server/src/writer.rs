@@ -40,6 +40,9 @@ enum WriterMsg {
     Event(TurnEvent),
     Finish {
         turn_id: String,
+        /// The turn's `turn_finished`, held back by its sink so that it is committed with the
+        /// turn's end: a client that sees it and reads the turn finds it ended.
+        last: Option<Box<TurnEvent>>,
         finish: Box<TurnFinish>,
         done: oneshot::Sender<()>,
     },
@@ -71,20 +74,28 @@ impl EventWriter {
             next_seq: AtomicU64::new(first_seq),
             metrics: self.metrics.clone(),
             round: Mutex::new(RoundClock::default()),
+            held_end: Mutex::new(None),
         }
     }
 
-    /// Record a turn's end once every event sent before it is written.
-    pub async fn finish(&self, turn_id: &str, finish: TurnFinish) {
+    /// Record a turn's end once every event sent before it is written, in one transaction
+    /// with the `turn_finished` its sink held back.
+    pub async fn finish(&self, sink: &TurnSink, finish: TurnFinish) {
         let (done, wait) = oneshot::channel();
+        let last = sink
+            .held_end
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         let msg = WriterMsg::Finish {
-            turn_id: turn_id.to_string(),
+            turn_id: sink.turn_id.clone(),
+            last: last.map(Box::new),
             finish: Box::new(finish),
             done,
         };
         if self.tx.send(msg).is_err() {
             tracing::error!(
-                turn_id,
+                turn_id = %sink.turn_id,
                 "event writer is gone; the turn's end is not recorded"
             );
             return;
@@ -100,6 +111,8 @@ pub struct TurnSink {
     next_seq: AtomicU64,
     metrics: Arc<Metrics>,
     round: Mutex<RoundClock>,
+    /// `turn_finished`, kept until [`EventWriter::finish`] writes it with the turn's end.
+    held_end: Mutex<Option<TurnEvent>>,
 }
 
 /// When the current model round started, and whether its first delta was seen.
@@ -174,6 +187,10 @@ impl EventSink for TurnSink {
     fn send(&self, event: TurnEvent) {
         self.next_seq.fetch_max(event.seq + 1, Ordering::SeqCst);
         self.observe(&event.kind);
+        if matches!(event.kind, EventKind::TurnFinished { .. }) {
+            *self.held_end.lock().unwrap_or_else(PoisonError::into_inner) = Some(event);
+            return;
+        }
         if self.tx.send(WriterMsg::Event(event)).is_err() {
             tracing::error!(turn_id = %self.turn_id, "event writer is gone; event lost");
         }
@@ -229,30 +246,29 @@ async fn run(store: Store, mut rx: Inbox) {
         let mut pending_bytes = 0;
         for msg in inbox.drain(..) {
             match msg {
-                WriterMsg::Event(event) => match StoredEvent::from_event(&event) {
-                    Ok(stored) => {
-                        // The event itself is not needed any more once encoded.
-                        drop(event);
-                        pending_bytes += stored.data.len();
-                        // Shared from here on: the store writes it, and the hub hands this
-                        // very allocation to every live reader of the turn.
-                        pending.push(Arc::new(stored));
-                        if pending_bytes >= BATCH_BYTES {
-                            flush(&store, &mut conn, &mut pending).await;
-                            pending_bytes = 0;
-                        }
+                WriterMsg::Event(event) => {
+                    pending_bytes += encode(event, &mut pending);
+                    if pending_bytes >= BATCH_BYTES {
+                        flush(&store, &mut conn, &mut pending).await;
+                        pending_bytes = 0;
                     }
-                    Err(e) => tracing::error!(error = %e, "unencodable event dropped"),
-                },
+                }
                 WriterMsg::Finish {
                     turn_id,
+                    last,
                     finish,
                     done,
-                } => endings.push(Ending {
-                    turn_id,
-                    finish,
-                    done,
-                }),
+                } => {
+                    // Never flushed on its own: it goes in with the end below.
+                    if let Some(last) = last {
+                        encode(*last, &mut pending);
+                    }
+                    endings.push(Ending {
+                        turn_id,
+                        finish,
+                        done,
+                    });
+                }
             }
         }
         // Ends go in with the batch's last events, in one transaction (hundreds of turns end
@@ -265,6 +281,25 @@ async fn run(store: Store, mut rx: Inbox) {
             for ending in endings.drain(..) {
                 let _ = ending.done.send(());
             }
+        }
+    }
+}
+
+/// Encode `event` onto `pending`; its encoded size (0 when it cannot be encoded).
+fn encode(event: TurnEvent, pending: &mut Vec<Arc<StoredEvent>>) -> usize {
+    match StoredEvent::from_event(&event) {
+        Ok(stored) => {
+            // The event itself is not needed any more once encoded.
+            drop(event);
+            let bytes = stored.data.len();
+            // Shared from here on: the store writes it, and the hub hands this very
+            // allocation to every live reader of the turn.
+            pending.push(Arc::new(stored));
+            bytes
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "unencodable event dropped");
+            0
         }
     }
 }

@@ -1,10 +1,11 @@
 //! The event writer under concurrent turns, on SQLite and (when configured) PostgreSQL: every
-//! event is stored, in `seq` order, and reaches a live reader only once it is committed.
+//! event is stored, in `seq` order, and reaches a live reader only once it is committed; a
+//! turn's `turn_finished` is committed with its end, never before.
 
 use std::sync::Arc;
 
 use deepsolve_core::EventSink;
-use deepsolve_protocol::{EventKind, StoredTurnSpec, TurnEvent, TurnStatus};
+use deepsolve_protocol::{EventKind, StopReason, StoredTurnSpec, TurnEvent, TurnStatus, Usage};
 use deepsolve_server::metrics::Metrics;
 use deepsolve_server::writer::EventWriter;
 use deepsolve_store::{HubMsg, NewTurn, Received, Store, StoreOptions, TurnFinish};
@@ -77,9 +78,9 @@ async fn read_live(store: Store, turn: String) -> Vec<u64> {
 }
 
 /// One turn's events through its sink, interleaved with the other turns', then its end.
-async fn stream_turn(writer: EventWriter, turn: String) {
+async fn stream_turn(store: Store, writer: EventWriter, turn: String) {
     let sink = writer.sink(&turn, 0);
-    for seq in 0..EVENTS {
+    for seq in 0..EVENTS - 1 {
         sink.send(TurnEvent {
             turn_id: turn.clone(),
             seq,
@@ -92,11 +93,37 @@ async fn stream_turn(writer: EventWriter, turn: String) {
             tokio::task::yield_now().await;
         }
     }
+    sink.send(TurnEvent {
+        turn_id: turn.clone(),
+        seq: EVENTS - 1,
+        ts: EVENTS,
+        kind: EventKind::TurnFinished {
+            stop_reason: StopReason::Answered,
+            usage: Usage::default(),
+            rounds: 1,
+            elapsed_ms: 1,
+        },
+    });
+    // The end is recorded a while after the engine's last event (the runner stores the
+    // turn's files first); until then `turn_finished` must not be in the log, or a client
+    // that sees it would read the turn as still running.
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let logged = store.last_seq(&turn).await.expect("last seq");
+    let status = store
+        .turn_unscoped(&turn)
+        .await
+        .expect("turn")
+        .expect("row")
+        .status;
+    assert!(
+        logged < Some(EVENTS - 1) || status != TurnStatus::Running,
+        "{turn}'s turn_finished was committed before its end was recorded"
+    );
     let finish = TurnFinish {
         status: Some(TurnStatus::Finished),
         ..TurnFinish::default()
     };
-    writer.finish(&turn, finish).await;
+    writer.finish(&sink, finish).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -118,7 +145,7 @@ async fn concurrent_turns_lose_no_event_keep_their_order_and_publish_only_commit
         let writer = EventWriter::spawn(store.clone(), Arc::new(Metrics::default()));
         let streams: Vec<_> = turns
             .iter()
-            .map(|t| tokio::spawn(stream_turn(writer.clone(), t.clone())))
+            .map(|t| tokio::spawn(stream_turn(store.clone(), writer.clone(), t.clone())))
             .collect();
         for s in streams {
             s.await.expect("stream");
