@@ -1,0 +1,1 @@
+//! The crate's one integration-test binary.
