@@ -74,7 +74,7 @@ pub(crate) fn encode_vector(vector: &[f32]) -> Vec<u8> {
 }
 
 pub(crate) fn decode_vector(bytes: &[u8]) -> Result<Vec<f32>, StoreError> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(StoreError::corrupt(
             "chunk embedding",
             format!("{} bytes is not a whole number of f32s", bytes.len()),
