@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 /// What the fixture answers, one entry per request; past the end it echoes.
 #[derive(Clone)]
-enum Reply {
+pub(crate) enum Reply {
     /// Vectors `[text length, position]`, listed in reverse order with their `index`, so
     /// the client must put them back in input order.
     Echo,
@@ -22,7 +22,7 @@ enum Reply {
 }
 
 #[derive(Default)]
-struct Fixture {
+pub(crate) struct Fixture {
     script: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<(Value, Option<String>)>>,
 }
@@ -65,7 +65,7 @@ async fn embeddings(
 }
 
 /// A fixture server on a loopback port, and a client config pointing at it.
-async fn serve(script: Vec<Reply>) -> (Arc<Fixture>, OpenAiEmbedderConfig) {
+pub(crate) async fn serve(script: Vec<Reply>) -> (Arc<Fixture>, OpenAiEmbedderConfig) {
     let fx = Arc::new(Fixture {
         script: Mutex::new(script.into()),
         ..Fixture::default()

@@ -162,3 +162,72 @@ async fn another_embedding_model_reports_needs_reindex_and_falls_back_to_bm25() 
     let found = retriever.retrieve(&[kb], "derivative", None).await.unwrap();
     assert!(found.needs_reindex.is_empty());
 }
+
+#[tokio::test]
+async fn several_knowledge_bases_are_searched_together_and_each_hit_names_its_own() {
+    let (store, dir) = stores().await.remove(0);
+    let physics = store.create_kb("u1", "Physics").await.unwrap();
+    let biology = store.create_kb("u1", "Biology").await.unwrap();
+    let p = ready_document(&store, &physics, "forces.txt", &[CHINESE, ENGLISH]).await;
+    let b = ready_document(&store, &biology, "plants.txt", &[OTHER]).await;
+    let retriever = Retriever::new(store, Arc::new(KbIndexes::new(dir.path().join("i"))), None);
+    let found = retriever
+        .retrieve(
+            &[physics.clone(), biology.clone()],
+            "derivative photosynthesis",
+            None,
+        )
+        .await
+        .unwrap();
+    let got: Vec<(&str, &str, &str)> = found
+        .hits
+        .iter()
+        .map(|h| (h.kb.as_str(), h.chunk_id.as_str(), h.title.as_str()))
+        .collect();
+    // Each KB's best is first in its own ranking; the earlier KB's wins the tie.
+    assert_eq!(
+        got,
+        [
+            (physics.id.as_str(), p[1].as_str(), "forces.txt"),
+            (biology.id.as_str(), b[0].as_str(), "plants.txt"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_failing_embeddings_endpoint_leaves_bm25_answering() {
+    use crate::embed::{Reply, serve};
+    use deepsolve_kb::retrieve::{EmbedError, OpenAiEmbedder};
+
+    let (store, dir) = stores().await.remove(0);
+    let kb = store.create_kb("u1", "Calculus").await.unwrap();
+    let ids = ready_document(&store, &kb, "calc.txt", &[ENGLISH, OTHER]).await;
+    let (_fx, config) = serve(vec![Reply::Status(400, "no such model")]).await;
+    let client = OpenAiEmbedder::new(config).unwrap();
+    // The KB's vectors come from a working endpoint under the same model name, so the
+    // failing one is asked for the query's vector.
+    let (_fx2, config2) = serve(Vec::new()).await;
+    embed_missing(&store, &kb, &OpenAiEmbedder::new(config2).unwrap())
+        .await
+        .unwrap();
+    let kb = store.kb(&kb.id, "u1").await.unwrap().unwrap();
+    let retriever = Retriever::new(
+        store,
+        Arc::new(KbIndexes::new(dir.path().join("i"))),
+        Some(Arc::new(client)),
+    );
+    let found = retriever
+        .retrieve(&[kb], "derivatives", None)
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            found.embedding_error,
+            Some(EmbedError::Rejected { status: 400, .. })
+        ),
+        "{:?}",
+        found.embedding_error
+    );
+    assert_eq!(found.hits.len(), 1);
+    assert_eq!(found.hits[0].chunk_id, ids[0]);
+}
