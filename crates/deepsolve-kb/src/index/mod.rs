@@ -65,6 +65,10 @@ pub enum IndexError {
 /// rebuilt rather than searched with mismatched terms.
 const FORMAT: u32 = 1;
 
+/// Indexes kept open at once: each holds file handles and maps, and a replica may serve
+/// thousands of KBs of which few are searched at a time.
+const MAX_OPEN: usize = 256;
+
 /// The fields of every KB index.
 #[derive(Clone, Copy)]
 pub(crate) struct Fields {
@@ -194,6 +198,12 @@ impl KbIndexes {
 
     fn remember(&self, kb_id: &str, index: &KbIndex) {
         if let Ok(mut open) = self.open.lock() {
+            if open.len() >= MAX_OPEN && !open.contains_key(kb_id) {
+                // Any one will do: a dropped index is reopened from disk, not rebuilt.
+                if let Some(victim) = open.keys().next().cloned() {
+                    open.remove(&victim);
+                }
+            }
             open.insert(kb_id.to_string(), index.clone());
         }
     }
