@@ -36,8 +36,15 @@ const POLL: Duration = Duration::from_millis(10);
 #[derive(Serialize, Deserialize)]
 #[serde(untagged)]
 enum Line {
-    Header { pages: u64 },
-    Page { page: u32, text: String },
+    Header {
+        pages: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    Page {
+        page: u32,
+        text: String,
+    },
 }
 
 pub(super) fn extract(
@@ -51,31 +58,37 @@ pub(super) fn extract(
             name: name.to_owned(),
         }),
     };
-    let pages = match primary {
-        Ok(pages) if has_text(&pages) => pages,
+    let (pages, title) = match primary {
+        Ok(read) if has_text(&read.pages) => (read.pages, read.title),
         // A refusal by the limit is final: the fallback would read the same pages.
         Err(e @ ExtractError::TooManyPages { .. }) => return Err(e),
         // pdf-extract failed, or read no text (fonts it cannot map): pdftotext may do better.
         other => match &limits.pdftotext {
             Some(pdftotext) => match run_pdftotext(name, bytes, pdftotext, limits) {
-                Ok(pages) => pages,
+                Ok(pages) => (pages, other.ok().and_then(|read| read.title)),
                 Err(e @ ExtractError::TooManyPages { .. }) => return Err(e),
                 // Both failed: the parser's own reason, unless there was no parser at all.
                 Err(fallback_error) => match other {
-                    Ok(pages) => pages,
+                    Ok(read) => (read.pages, read.title),
                     Err(ExtractError::PdfChildMissing { .. }) => return Err(fallback_error),
                     Err(e) => return Err(e),
                 },
             },
-            None => other?,
+            None => other.map(|read| (read.pages, read.title))?,
         },
     };
     Ok(Extracted {
         kind: Kind::Pdf,
-        title: stem_title(name),
+        title: title.unwrap_or_else(|| stem_title(name)),
         markup: Markup::Plain,
         pages,
     })
+}
+
+/// What the child read: the pages and the title from the document's info dictionary.
+struct ChildRead {
+    pages: Vec<Page>,
+    title: Option<String>,
 }
 
 fn has_text(pages: &[Page]) -> bool {
@@ -87,7 +100,7 @@ fn run_child(
     bytes: &[u8],
     child: &ChildCommand,
     limits: &Limits,
-) -> Result<Vec<Page>, ExtractError> {
+) -> Result<ChildRead, ExtractError> {
     let mut cmd = Command::new(&child.program);
     cmd.args(&child.args)
         .arg("-")
@@ -103,21 +116,25 @@ fn run_child(
     pages
 }
 
-fn parse_lines(name: &str, stdout: &[u8], max_pages: u32) -> Result<Vec<Page>, ExtractError> {
+fn parse_lines(name: &str, stdout: &[u8], max_pages: u32) -> Result<ChildRead, ExtractError> {
     let bad = |reason: String| ExtractError::PdfOutput {
         name: name.to_owned(),
         reason,
     };
     let mut pages = Vec::new();
+    let mut title = None;
     for line in stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         match serde_json::from_slice(line).map_err(|e| bad(e.to_string()))? {
-            Line::Header { pages } => check_pages(name, pages, max_pages)?,
+            Line::Header { pages, title: t } => {
+                check_pages(name, pages, max_pages)?;
+                title = t.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+            }
             Line::Page { page, text } => pages.push(Page { number: page, text }),
         }
         // The child's own count is not trusted: its output is counted too.
         check_pages(name, pages.len() as u64, max_pages)?;
     }
-    Ok(pages)
+    Ok(ChildRead { pages, title })
 }
 
 fn check_status(name: &str, done: &Finished) -> Result<(), ExtractError> {
@@ -272,6 +289,8 @@ enum Waited {
 }
 
 /// Waits for the child; at the deadline or on overflow its whole group is killed and reaped.
+/// When the leader exits on its own, whatever it left in its group is killed too, before the
+/// leader is reaped: a straggler holding the pipes open would block the readers.
 fn wait_until(
     child: &mut std::process::Child,
     timeout: Duration,
@@ -279,9 +298,12 @@ fn wait_until(
 ) -> Result<ExitStatus, Waited> {
     let deadline = Instant::now() + timeout;
     loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(status),
-            Ok(None) => {}
+        match has_exited(child) {
+            Ok(true) => {
+                kill_group(child);
+                return child.wait().map_err(Waited::Io);
+            }
+            Ok(false) => {}
             Err(e) => return Err(Waited::Io(e)),
         }
         let why = if overflow.load(Ordering::Relaxed) {
@@ -293,17 +315,35 @@ fn wait_until(
             continue;
         };
         kill_group(child);
+        let _ = child.wait();
         return Err(why);
     }
 }
 
-fn kill_group(child: &mut std::process::Child) {
+/// Whether the leader has exited, without reaping it, so its group id stays ours to signal.
+fn has_exited(child: &std::process::Child) -> std::io::Result<bool> {
+    // SAFETY: waitid with WNOWAIT only inspects our own child; the siginfo is ours.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(
+            libc::P_PID,
+            child.id() as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        if r != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(info.si_pid() != 0)
+    }
+}
+
+fn kill_group(child: &std::process::Child) {
     if let Ok(pid) = i32::try_from(child.id()) {
-        // SAFETY: killpg on our own child's group while the leader is un-reaped (try_wait saw
-        // it running), so the group id cannot belong to anyone else.
+        // SAFETY: killpg on our own child's group while the leader is un-reaped (waited on only
+        // with WNOWAIT), so the group id cannot belong to anyone else. ESRCH is fine.
         unsafe { libc::killpg(pid, libc::SIGKILL) };
     }
-    let _ = child.wait();
 }
 
 /// The last [`STDERR_TAIL`] bytes, cut at a character boundary: the end says what failed.
@@ -351,12 +391,11 @@ fn child_run(args: impl IntoIterator<Item = OsString>) -> Result<ExitCode, Strin
     }
     let pages = doc.get_pages();
     let mut out = BufWriter::new(std::io::stdout().lock());
-    write_line(
-        &mut out,
-        &Line::Header {
-            pages: pages.len() as u64,
-        },
-    )?;
+    let header = Line::Header {
+        pages: pages.len() as u64,
+        title: info_title(&doc),
+    };
+    write_line(&mut out, &header)?;
     if pages.len() as u64 > max_pages {
         out.flush().map_err(|e| e.to_string())?;
         return Ok(ExitCode::from(EXIT_TOO_MANY_PAGES));
@@ -370,6 +409,16 @@ fn child_run(args: impl IntoIterator<Item = OsString>) -> Result<ExitCode, Strin
     }
     out.flush().map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `/Title` of the trailer's `/Info` dictionary, when it is a readable text string.
+fn info_title(doc: &pdf_extract::Document) -> Option<String> {
+    let info = match doc.trailer.get(b"Info").ok()? {
+        pdf_extract::Object::Reference(id) => doc.get_dictionary(*id).ok()?,
+        pdf_extract::Object::Dictionary(dict) => dict,
+        _ => return None,
+    };
+    pdf_extract::decode_text_string(info.get(b"Title").ok()?).ok()
 }
 
 fn child_args(args: impl IntoIterator<Item = OsString>) -> Result<(OsString, u64), String> {

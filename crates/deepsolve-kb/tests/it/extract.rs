@@ -55,9 +55,9 @@ fn squash(s: &str) -> String {
     s.split_whitespace().collect()
 }
 
-fn assert_lecture_pages(doc: &deepsolve_kb::extract::Extracted) {
+fn assert_lecture_pages(doc: &deepsolve_kb::extract::Extracted, title: &str) {
     assert_eq!(doc.kind, Kind::Pdf);
-    assert_eq!(doc.title, "lecture3");
+    assert_eq!(doc.title, title);
     let numbers: Vec<u32> = doc.pages.iter().map(|p| p.number).collect();
     assert_eq!(numbers, [1, 2, 3]);
     assert!(
@@ -83,7 +83,8 @@ fn assert_lecture_pages(doc: &deepsolve_kb::extract::Extracted) {
 fn pdf_pages_in_english_and_chinese_come_from_the_child() {
     let pdf = lecture_pdf();
     let doc = extract(bytes("lecture3.pdf", &pdf), &limits()).unwrap();
-    assert_lecture_pages(&doc);
+    // The child reads the title from the document's info dictionary.
+    assert_lecture_pages(&doc, "Lecture 3: Integration by Parts");
 }
 
 #[test]
@@ -94,7 +95,7 @@ fn pdf_pages_in_english_and_chinese_come_from_pdftotext_too() {
         ..with_pdftotext()
     };
     let doc = extract(bytes("lecture3.pdf", &pdf), &limits).unwrap();
-    assert_lecture_pages(&doc);
+    assert_lecture_pages(&doc, "lecture3");
 }
 
 #[test]
@@ -214,6 +215,44 @@ fn a_child_past_its_time_is_killed_and_named() {
         matches!(&err, ExtractError::PdfTimeout { name, .. } if name == "slow.pdf"),
         "{err:?}"
     );
+}
+
+/// Whether a process is gone (or a zombie awaiting its reaper), waiting a little for the kill
+/// to land.
+fn gone(pid: &str) -> bool {
+    (0..500).any(|_| {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+        let dead = state.map_or(true, |s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        });
+        if !dead {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        dead
+    })
+}
+
+#[test]
+fn a_child_leaving_a_process_behind_takes_it_down_and_keeps_its_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let script = format!(
+        "sleep 300 >/dev/null 2>&1 </dev/null & echo $! > '{}'; echo 'bad font' >&2; exit 2",
+        pid_file.display()
+    );
+    let limits = Limits {
+        pdf_child: shell_child(&script),
+        ..limits()
+    };
+    let err = extract(bytes("left.pdf", &lecture_pdf()), &limits).unwrap_err();
+    let ExtractError::PdfFailed { code, stderr, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!((*code, stderr.as_str()), (2, "bad font"));
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(gone(pid.trim()), "the straggler {pid} outlived the child");
 }
 
 #[test]

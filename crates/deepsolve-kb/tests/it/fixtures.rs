@@ -74,7 +74,8 @@ pub(crate) fn pdf(pages: &[PdfPage<'_>]) -> Vec<u8> {
         );
         objects.push(stream(&page_content(page)));
     }
-    write_pdf(&objects)
+    objects.push(b"<< /Title (Lecture 3: Integration by Parts) >>".to_vec());
+    write_pdf(&objects, Some(objects.len()))
 }
 
 /// A PDF whose page tree really holds `n` (empty) pages.
@@ -86,7 +87,7 @@ pub(crate) fn many_pages_pdf(n: usize) -> Vec<u8> {
     for _ in 0..n {
         objects.push(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>".to_vec());
     }
-    write_pdf(&objects)
+    write_pdf(&objects, None)
 }
 
 fn page_content(page: &PdfPage<'_>) -> Vec<u8> {
@@ -151,7 +152,7 @@ fn to_unicode(chars: &[char]) -> Vec<u8> {
 }
 
 /// Header, numbered objects, cross-reference table, trailer.
-fn write_pdf(objects: &[Vec<u8>]) -> Vec<u8> {
+fn write_pdf(objects: &[Vec<u8>], info: Option<usize>) -> Vec<u8> {
     let mut out = b"%PDF-1.7\n%\xE2\xE3\xCF\xD3\n".to_vec();
     let mut offsets = Vec::new();
     for (i, obj) in objects.iter().enumerate() {
@@ -167,8 +168,9 @@ fn write_pdf(objects: &[Vec<u8>]) -> Vec<u8> {
     }
     write!(
         out,
-        "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-        objects.len() + 1
+        "trailer\n<< /Size {} /Root 1 0 R {} >>\nstartxref\n{xref}\n%%EOF\n",
+        objects.len() + 1,
+        info.map_or_else(String::new, |n| format!("/Info {n} 0 R"))
     )
     .unwrap();
     out
