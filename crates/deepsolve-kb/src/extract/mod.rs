@@ -173,8 +173,8 @@ pub enum ExtractError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{name}: the PDF parser took longer than {seconds} s")]
-    PdfTimeout { name: String, seconds: u64 },
+    #[error("{name}: the PDF parser took longer than {timeout:?}")]
+    PdfTimeout { name: String, timeout: Duration },
     #[error("{name}: the PDF parser crashed (signal {signal}){}", stderr_suffix(.stderr))]
     PdfCrashed {
         name: String,

@@ -230,15 +230,14 @@ fn run_limited(
             }
         });
         let out = scope.spawn(|| read_capped(stdout, output_cap, &overflow));
-        let err =
-            scope.spawn(|| read_capped(stderr, STDERR_TAIL as u64 * 4, &AtomicBool::new(false)));
+        let err = scope.spawn(|| read_tail(stderr));
         let status = wait_until(&mut child, limits.pdf_timeout, &overflow);
         let stdout = out.join().unwrap_or_default();
         let stderr = err.join().unwrap_or_default();
         let status = status.map_err(|waited| match waited {
             Waited::TimedOut => ExtractError::PdfTimeout {
                 name: name.to_owned(),
-                seconds: limits.pdf_timeout.as_secs(),
+                timeout: limits.pdf_timeout,
             },
             Waited::Overflow => ExtractError::PdfOutput {
                 name: name.to_owned(),
@@ -280,6 +279,28 @@ fn read_capped(pipe: Option<impl Read>, cap: u64, overflow: &AtomicBool) -> Vec<
         bytes.truncate(usize::try_from(cap).unwrap_or(usize::MAX));
     }
     bytes
+}
+
+/// All of stderr, keeping only its last bytes: a child that writes many warnings must not
+/// block on a full pipe, and the end says what failed.
+fn read_tail(pipe: Option<impl Read>) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let Some(mut pipe) = pipe else {
+        return kept;
+    };
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => return kept,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return kept,
+        };
+        kept.extend_from_slice(&buf[..n]);
+        if kept.len() > 2 * STDERR_TAIL {
+            kept.drain(..kept.len() - STDERR_TAIL);
+        }
+    }
 }
 
 enum Waited {

@@ -481,3 +481,22 @@ fn a_file_over_the_size_limit_is_refused_without_reading_it_all() {
     let err = extract(bytes("big.txt", &[b'a'; 5_000]), &limits).unwrap_err();
     assert!(matches!(err, ExtractError::TooLarge { .. }), "{err:?}");
 }
+
+#[test]
+fn a_child_writing_much_to_stderr_is_not_blocked_and_its_last_words_are_kept() {
+    let limits = Limits {
+        pdf_child: shell_child(
+            "yes 'warning: odd font' | head -c 2000000 >&2; echo 'the real reason' >&2; exit 1",
+        ),
+        ..limits()
+    };
+    let err = extract(bytes("noisy.pdf", &lecture_pdf()), &limits).unwrap_err();
+    let ExtractError::PdfFailed { stderr, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert!(
+        stderr.ends_with("the real reason") && stderr.len() <= 2_000,
+        "{}",
+        stderr.len()
+    );
+}
