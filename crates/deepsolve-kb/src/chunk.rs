@@ -5,7 +5,8 @@
 //! segmentation, so `。！？` end Chinese sentences without spaces), then words and characters.
 //! Sizes are counted with the agent's own token estimator, the same count its context
 //! accounting uses. A chunk never crosses a page, so its page number is exact; its heading path
-//! is the Markdown headings in force where it starts (DOCX and HTML arrive as Markdown).
+//! is the Markdown headings in force where its own text starts (DOCX and HTML arrive as
+//! Markdown).
 
 use text_splitter::{ChunkCharIndex, ChunkConfig, ChunkSizer, MarkdownSplitter, TextSplitter};
 
@@ -68,7 +69,8 @@ impl ChunkSizer for Tokens {
 /// text-splitter overlaps chunks only at the level it split them at, so chunks made of whole
 /// paragraphs would not overlap at all. Instead it cuts cores of `max - overlap` tokens without
 /// overlap, and each core after the first on a page is extended backwards by the last whole
-/// sentences (else words, else characters) of the text before it that fit in `overlap`.
+/// sentences (else words, else characters) of the text before it that fit in `overlap`. A
+/// core that opens a section (starts with a heading) repeats nothing: no sentence was cut.
 pub fn chunk(doc: &Extracted, options: &ChunkOptions) -> Result<Vec<Chunk>, ChunkError> {
     let core_tokens = options.max_tokens.saturating_sub(options.overlap_tokens);
     if core_tokens == 0 {
@@ -89,18 +91,26 @@ pub fn chunk(doc: &Extracted, options: &ChunkOptions) -> Result<Vec<Chunk>, Chun
         };
         let mut marks = marks.into_iter().peekable();
         let mut previous_core = None;
-        for piece in splitter.pieces(text) {
-            while let Some(mark) = marks.next_if(|m| m.byte <= piece.byte_offset) {
+        for core in cores(text, splitter.pieces(text), doc.markup, options.max_tokens) {
+            let core_text = &text[core.byte..core.end];
+            let content = core.byte + content_offset(core_text);
+            while let Some(mark) = marks.next_if(|m| m.byte <= content) {
                 headings.enter(mark.level, mark.title);
             }
-            let core_end = piece.byte_offset + piece.chunk.len();
+            let opens_section = doc.markup == Markup::Markdown
+                && core_text
+                    .lines()
+                    .next()
+                    .is_some_and(|l| atx_heading(l).is_some());
             let start = match previous_core {
-                Some(floor) => overlap_start(text, floor, piece.byte_offset, core_end, options),
-                None => piece.byte_offset,
+                Some(floor) if !opens_section => {
+                    overlap_start(text, floor, core.byte, core.end, options)
+                }
+                _ => core.byte,
             };
-            previous_core = Some(piece.byte_offset);
-            let body = &text[start..core_end];
-            let char_start = piece.char_offset - text[start..piece.byte_offset].chars().count();
+            previous_core = Some(core.byte);
+            let body = &text[start..core.end];
+            let char_start = core.char - text[start..core.byte].chars().count();
             chunks.push(Chunk {
                 ordinal: u32::try_from(chunks.len()).unwrap_or(u32::MAX),
                 page: page.number,
@@ -197,6 +207,42 @@ fn char_starts(text: &str, floor: usize) -> Vec<usize> {
     starts
 }
 
+/// A chunk's own text before any overlap: byte range, and its start in characters.
+struct Core {
+    byte: usize,
+    char: usize,
+    end: usize,
+}
+
+/// The splitter's pieces as cores, a piece of nothing but headings joined to the piece after it
+/// (the splitter cuts a heading off when its section does not fit; alone it is no passage).
+fn cores(text: &str, pieces: Vec<ChunkCharIndex<'_>>, markup: Markup, max: usize) -> Vec<Core> {
+    let mut cores: Vec<Core> = Vec::new();
+    for piece in pieces {
+        let end = piece.byte_offset + piece.chunk.len();
+        match cores.last_mut() {
+            Some(last)
+                if markup == Markup::Markdown
+                    && headings_only(&text[last.byte..last.end])
+                    && Tokens.size(&text[last.byte..end]) <= max =>
+            {
+                last.end = end;
+            }
+            _ => cores.push(Core {
+                byte: piece.byte_offset,
+                char: piece.char_offset,
+                end,
+            }),
+        }
+    }
+    cores
+}
+
+fn headings_only(text: &str) -> bool {
+    text.lines()
+        .all(|l| l.trim().is_empty() || atx_heading(l).is_some())
+}
+
 enum Splitter {
     Markdown(MarkdownSplitter<Tokens>),
     Text(TextSplitter<Tokens>),
@@ -209,6 +255,19 @@ impl Splitter {
             Splitter::Text(s) => s.chunk_char_indices(text).collect(),
         }
     }
+}
+
+/// Where a chunk's first line of text is, past the headings and blank lines it opens with: the
+/// headings before it are the chunk's own (a chunk opening with `# A` and `## B` is under B).
+fn content_offset(chunk: &str) -> usize {
+    let mut offset = 0;
+    for line in chunk.split_inclusive('\n') {
+        if !line.trim().is_empty() && atx_heading(line).is_none() {
+            return offset;
+        }
+        offset += line.len();
+    }
+    offset
 }
 
 /// The open headings, as a stack by level.

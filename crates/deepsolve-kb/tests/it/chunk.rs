@@ -219,3 +219,101 @@ proptest! {
         assert_offsets(&doc, &chunks);
     }
 }
+
+/// Extraction and chunking together, on the generated documents.
+mod pipeline {
+    use std::path::PathBuf;
+
+    use deepsolve_kb::chunk::{ChunkOptions, chunk};
+    use deepsolve_kb::extract::{ChildCommand, Input, Limits, extract};
+
+    use crate::fixtures::{self, Para, PdfPage};
+
+    fn limits() -> Limits {
+        Limits {
+            pdf_child: Some(ChildCommand {
+                program: PathBuf::from(env!("CARGO_BIN_EXE_deepsolve-kb-pdf")),
+                args: Vec::new(),
+            }),
+            pdftotext: None,
+            ..Limits::default()
+        }
+    }
+
+    #[test]
+    fn pdf_chunks_cite_their_pages() {
+        let pdf = fixtures::pdf(&[
+            PdfPage::English(&["Limits describe behaviour near a point."]),
+            PdfPage::English(&["Derivatives are limits of difference quotients."]),
+            PdfPage::Chinese(&["导数是差商的极限。"]),
+        ]);
+        let doc = extract(
+            Input::Bytes {
+                name: "l.pdf",
+                bytes: &pdf,
+            },
+            &limits(),
+        )
+        .unwrap();
+        let chunks = chunk(&doc, &ChunkOptions::default()).unwrap();
+        let pages: Vec<(u32, bool)> = chunks
+            .iter()
+            .map(|c| (c.page, c.heading_path.is_empty()))
+            .collect();
+        assert_eq!(pages, [(1, true), (2, true), (3, true)]);
+        assert!(chunks[1].text.contains("difference quotients"));
+        assert!(chunks[2].text.contains("导数是差商的极限。"));
+    }
+
+    #[test]
+    fn docx_chunks_carry_heading_paths_and_pages() {
+        let long: String = (0..80)
+            .map(|i| format!("Step {i} of the proof uses the previous step and the definition. "))
+            .collect();
+        let docx = fixtures::docx(
+            &[
+                Para(Some("berschrift1"), Some("Limits")),
+                Para(Some("berschrift2"), Some("Squeeze theorem")),
+                Para(None, Some(&long)),
+                Para(None, None),
+                Para(Some("berschrift1"), Some("Derivatives")),
+                Para(None, Some("The derivative is a limit.")),
+            ],
+            None,
+        );
+        let doc = extract(
+            Input::Bytes {
+                name: "n.docx",
+                bytes: &docx,
+            },
+            &limits(),
+        )
+        .unwrap();
+        let chunks = chunk(&doc, &ChunkOptions::default()).unwrap();
+        assert!(chunks.len() >= 3, "{chunks:?}");
+        // A heading the splitter cut off travels with its section's text, never alone.
+        assert!(
+            chunks[0]
+                .text
+                .starts_with("# Limits\n\n## Squeeze theorem\n\nStep 0")
+        );
+        for c in &chunks {
+            assert!(
+                c.text
+                    .lines()
+                    .any(|l| !l.trim().is_empty() && !l.starts_with('#')),
+                "{c:?}"
+            );
+        }
+        let (last, body) = chunks.split_last().unwrap();
+        assert_eq!(
+            (last.page, last.heading_path.clone()),
+            (2, vec!["Derivatives".to_owned()])
+        );
+        assert!(body.iter().all(|c| c.page == 1));
+        assert!(
+            body.iter()
+                .all(|c| c.heading_path == ["Limits", "Squeeze theorem"])
+        );
+    }
+}
