@@ -199,11 +199,16 @@ proptest! {
 
     #[test]
     fn chunks_stay_within_budget_cover_the_text_and_are_deterministic(
-        words in prop::collection::vec("[a-z]{1,12}|[\u{4e00}-\u{4e50}]{1,6}[。！？]?|[.!?]|\n\n", 0..600),
+        words in prop::collection::vec(
+            "[a-z]{1,12}|[\u{4e00}-\u{4e50}]{1,6}[。！？]?|[.!?]|\n\n|\n\n#{1,3} [a-z]{1,8}\n\n",
+            0..600,
+        ),
         max in 16usize..200,
+        markdown in any::<bool>(),
     ) {
         let text = words.join(" ");
-        let doc = doc(Markup::Plain, &[&text]);
+        let markup = if markdown { Markup::Markdown } else { Markup::Plain };
+        let doc = doc(markup, &[&text]);
         let options = ChunkOptions { max_tokens: max, overlap_tokens: max / 8 };
         let chunks = chunk(&doc, &options).unwrap();
         prop_assert_eq!(&chunks, &chunk(&doc, &options).unwrap());
