@@ -80,6 +80,7 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::Conflict(message) => ApiError::conflict(message),
             StoreError::Invalid(message) => ApiError::invalid(ApiErrorCode::Invalid, message),
+            StoreError::NotFound(what) => ApiError::not_found(what),
             other => {
                 tracing::error!(error = %other, "store error");
                 ApiError::internal()

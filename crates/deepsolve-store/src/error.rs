@@ -16,6 +16,10 @@ pub enum StoreError {
     Conflict(String),
     #[error("{0}")]
     Invalid(String),
+    /// A write named a record that does not exist for this user (another user's reads as
+    /// missing too).
+    #[error("{0} not found")]
+    NotFound(&'static str),
 }
 
 impl StoreError {

@@ -1,7 +1,8 @@
 //! deepsolve-store: persistence for the deepsolve server.
 //!
 //! Users, bearer tokens and browser sessions (SHA-256 at rest), sessions, turns (spec, status, answer, stop reason,
-//! usage, solve record), the append-only turn event log, and artifacts.
+//! usage, solve record), the append-only turn event log, artifacts, and knowledge bases (their
+//! documents, chunks and embeddings).
 //!
 //! **One code path, two backends.** Every query goes through [`sqlx::Any`]: SQLite (WAL) is
 //! the embedded default and PostgreSQL is a URL switch. `Any` was chosen over a trait with two
@@ -20,6 +21,7 @@ mod browser_sessions;
 mod error;
 mod events;
 mod hub;
+mod kb;
 mod listen;
 mod model;
 mod sessions;
@@ -39,6 +41,10 @@ use sqlx::{Executor, SqlSafeStr};
 
 pub use error::StoreError;
 pub use hub::{Hub, HubMsg, Received, Subscription};
+pub use kb::{
+    EmbeddingSpec, KbChunk, KbDocument, KbDocumentStatus, KbEmbedding, KnowledgeBase, NewKbChunk,
+    NewKbDocument,
+};
 pub use model::{
     AppendEvent, ArtifactMeta, BrowserSession, IssuedBrowserSession, IssuedToken, NewArtifact,
     NewTurn, Role, Session, StoredEvent, TurnFinish, TurnRecord, TurnStatus, User,
@@ -314,7 +320,7 @@ pub fn redact_url(url: &str) -> String {
 
 /// The embedded migrations of a backend (no macros, no files at run time), in order.
 fn migrator(backend: Backend) -> Migrator {
-    let scripts: [(i64, &'static str, &'static str); 2] = match backend {
+    let scripts: [(i64, &'static str, &'static str); 3] = match backend {
         Backend::Sqlite => [
             (
                 1,
@@ -325,6 +331,11 @@ fn migrator(backend: Backend) -> Migrator {
                 2,
                 "browser_sessions",
                 include_str!("../migrations/sqlite/0002_browser_sessions.sql"),
+            ),
+            (
+                3,
+                "knowledge_bases",
+                include_str!("../migrations/sqlite/0003_knowledge_bases.sql"),
             ),
         ],
         Backend::Postgres => [
@@ -337,6 +348,11 @@ fn migrator(backend: Backend) -> Migrator {
                 2,
                 "browser_sessions",
                 include_str!("../migrations/postgres/0002_browser_sessions.sql"),
+            ),
+            (
+                3,
+                "knowledge_bases",
+                include_str!("../migrations/postgres/0003_knowledge_bases.sql"),
             ),
         ],
     };

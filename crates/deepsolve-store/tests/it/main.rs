@@ -3,5 +3,6 @@
 // Test code: a failed setup step should stop the test loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod kb;
 mod store;
 mod stored_rows;

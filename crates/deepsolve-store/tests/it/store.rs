@@ -12,7 +12,7 @@ use deepsolve_store::{
 };
 
 /// One store per backend under test; the guard keeps the SQLite directory alive.
-async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
+pub(crate) async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().expect("tempdir");
     let sqlite = Store::open_sqlite(&dir.path().join("test.db"), StoreOptions::default())
         .await

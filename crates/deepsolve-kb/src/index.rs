@@ -1,1 +1,0 @@
-//! See the crate docs.
