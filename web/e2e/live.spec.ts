@@ -66,9 +66,14 @@ test("cancel mid-turn: the footer says cancelled", async ({ page, deepsolve }) =
   await expect(page.getByTestId("plan")).toBeVisible();
   const cancel = page.getByTestId("cancel");
   await expect(cancel).toBeVisible();
+  // One turn per session runs at a time: the follow-up waits, and says so.
+  await expect(page.getByTestId("submit")).toBeDisabled();
+  await expect(page.getByTestId("followup-wait")).toBeVisible();
   await cancel.click();
   await expect(page.getByTestId("footer")).toContainText(/cancel/i, { timeout: 30_000 });
   await expect(page.getByTestId("cancel")).toHaveCount(0);
+  await expect(page.getByTestId("submit")).toBeEnabled();
+  await expect(page.getByTestId("followup-wait")).toHaveCount(0);
   const turn = await (await fetch(`${app.base}/api/v1/turns/${await latestTurnId(app.base)}`)).json();
   expect(turn.stop_reason ?? turn.status).toMatch(/cancel/);
 });

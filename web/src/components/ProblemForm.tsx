@@ -15,6 +15,8 @@ import { ToolToggles } from "./ToolToggles";
 type Props = {
   sessionId?: string;
   onCreated: (created: TurnCreated) => void;
+  /** Why the form cannot be sent yet (e.g. a turn of the session is still running). */
+  waitFor?: string;
   /** Text put into the editor from outside (an example), with a counter so the same text twice still lands. */
   suggestion?: { text: string; n: number } | null;
 };
@@ -125,7 +127,7 @@ export function ProblemForm(props: Props) {
 
   async function submit(event?: Event) {
     event?.preventDefault();
-    if (busy) return;
+    if (busy || props.waitFor) return;
     setServerError(null);
     const body = check();
     if (!body) return;
@@ -242,7 +244,12 @@ export function ProblemForm(props: Props) {
             <option value="zh">{t("language.zh")}</option>
           </select>
         </label>
-        <button class="button primary" type="submit" data-testid="submit" disabled={busy}>
+        {props.waitFor && (
+          <p class="muted small" data-testid="followup-wait" role="status">
+            {props.waitFor}
+          </p>
+        )}
+        <button class="button primary" type="submit" data-testid="submit" disabled={busy || !!props.waitFor}>
           {busy ? t("editor.sending") : followUp ? t("editor.submitFollowup") : t("editor.submit")}
         </button>
       </div>

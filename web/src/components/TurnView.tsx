@@ -23,6 +23,8 @@ type Props = {
   /** Just started from this page: bring it into view. */
   reveal?: boolean;
   onResumed: (created: TurnCreated) => void;
+  /** Told whether the turn is still running (the session takes no follow-up meanwhile). */
+  onRunning?: (turnId: string, running: boolean) => void;
 };
 
 function artifactCount(state: TurnState): number {
@@ -81,6 +83,10 @@ export function TurnView(props: Props) {
   const problem = state.problem || record?.problem || "";
   const interrupted = state.phase !== "finished" && record?.status === "interrupted";
   const running = state.phase !== "finished" && !interrupted;
+  // A turn that failed without a `turn_finished` is not running either: its record says so.
+  const stillRunning = running && (record?.status ?? "running") === "running";
+  const { onRunning } = props;
+  useEffect(() => onRunning?.(props.turnId, stillRunning), [onRunning, props.turnId, stillRunning]);
   const headingId = `turn-${props.turnId}`;
 
   return (

@@ -1,5 +1,5 @@
 // A session: its turns in order (finished ones replayed from their logs), then a follow-up box.
-import { useEffect, useState } from "preact/hooks";
+import { useCallback, useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { ErrorMessage } from "../components/ErrorMessage";
 import { Link } from "../components/Link";
@@ -26,6 +26,13 @@ export function SessionPage(props: { id: string }) {
   // Bumped when a turn is resumed under the same id, so its view follows the stream again.
   const [generation, setGeneration] = useState<Record<string, number>>({});
   const [revealed, setRevealed] = useState<string | null>(null);
+  // The server runs one turn per session at a time: no follow-up until the running one ends.
+  const [running, setRunning] = useState<Record<string, boolean>>({});
+  const onRunning = useCallback(
+    (turnId: string, isRunning: boolean) =>
+      setRunning((now) => (now[turnId] === isRunning ? now : { ...now, [turnId]: isRunning })),
+    [],
+  );
 
   async function load() {
     try {
@@ -78,6 +85,7 @@ export function SessionPage(props: { id: string }) {
           initial={records.get(id)}
           reveal={revealed === id}
           onResumed={started}
+          onRunning={onRunning}
         />
       ))}
       <section class="followup" aria-labelledby="followup-title">
@@ -85,7 +93,11 @@ export function SessionPage(props: { id: string }) {
           {t("followup.title")}
         </h2>
         <p class="muted small">{t("followup.intro")}</p>
-        <ProblemForm sessionId={loaded.session.id} onCreated={started} />
+        <ProblemForm
+          sessionId={loaded.session.id}
+          onCreated={started}
+          waitFor={Object.values(running).some(Boolean) ? t("followup.wait") : undefined}
+        />
       </section>
     </div>
   );
