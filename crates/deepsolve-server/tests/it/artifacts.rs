@@ -11,7 +11,7 @@ use deepsolve_store::Role;
 use deepsolve_testkit::WellBehaved;
 use serde_json::{Value, json};
 
-use crate::support::{HOSTILE_HTML, Options, start};
+use crate::support::{HOSTILE_HTML, Options, query_tool_spec, start};
 
 /// A 1×1 PNG.
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\xdac\xf8\xcf\xc0\xf0\x1f\0\x05\0\x02\x01\xa2\xdd[^\0\0\0\0IEND\xaeB`\x82";
@@ -24,16 +24,7 @@ struct MakeFigures {
 
 fn make_figures() -> ToolRef {
     Arc::new(MakeFigures {
-        spec: ToolSpec {
-            name: "make_figures".into(),
-            description: "Draws figures.".into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"query": {"type": "string"}},
-                "required": ["query"],
-                "additionalProperties": false
-            }),
-        },
+        spec: query_tool_spec("make_figures", "Draws figures."),
     })
 }
 

@@ -18,7 +18,7 @@ use deepsolve_testkit::WellBehaved;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
-use crate::support::{Options, start};
+use crate::support::{Options, query_tool_spec, start};
 
 const DAY: Duration = Duration::from_secs(24 * 60 * 60);
 
@@ -169,16 +169,7 @@ async fn a_running_turn_holds_its_workspace_and_its_artifacts_outlive_it() {
     let entered = Arc::new(Notify::new());
     let (release, released) = watch::channel(false);
     let tool: ToolRef = Arc::new(Gated {
-        spec: ToolSpec {
-            name: "gated_file".into(),
-            description: "Writes a file, slowly.".into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"query": {"type": "string"}},
-                "required": ["query"],
-                "additionalProperties": false
-            }),
-        },
+        spec: query_tool_spec("gated_file", "Writes a file, slowly."),
         entered: entered.clone(),
         release: released,
     });

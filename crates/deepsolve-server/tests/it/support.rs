@@ -280,21 +280,26 @@ pub(crate) struct MakeFile {
     spec: ToolSpec,
 }
 
+/// The spec of a test work tool that takes one string, `query` (what the scripted model sends).
+pub(crate) fn query_tool_spec(name: &str, description: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: description.into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"query": {"type": "string"}},
+            "required": ["query"],
+            "additionalProperties": false
+        }),
+    }
+}
+
 pub(crate) const HOSTILE_HTML: &str = "<html><script>alert(document.cookie)</script></html>";
 
 impl MakeFile {
     pub(crate) fn tool() -> ToolRef {
         Arc::new(MakeFile {
-            spec: ToolSpec {
-                name: "make_file".into(),
-                description: "Writes a file.".into(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {"query": {"type": "string"}},
-                    "required": ["query"],
-                    "additionalProperties": false
-                }),
-            },
+            spec: query_tool_spec("make_file", "Writes a file."),
         })
     }
 }
