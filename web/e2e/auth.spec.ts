@@ -65,8 +65,14 @@ test("another user's session is not reachable, in the page or the API", async ({
 test("a revoked browser session sends the page back to sign-in", async ({ page, deepsolve }) => {
   const app = await deepsolve({ policy: "showcase", users: ["alice", "bob"] });
   await page.goto(app.base + "/login");
+  // The solve page loads capabilities and settings after it shows the editor; revoking before
+  // they answer would send the page to sign-in before the test acts on it.
+  const loaded = ["/api/v1/capabilities", "/api/v1/capabilities/settings"].map((path) =>
+    page.waitForResponse((response) => new URL(response.url()).pathname === path),
+  );
   await signIn(page, app.tokens.bob);
   await expect(page.getByTestId("problem")).toBeVisible();
+  for (const response of await Promise.all(loaded)) expect(response.status()).toBe(200);
   await app.server.cli(["users", "revoke", "bob"]);
   // Acting on the dead session: the page says so, or asks to sign in again.
   await submitProblem(page);
