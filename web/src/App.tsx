@@ -5,6 +5,7 @@ import { Header } from "./components/Header";
 import { ErrorMessage } from "./components/ErrorMessage";
 import { I18n, lang, translator, useI18n } from "./i18n";
 import { HistoryPage } from "./pages/History";
+import { KnowledgeBasePage, KnowledgePage } from "./pages/Knowledge";
 import { LoginPage } from "./pages/Login";
 import { MissingPage } from "./pages/Missing";
 import { SessionPage } from "./pages/Session";
@@ -83,6 +84,10 @@ function Page(props: { route: Route }) {
       return <HistoryPage />;
     case "settings":
       return <SettingsPage />;
+    case "knowledge":
+      return <KnowledgePage />;
+    case "kb":
+      return <KnowledgeBasePage key={route.id} id={route.id} />;
     case "login":
       return <LoginPage />;
     case "missing":

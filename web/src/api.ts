@@ -13,6 +13,7 @@ import type {
   TurnCreated,
   TurnView,
 } from "./protocol";
+import type { DocumentView, KbDetail, KbList, KbView, SearchHit, Uploaded } from "./kb";
 
 /** A failed request: `code` is the server's `ApiErrorCode`, or `network` when there was no answer. */
 export class ApiError extends Error {
@@ -101,11 +102,71 @@ export const api = {
   resumeTurn: (turnId: string) =>
     request<TurnCreated>(`/api/v1/turns/${id(turnId)}/resume`, { method: "POST" }),
 
+  knowledgeBases: () => request<KbList>("/api/v1/knowledge-bases"),
+  createKnowledgeBase: (name: string) => request<KbView>("/api/v1/knowledge-bases", { body: { name } }),
+  knowledgeBase: (kb: string) => request<KbDetail>(`/api/v1/knowledge-bases/${id(kb)}`),
+  deleteKnowledgeBase: (kb: string) => request<void>(`/api/v1/knowledge-bases/${id(kb)}`, { method: "DELETE" }),
+  document: (kb: string, doc: string) => request<DocumentView>(`/api/v1/knowledge-bases/${id(kb)}/documents/${id(doc)}`),
+  deleteDocument: (kb: string, doc: string) =>
+    request<void>(`/api/v1/knowledge-bases/${id(kb)}/documents/${id(doc)}`, { method: "DELETE" }),
+  searchKnowledgeBase: (kb: string, query: string, topK?: number) =>
+    request<{ hits: SearchHit[] }>(`/api/v1/knowledge-bases/${id(kb)}/search`, {
+      body: topK === undefined ? { query } : { query, top_k: topK },
+    }),
+  uploadDocuments: (kb: string, files: File[], onProgress?: (sent: number, total: number) => void) => {
+    const form = new FormData();
+    for (const file of files) form.append("file", file, file.name);
+    return upload<Uploaded>(`/api/v1/knowledge-bases/${id(kb)}/documents`, form, onProgress);
+  },
+  /** A turn with files of its own: multipart, the JSON request in a part of its own. */
+  createTurnWithFiles: (body: CreateTurn, files: File[], onProgress?: (sent: number, total: number) => void) => {
+    const form = new FormData();
+    form.append("request", new Blob([JSON.stringify(body)], { type: "application/json" }));
+    for (const file of files) form.append("file", file, file.name);
+    return upload<TurnCreated>("/api/v1/turns", form, onProgress);
+  },
+
   sessions: (limit = 100) => request<SessionList>(`/api/v1/sessions?limit=${limit}`),
   session: (sessionId: string) => request<SessionView>(`/api/v1/sessions/${id(sessionId)}`),
   deleteSession: (sessionId: string) =>
     request<void>(`/api/v1/sessions/${id(sessionId)}`, { method: "DELETE" }),
 };
+
+/**
+ * A multipart POST through XHR, the one browser API that reports upload progress; errors and
+ * a 401 as `request` reports them.
+ */
+function upload<T>(path: string, form: FormData, onProgress?: (sent: number, total: number) => void): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", path);
+    xhr.withCredentials = true;
+    xhr.setRequestHeader("Accept", "application/json");
+    if (onProgress) {
+      xhr.upload.addEventListener("progress", (event) => {
+        if (event.lengthComputable) onProgress(event.loaded, event.total);
+      });
+    }
+    xhr.addEventListener("error", () => reject(new ApiError(0, "network", "the server cannot be reached")));
+    xhr.addEventListener("abort", () => reject(new ApiError(0, "network", "the upload was stopped")));
+    xhr.addEventListener("load", () => {
+      if (xhr.status >= 200 && xhr.status < 300) {
+        try {
+          resolve((xhr.responseText ? JSON.parse(xhr.responseText) : undefined) as T);
+        } catch {
+          reject(new ApiError(xhr.status, "bad_json", "the server's answer is not JSON"));
+        }
+        return;
+      }
+      const response = new Response(xhr.responseText, { status: xhr.status, statusText: xhr.statusText });
+      void errorFrom(response).then((error) => {
+        if (response.status === 401) onUnauthorized?.();
+        reject(error);
+      });
+    });
+    xhr.send(form);
+  });
+}
 
 export function inlineImageUrl(artifactId: string): string {
   return `/api/v1/artifacts/${id(artifactId)}/inline`;

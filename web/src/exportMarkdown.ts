@@ -1,6 +1,7 @@
 // A turn as a Markdown file a student can keep: the problem, the plan with what each step
 // found, and the answer.
 import type { Translate } from "./i18n";
+import { sourcePlace } from "./kb";
 import type { TurnState } from "./state/view";
 
 export function markdownOf(state: TurnState, t: Translate): string {
@@ -16,5 +17,13 @@ export function markdownOf(state: TurnState, t: Translate): string {
     parts.push("");
   }
   parts.push(`## ${t("turn.answer")}`, "", state.answer?.text.trim() || t("turn.noAnswer"), "");
+  if (state.sources.length > 0) {
+    parts.push(`## ${t("sources.title")}`, "");
+    for (const source of state.sources) {
+      const place = sourcePlace(source, (n) => t("sources.page", { n }));
+      parts.push(`- [${source.n}] ${source.title}${place ? `, ${place}` : ""}${source.url ? ` <${source.url}>` : ""}`);
+    }
+    parts.push("");
+  }
   return parts.join("\n");
 }

@@ -6,6 +6,8 @@ export type Route =
   | { page: "session"; id: string }
   | { page: "history" }
   | { page: "settings" }
+  | { page: "knowledge" }
+  | { page: "kb"; id: string }
   | { page: "login" }
   | { page: "missing" };
 
@@ -18,6 +20,9 @@ export function parseRoute(pathname: string): Route {
   if (clean === "/") return { page: "solve" };
   if (clean === "/history") return { page: "history" };
   if (clean === "/settings") return { page: "settings" };
+  if (clean === "/knowledge") return { page: "knowledge" };
+  const kb = /^\/knowledge\/([^/]+)$/.exec(clean);
+  if (kb) return { page: "kb", id: decodeURIComponent(kb[1]) };
   if (clean === "/login") return { page: "login" };
   const session = /^\/sessions\/([^/]+)$/.exec(clean);
   if (session) return { page: "session", id: decodeURIComponent(session[1]) };

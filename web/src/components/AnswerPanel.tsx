@@ -1,8 +1,10 @@
 // The answer as it streams, with real mathematics; Copy and Export once there is text.
-import { useState } from "preact/hooks";
+import { useMemo, useState } from "preact/hooks";
 import { markdownOf } from "../exportMarkdown";
 import { useI18n } from "../i18n";
+import { sourcePlace, type CitedSource } from "../kb";
 import { Markdown } from "../render/Markdown";
+import { sourceAnchor, type Citations } from "../render/markdown";
 import type { TurnState } from "../state/view";
 
 async function copyText(text: string): Promise<void> {
@@ -38,6 +40,13 @@ export function AnswerPanel(props: { state: TurnState }) {
   const { state } = props;
   const [copied, setCopied] = useState<"idle" | "done" | "failed">("idle");
   const answer = state.answer;
+  const citations = useMemo<Citations | undefined>(
+    () =>
+      state.sources.length > 0
+        ? { sources: state.sources, scope: state.turnId, pageLabel: (n) => t("sources.page", { n }) }
+        : undefined,
+    [state.sources, state.turnId, t],
+  );
   const status = answer?.streaming
     ? t("turn.answerStreaming")
     : answer && state.phase === "finished"
@@ -90,12 +99,49 @@ export function AnswerPanel(props: { state: TurnState }) {
         {answer?.forced && <p class="message warning">{t("turn.answerForced")}</p>}
         {answer ? (
           <div data-testid="answer" class="answer" aria-busy={answer.streaming}>
-            <Markdown text={answer.text} />
-            </div>
+            <Markdown text={answer.text} citations={citations} />
+          </div>
         ) : (
           <p class="muted">{t("turn.noAnswer")}</p>
         )}
+        {answer && !answer.streaming && state.sources.length > 0 && <SourceList turnId={state.turnId} sources={state.sources} />}
       </section>
     </>
+  );
+}
+
+/** Under the answer: every source it cites, the target of its `[n]` links. */
+function SourceList(props: { turnId: string; sources: CitedSource[] }) {
+  const { t } = useI18n();
+  const headingId = `sources-${props.turnId}`;
+  return (
+    <section class="sources" aria-labelledby={headingId} data-testid="sources">
+      <h4 id={headingId} class="sources-title">
+        {t("sources.title")}
+      </h4>
+      <ol class="source-list">
+        {props.sources.map((source) => {
+          const place = sourcePlace(source, (n) => t("sources.page", { n }));
+          return (
+            <li key={source.n} id={sourceAnchor(props.turnId, source.n)} class="source" data-testid="source" tabIndex={-1}>
+              <span class="source-n">[{source.n}]</span>
+              <div class="source-body">
+                <p class="source-head">
+                  {source.url && /^https?:\/\//i.test(source.url) ? (
+                    <a href={source.url} target="_blank" rel="noopener noreferrer" class="source-title">
+                      {source.title}
+                    </a>
+                  ) : (
+                    <span class="source-title">{source.title}</span>
+                  )}
+                  {place && <span class="source-place muted">{place}</span>}
+                </p>
+                {source.excerpt && <p class="source-excerpt muted small">{source.excerpt}</p>}
+              </div>
+            </li>
+          );
+        })}
+      </ol>
+    </section>
   );
 }

@@ -8,11 +8,13 @@ import { Link } from "./Link";
 const NAV: { href: string; key: Key }[] = [
   { href: "/", key: "nav.solve" },
   { href: "/history", key: "nav.history" },
+  { href: "/knowledge", key: "nav.knowledge" },
   { href: "/settings", key: "nav.settings" },
 ];
 
 function isCurrent(path: string, href: string): boolean {
   if (href === "/") return path === "/" || path.startsWith("/sessions/");
+  if (href === "/knowledge") return path === href || path.startsWith("/knowledge/");
   return path === href;
 }
 

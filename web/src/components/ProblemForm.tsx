@@ -10,6 +10,7 @@ import type { CreateTurn, ToolView, TurnCreated } from "../protocol";
 import { Markdown } from "../render/Markdown";
 import { errorText, FormError } from "./ErrorMessage";
 import { KnobFields } from "./KnobFields";
+import { MaterialPicker, readPicked, writePicked } from "./MaterialPicker";
 import { ToolToggles } from "./ToolToggles";
 
 type Props = {
@@ -78,6 +79,9 @@ export function ProblemForm(props: Props) {
   const [knobError, setKnobError] = useState<{ key: string; message: string } | null>(null);
   const [serverError, setServerError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
+  const [picked, setPicked] = useState<Set<string>>(() => new Set(readPicked()));
+  const [files, setFiles] = useState<File[]>([]);
+  const [sent, setSent] = useState<number | null>(null);
   const form = useRef<HTMLFormElement>(null);
   const preview = useDebounced(problem, 120);
   const followUp = props.sessionId !== undefined;
@@ -122,6 +126,7 @@ export function ProblemForm(props: Props) {
     // Untouched toggles send nothing: the server's defaults apply, as they do for any client.
     if (tools !== null && capabilities) body.tools = [...tools];
     if (Object.keys(knobCheck.config).length > 0) body.config = knobCheck.config;
+    if (picked.size > 0) body.knowledge_bases = [...picked];
     return body;
   }
 
@@ -133,14 +138,24 @@ export function ProblemForm(props: Props) {
     if (!body) return;
     setBusy(true);
     try {
-      const created = await api.createTurn(body);
+      const created =
+        files.length > 0
+          ? await api.createTurnWithFiles(body, files, (done, total) => setSent(total > 0 ? Math.round((done / total) * 100) : 0))
+          : await api.createTurn(body);
       setProblem("");
+      setFiles([]);
       props.onCreated(created);
     } catch (failure) {
       setServerError(failure);
     } finally {
       setBusy(false);
+      setSent(null);
     }
+  }
+
+  function pick(ids: Set<string>) {
+    setPicked(ids);
+    writePicked([...ids]);
   }
 
   function onKeyDown(event: KeyboardEvent) {
@@ -194,6 +209,8 @@ export function ProblemForm(props: Props) {
           )}
         </section>
       </div>
+
+      <MaterialPicker idPrefix={idPrefix} picked={picked} onPick={pick} files={files} onFiles={setFiles} disabled={busy} />
 
       <details class="options">
         <summary>{t("editor.options")}</summary>
@@ -250,7 +267,7 @@ export function ProblemForm(props: Props) {
           </p>
         )}
         <button class="button primary" type="submit" data-testid="submit" disabled={busy || !!props.waitFor}>
-          {busy ? t("editor.sending") : followUp ? t("editor.submitFollowup") : t("editor.submit")}
+          {busy && sent !== null ? t("material.sending", { pct: sent }) : busy ? t("editor.sending") : followUp ? t("editor.submitFollowup") : t("editor.submit")}
         </button>
       </div>
     </form>

@@ -2,11 +2,14 @@
 import { useLayoutEffect, useMemo, useRef } from "preact/hooks";
 import type { JSX } from "preact";
 import "katex/dist/katex.min.css";
-import { highlightCode, mountMath, renderMarkdown } from "./markdown";
+import { highlightCode, mountMath, renderMarkdown, type Citations } from "./markdown";
 
-/** Model text as Markdown; maths is drawn by KaTeX once the sanitised HTML is in place. */
-export function Markdown(props: { text: string; class?: string }): JSX.Element {
-  const html = useMemo(() => renderMarkdown(props.text), [props.text]);
+/**
+ * Model text as Markdown; maths is drawn by KaTeX once the sanitised HTML is in place. With
+ * `citations`, the answer's `[n]` markers link to their sources, each with a hover/focus card.
+ */
+export function Markdown(props: { text: string; class?: string; citations?: Citations }): JSX.Element {
+  const html = useMemo(() => renderMarkdown(props.text, props.citations), [props.text, props.citations]);
   const ref = useRef<HTMLDivElement>(null);
   useLayoutEffect(() => {
     if (ref.current) mountMath(ref.current);

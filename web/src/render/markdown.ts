@@ -11,6 +11,7 @@ import json from "highlight.js/lib/languages/json";
 import plaintext from "highlight.js/lib/languages/plaintext";
 import python from "highlight.js/lib/languages/python";
 import typescript from "highlight.js/lib/languages/typescript";
+import type { CitedSource } from "../kb";
 
 // Only the languages tool calls and answers use, to keep the bundle small.
 hljs.registerLanguage("python", python);
@@ -121,6 +122,108 @@ const blockMath: TokenizerAndRendererExtension = {
   },
 };
 
+// --- citations -------------------------------------------------------------------------------
+
+/** How an answer's `[n]` markers become links with a card: its sources and the labels to use. */
+export type Citations = {
+  sources: CitedSource[];
+  /** Unique on the page (the turn id): card ids and the Sources list's anchors start with it. */
+  scope: string;
+  /** "p. 12" in the page's language. */
+  pageLabel: (page: number) => string;
+};
+
+/** DOMPurify prefixes every `id` it keeps with this (so model text cannot clobber the page's). */
+export const ID_PREFIX = "user-content-";
+
+/** The anchor of source `n` in the Sources list under the answer. */
+export function sourceAnchor(scope: string, n: number): string {
+  return `src-${scope}-${n}`;
+}
+
+type CiteToken = { type: "cite"; raw: string; numbers: number[] };
+
+// `[1]`, `[1, 3]`, `[1–3]` (also "-" and "—"); `[1][2]` is two markers in a row.
+const CITE = /^\[(\d{1,4}(?:\s*[,，–—-]\s*\d{1,4})*)\]/;
+const RANGE_MAX = 50;
+
+/** The numbers a marker's inside names, ranges expanded (a backwards or huge range is its ends). */
+export function citedNumbers(inside: string): number[] {
+  const out: number[] = [];
+  const parts = inside.split(/\s*[,，]\s*/);
+  for (const part of parts) {
+    const range = /^(\d+)\s*[–—-]\s*(\d+)$/.exec(part);
+    if (range) {
+      const [a, b] = [Number(range[1]), Number(range[2])];
+      if (b >= a && b - a <= RANGE_MAX) for (let n = a; n <= b; n++) out.push(n);
+      else out.push(a, b);
+    } else if (/^\d+$/.test(part)) out.push(Number(part));
+  }
+  return out;
+}
+
+// The citations of the text being rendered: set only around one synchronous parse.
+let citing: { byN: Map<number, CitedSource>; options: Citations; count: number } | null = null;
+
+const EXCERPT_MAX = 320;
+
+function clip(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return [...flat].length > max ? `${[...flat].slice(0, max - 1).join("").trimEnd()}…` : flat;
+}
+
+function citeHtml(source: CitedSource, options: Citations, occurrence: number): string {
+  const cardId = `cite-${options.scope}-${source.n}-${occurrence}`;
+  const place = [
+    source.page != null ? options.pageLabel(source.page) : "",
+    source.section ?? "",
+  ].filter(Boolean).join(" · ");
+  const parts = [`<span class="cite-title">${escapeHtml(source.title)}</span>`];
+  if (place) parts.push(`<span class="cite-place">${escapeHtml(place)}</span>`);
+  if (source.excerpt) parts.push(`<span class="cite-excerpt">${escapeHtml(clip(source.excerpt, EXCERPT_MAX))}</span>`);
+  const href = `#${sourceAnchor(options.scope, source.n)}`;
+  return (
+    `<span class="cite">` +
+    `<a class="cite-link" href="${escapeHtml(href)}" data-cite="${source.n}" aria-describedby="${escapeHtml(ID_PREFIX + cardId)}">[${source.n}]</a>` +
+    `<span class="cite-card" role="tooltip" id="${escapeHtml(cardId)}">${parts.join("")}</span>` +
+    `</span>`
+  );
+}
+
+const citation: TokenizerAndRendererExtension = {
+  name: "cite",
+  level: "inline",
+  start(src: string) {
+    if (!citing) return undefined;
+    const at = src.search(/\[\d/);
+    return at >= 0 ? at : undefined;
+  },
+  tokenizer(src: string) {
+    if (!citing) return undefined;
+    const m = CITE.exec(src);
+    // `[1](url)` is a link the model wrote, not a citation.
+    if (!m || src[m[0].length] === "(") return undefined;
+    const numbers = citedNumbers(m[1]);
+    const byN = citing.byN;
+    // A marker none of whose numbers resolves is left as the model wrote it.
+    if (!numbers.some((n) => byN.has(n))) return undefined;
+    return { type: "cite", raw: m[0], numbers };
+  },
+  renderer(token) {
+    const t = token as unknown as CiteToken;
+    const state = citing;
+    if (!state) return escapeHtml(t.raw);
+    return t.numbers
+      .map((n) => {
+        const source = state.byN.get(n);
+        if (!source) return `[${n}]`;
+        state.count += 1;
+        return citeHtml(source, state.options, state.count);
+      })
+      .join("");
+  },
+};
+
 // --- Markdown --------------------------------------------------------------------------------
 
 // Raw HTML in model text is shown as text, except these bare tags (no attributes), which models
@@ -139,7 +242,7 @@ const markdown = new Marked({
   gfm: true,
   breaks: false,
   async: false,
-  extensions: [blockMath, inlineMath],
+  extensions: [blockMath, inlineMath, citation],
   renderer: {
     code({ text, lang }: Tokens.Code) {
       const { html, language } = highlightCode(text, (lang ?? "").split(/\s/)[0]);
@@ -169,7 +272,7 @@ const PURIFY_CONFIG = {
   ],
   FORBID_ATTR: ["style", "srcset", "action", "formaction"],
   ALLOW_DATA_ATTR: false,
-  ADD_ATTR: ["data-tex"],
+  ADD_ATTR: ["data-tex", "data-cite"],
   SANITIZE_NAMED_PROPS: true,
 };
 
@@ -186,8 +289,9 @@ function purify(): Purifier {
     if (node.tagName === "A") {
       const href = node.getAttribute("href");
       if (href !== null && !SAFE_HREF.test(href.trim())) node.removeAttribute("href");
-      node.setAttribute("target", "_blank");
       node.setAttribute("rel", "noopener noreferrer");
+      // A link within the page (a citation to its source below) stays in this tab.
+      if (!href?.trim().startsWith("#")) node.setAttribute("target", "_blank");
     }
   });
   // Set once: passing the config to every call would rebuild the allowlists each time.
@@ -200,13 +304,22 @@ function purify(): Purifier {
  * Markdown to sanitised HTML with maths as `<span class="math-inline|math-display"
  * data-tex="…">` placeholders and code highlighted (classes only: no style attribute).
  */
-export function renderMarkdown(text: string): string {
-  return purify().sanitize(markdownToHtml(text));
+export function renderMarkdown(text: string, citations?: Citations): string {
+  return purify().sanitize(markdownToHtml(text, citations));
 }
 
-/** Markdown to HTML before sanitising (raw HTML already reduced to text and bare tags). */
-export function markdownToHtml(text: string): string {
-  return markdown.parse(text) as string;
+/**
+ * Markdown to HTML before sanitising (raw HTML already reduced to text and bare tags). With
+ * `citations`, each `[n]` that names one of them is a link to it with a card.
+ */
+export function markdownToHtml(text: string, citations?: Citations): string {
+  if (!citations || citations.sources.length === 0) return markdown.parse(text) as string;
+  citing = { byN: new Map(citations.sources.map((s) => [s.n, s])), options: citations, count: 0 };
+  try {
+    return markdown.parse(text) as string;
+  } finally {
+    citing = null;
+  }
 }
 
 // Formulas already drawn, by mode and source: streamed text re-renders its whole block every

@@ -399,6 +399,7 @@ describe("synthetic cases", () => {
       artifacts: [{ path: "plot.png", mime: "image/png", size: 10 }],
       durationMs: 5,
       progress: ["running"],
+      sources: [],
     });
   });
 

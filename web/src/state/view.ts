@@ -2,6 +2,7 @@
 // it changes (a long turn streams thousands of deltas), so the same function serves the live
 // stream, a replay of a stored log, and the tests.
 import type { TurnEvent, StepStatus, StopReason, Usage, Artifact, PlanStepView } from "../protocol";
+import type { CitedSource } from "../kb";
 
 export type ToolCardView = {
   callId: string;
@@ -12,6 +13,8 @@ export type ToolCardView = {
   artifacts: Artifact[];
   durationMs: number | null;
   progress: string[];
+  /** The passages the call numbered for citing (a `rag` or `read_source` result). */
+  sources: CitedSource[];
 };
 
 export type TimelineItem =
@@ -56,6 +59,8 @@ export type TurnState = {
   /** Old plans, struck through, with why they were replaced. */
   superseded: { plan: PlanView; reason: string }[];
   answer: { text: string; streaming: boolean; forced: boolean } | null;
+  /** The sources the answer cites, by `n` (from the `answer` event). */
+  sources: CitedSource[];
   finished: { stopReason: StopReason; usage: Usage; rounds: number; elapsedMs: number } | null;
   /** Turn-wide notices (warnings, errors, retries). */
   notices: { level: NoticeLevel; text: string }[];
@@ -88,6 +93,7 @@ export function initialTurnState(turnId: string): TurnState {
     plan: null,
     superseded: [],
     answer: null,
+    sources: [],
     finished: null,
     notices: [],
     pendingReplan: null,
@@ -152,6 +158,7 @@ function apply(s: TurnState, e: TurnEvent): TurnState {
           artifacts: [],
           durationMs: null,
           progress: [],
+          sources: [],
         },
       });
     case "tool_progress":
@@ -163,6 +170,7 @@ function apply(s: TurnState, e: TurnEvent): TurnState {
         content: e.content,
         artifacts: e.artifacts ?? [],
         durationMs: e.duration_ms,
+        sources: sourcesOf(e),
       }));
     case "plan":
       return planEvent(s, e.analysis, e.steps, e.replans_used, e.replans_max);
@@ -182,7 +190,11 @@ function apply(s: TurnState, e: TurnEvent): TurnState {
     case "error":
       return notice(s, "error", e.message);
     case "answer":
-      return { ...dropEchoedAnswer(s, e.text), answer: { text: e.text, streaming: false, forced: e.forced } };
+      return {
+        ...dropEchoedAnswer(s, e.text),
+        answer: { text: e.text, streaming: false, forced: e.forced },
+        sources: sourcesOf(e),
+      };
     case "turn_finished":
       return {
         ...s,
@@ -193,6 +205,13 @@ function apply(s: TurnState, e: TurnEvent): TurnState {
     default:
       return s;
   }
+}
+
+/** An event's `sources` (absent when there are none, and in logs written before there were any). */
+function sourcesOf(e: TurnEvent): CitedSource[] {
+  const sources = (e as { sources?: CitedSource[] | null }).sources;
+  if (!Array.isArray(sources)) return [];
+  return sources.filter((x) => typeof x?.n === "number" && typeof x.title === "string").sort((a, b) => a.n - b.n);
 }
 
 function running(s: TurnState): TurnState {

@@ -1,0 +1,144 @@
+// Knowledge bases as the UI sees them: the views the server sends, and the pure rules the
+// Knowledge page follows (what a document's status means to a student, when to poll again).
+import type { CapabilitiesView, Source } from "./protocol";
+
+export type DocumentStatus = "queued" | "ingesting" | "ready" | "failed";
+
+export type KbView = {
+  id: string;
+  name: string;
+  documents: number;
+  ready: number;
+  failed: number;
+  /** Milliseconds since the epoch, as every other view. */
+  created_at: number;
+  updated_at: number;
+  embedding_model?: string | null;
+};
+
+export type DocumentView = {
+  id: string;
+  kb_id: string;
+  name: string;
+  kind: string;
+  size: number;
+  pages?: number | null;
+  status: DocumentStatus;
+  error?: string | null;
+  pages_done: number;
+  pages_total?: number | null;
+  created_at: number;
+};
+
+export type KbList = { knowledge_bases: KbView[] };
+export type KbDetail = { kb: KbView; documents: DocumentView[] };
+export type Uploaded = { documents: DocumentView[] };
+
+export type SearchHit = {
+  document_id: string;
+  title: string;
+  page?: number | null;
+  section?: string | null;
+  chunk_id: string;
+  score: number;
+  text: string;
+};
+
+/** A cited source with the fields a hover card shows (`section`, `excerpt`). */
+export type CitedSource = Source & { section?: string | null; excerpt?: string | null };
+
+/** Still on its way to `ready` or `failed`: the page polls while any document is. */
+export function inProgress(doc: Pick<DocumentView, "status">): boolean {
+  return doc.status === "queued" || doc.status === "ingesting";
+}
+
+export function anyInProgress(docs: Pick<DocumentView, "status">[]): boolean {
+  return docs.some(inProgress);
+}
+
+/** How long to wait before asking again: quick at first, slower for a long ingest. */
+export function pollDelayMs(pollsSoFar: number): number {
+  return Math.min(500 + pollsSoFar * 250, 3000);
+}
+
+/**
+ * How far along an ingest is, 0–1, or null when it cannot be told (queued, or the page count
+ * is not known yet). A ready document is complete whatever its counters say.
+ */
+export function ingestFraction(doc: Pick<DocumentView, "status" | "pages_done" | "pages_total">): number | null {
+  if (doc.status === "ready") return 1;
+  if (doc.status !== "ingesting") return null;
+  const total = doc.pages_total ?? 0;
+  if (total <= 0) return null;
+  return Math.max(0, Math.min(1, doc.pages_done / total));
+}
+
+/** What the status line of a document says, as an i18n key and its parameters. */
+export type StatusLine =
+  | { key: "kb.status.queued" }
+  | { key: "kb.status.ingesting" }
+  | { key: "kb.status.ingestingPages"; done: number; total: number }
+  | { key: "kb.status.ready" }
+  | { key: "kb.status.readyPages"; pages: number }
+  | { key: "kb.status.failed" };
+
+export function statusLine(doc: Pick<DocumentView, "status" | "pages" | "pages_done" | "pages_total">): StatusLine {
+  switch (doc.status) {
+    case "queued":
+      return { key: "kb.status.queued" };
+    case "ingesting": {
+      const total = doc.pages_total ?? 0;
+      return total > 0
+        ? { key: "kb.status.ingestingPages", done: Math.min(doc.pages_done, total), total }
+        : { key: "kb.status.ingesting" };
+    }
+    case "ready":
+      return doc.pages ? { key: "kb.status.readyPages", pages: doc.pages } : { key: "kb.status.ready" };
+    case "failed":
+      return { key: "kb.status.failed" };
+  }
+}
+
+/**
+ * Merge a fresh listing into what the page shows: documents the page has just uploaded but the
+ * listing does not have yet (a poll that raced the upload) stay, after the listed ones.
+ */
+export function mergeDocuments(shown: DocumentView[], fresh: DocumentView[]): DocumentView[] {
+  const ids = new Set(fresh.map((d) => d.id));
+  return [...fresh, ...shown.filter((d) => !ids.has(d.id) && inProgress(d))];
+}
+
+/** Names a KB may have: what the server accepts is its business; the page only refuses blanks. */
+export function cleanKbName(name: string): string {
+  return name.trim().replace(/\s+/g, " ");
+}
+
+/** The short place of a source: "p. 12 · 3.2 Limits" (the page label given by the caller). */
+export function sourcePlace(source: CitedSource, pageLabel: (page: number) => string): string {
+  const parts: string[] = [];
+  if (source.page != null) parts.push(pageLabel(source.page));
+  if (source.section) parts.push(source.section);
+  return parts.join(" · ");
+}
+
+/** What the server says about knowledge bases (`capabilities.knowledge`; older servers: nothing). */
+export type KnowledgeInfo = { available: boolean; embedding_model?: string | null; max_upload_mb?: number | null; reason?: string | null };
+
+export function knowledgeInfo(caps: CapabilitiesView | null): KnowledgeInfo | null {
+  const info = (caps as (CapabilitiesView & { knowledge?: KnowledgeInfo | null }) | null)?.knowledge;
+  return info && typeof info.available === "boolean" ? info : null;
+}
+
+/** Files the page can refuse before sending them: more than the server takes at once, or too big. */
+export type UploadCheck = { ok: true } | { ok: false; reason: "too_many"; max: number } | { ok: false; reason: "too_big"; name: string; mb: number };
+
+export const MAX_FILES_PER_UPLOAD = 20;
+
+export function checkUpload(files: { name: string; size: number }[], maxUploadMb: number | null | undefined): UploadCheck {
+  if (files.length > MAX_FILES_PER_UPLOAD) return { ok: false, reason: "too_many", max: MAX_FILES_PER_UPLOAD };
+  if (maxUploadMb && maxUploadMb > 0) {
+    const big = files.find((f) => f.size > maxUploadMb * 1024 * 1024);
+    if (big) return { ok: false, reason: "too_big", name: big.name, mb: maxUploadMb };
+  }
+  return { ok: true };
+}
