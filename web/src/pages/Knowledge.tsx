@@ -12,7 +12,6 @@ import {
   checkUpload,
   cleanKbName,
   ingestFraction,
-  inProgress,
   knowledgeInfo,
   mergeDocuments,
   pollDelayMs,
@@ -362,7 +361,7 @@ export function KnowledgeBasePage(props: { id: string }) {
           </div>
         ) : (
           <button type="button" class="button subtle small danger-text" data-testid="kb-delete" onClick={() => setConfirmingKb(true)}>
-            {t("kb.delete")}
+            {t("kb.deleteThis")}
           </button>
         )}
       </div>
@@ -474,15 +473,15 @@ function DocumentItem(props: { doc: DocumentView; onRemove: () => void }) {
     <li class={`kb-doc ${doc.status}`} data-testid="kb-document" data-status={doc.status} data-name={doc.name}>
       <div class="kb-doc-main">
         <span class="kb-doc-name">{doc.name}</span>
-        <span class="kb-doc-meta muted small">
-          {meta.join(" · ")} · <time dateTime={new Date(doc.created_at).toISOString()}>{formatDate(lang, doc.created_at)}</time>
+        <span class="kb-doc-meta muted small" title={formatDate(lang, doc.created_at)}>
+          {meta.join(" · ")}
         </span>
       </div>
       <div class="kb-doc-state">
         <span class={`kb-status ${doc.status}`} data-testid="kb-doc-status">
           {t(key, params)}
         </span>
-        {inProgress(doc) && (
+        {doc.status === "ingesting" && (
           <progress class="bar" max={1} value={fraction ?? undefined} aria-label={`${doc.name}: ${t(key, params)}`} />
         )}
       </div>
@@ -500,7 +499,7 @@ function DocumentItem(props: { doc: DocumentView; onRemove: () => void }) {
         ) : (
           <button
             type="button"
-            class="button subtle small danger-text"
+            class="button subtle small"
             data-testid="kb-doc-delete"
             aria-label={`${t("kb.docDelete")}: ${doc.name}`}
             onClick={() => setConfirming(true)}
