@@ -18,6 +18,7 @@ import {
   statusLine,
   type DocumentView,
   type KbView,
+  type SearchHit,
   type UploadCheck,
 } from "../kb";
 import { navigate } from "../router";
@@ -348,6 +349,7 @@ export function KnowledgeBasePage(props: { id: string }) {
           <DocumentItem key={doc.id} doc={doc} onRemove={() => void removeDocument(doc)} />
         ))}
       </ul>
+      {countsOf(documents).ready > 0 && <SearchBox kbId={kb.id} />}
       <div class="kb-danger">
         {confirmingKb ? (
           <div class="confirm" role="group" aria-label={`${t("kb.delete")}: ${kb.name}`}>
@@ -514,5 +516,71 @@ function DocumentItem(props: { doc: DocumentView; onRemove: () => void }) {
         </p>
       )}
     </li>
+  );
+}
+
+/** A search over the KB, as `rag` would run it: a student checks that the notes were read. */
+function SearchBox(props: { kbId: string }) {
+  const { t } = useI18n();
+  const [query, setQuery] = useState("");
+  const [hits, setHits] = useState<SearchHit[] | null>(null);
+  const [problem, setProblem] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+
+  async function submit(event: Event) {
+    event.preventDefault();
+    if (busy || !query.trim()) return;
+    setBusy(true);
+    setProblem(null);
+    try {
+      setHits((await api.searchKnowledgeBase(props.kbId, query.trim(), 5)).hits);
+    } catch (failure) {
+      setProblem(failure);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <section class="kb-search" aria-labelledby="kb-search-title">
+      <h2 id="kb-search-title" class="section-title">
+        {t("kb.search")}
+      </h2>
+      <form class="kb-create-row" onSubmit={submit} role="search">
+        <input
+          class="input"
+          type="search"
+          data-testid="kb-search-query"
+          aria-label={t("kb.search")}
+          placeholder={t("kb.searchPlaceholder")}
+          value={query}
+          onInput={(event) => setQuery((event.currentTarget as HTMLInputElement).value)}
+        />
+        <button class="button" type="submit" data-testid="kb-search" disabled={busy}>
+          {t("kb.searchGo")}
+        </button>
+      </form>
+      {problem !== null && <ErrorMessage error={problem} />}
+      {hits !== null && hits.length === 0 && <p class="muted">{t("kb.searchNone")}</p>}
+      {hits !== null && hits.length > 0 && (
+        <ol class="source-list kb-hits">
+          {hits.map((hit, i) => {
+            const place = [hit.page != null ? t("sources.page", { n: hit.page }) : "", hit.section ?? ""].filter(Boolean).join(" · ");
+            return (
+              <li key={hit.chunk_id} class="source" data-testid="kb-search-hit">
+                <span class="source-n">{i + 1}.</span>
+                <div class="source-body">
+                  <p class="source-head">
+                    <span class="source-title">{hit.title}</span>
+                    {place && <span class="source-place muted">{place}</span>}
+                  </p>
+                  <p class="source-excerpt muted small">{hit.text}</p>
+                </div>
+              </li>
+            );
+          })}
+        </ol>
+      )}
+    </section>
   );
 }
