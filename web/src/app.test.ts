@@ -46,6 +46,9 @@ describe("routes", () => {
     expect(parseRoute("/sessions/ses_1")).toEqual({ page: "session", id: "ses_1" });
     expect(parseRoute("/sessions/a%2Fb")).toEqual({ page: "session", id: "a/b" });
     expect(parseRoute("/sessions/x/y")).toEqual({ page: "missing" });
+    expect(parseRoute("/knowledge")).toEqual({ page: "knowledge" });
+    expect(parseRoute("/knowledge/Calculus%20notes")).toEqual({ page: "kb", id: "Calculus notes" });
+    expect(parseRoute("/knowledge/a/b")).toEqual({ page: "missing" });
     expect(parseRoute("/nope")).toEqual({ page: "missing" });
   });
 });

@@ -44,3 +44,18 @@ describe("CodeBlock", () => {
     expect(root.querySelector("code")?.textContent).toBe("<script>alert(1)</script>");
   });
 });
+
+describe("Markdown with citations", () => {
+  const citations = { sources: [{ n: 1, title: "lecture.pdf", page: 2 }], scope: "t1", pageLabel: (n: number) => `p. ${n}` };
+
+  it("links the markers; Escape puts a card away until the marker is left", () => {
+    const root = mount(<Markdown text="By [1]." citations={citations} />);
+    const link = root.querySelector<HTMLAnchorElement>("a.cite-link");
+    const cite = root.querySelector(".cite");
+    expect(link?.textContent).toBe("[1]");
+    link?.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    expect(cite?.hasAttribute("data-dismissed")).toBe(true);
+    link?.dispatchEvent(new FocusEvent("focusout", { bubbles: true, relatedTarget: null }));
+    expect(cite?.hasAttribute("data-dismissed")).toBe(false);
+  });
+});

@@ -15,7 +15,30 @@ export function Markdown(props: { text: string; class?: string; citations?: Cita
     if (ref.current) mountMath(ref.current);
   }, [html]);
   const cls = props.class ? `markdown ${props.class}` : "markdown";
-  return <div ref={ref} class={cls} dangerouslySetInnerHTML={{ __html: html }} />;
+  if (!props.citations) return <div ref={ref} class={cls} dangerouslySetInnerHTML={{ __html: html }} />;
+  return (
+    <div
+      ref={ref}
+      class={cls}
+      dangerouslySetInnerHTML={{ __html: html }}
+      onKeyDown={dismissCard}
+      onFocusOut={restoreCard}
+      onMouseOut={restoreCard}
+    />
+  );
+}
+
+// A citation's card can be put away with Escape without moving the focus (as for any tooltip);
+// it comes back the next time the marker is focused or hovered.
+function dismissCard(event: KeyboardEvent): void {
+  if (event.key !== "Escape") return;
+  const cite = (event.target as Element | null)?.closest?.(".cite");
+  if (cite) cite.setAttribute("data-dismissed", "");
+}
+
+function restoreCard(event: Event): void {
+  const cite = (event.target as Element | null)?.closest?.(".cite");
+  if (cite && !cite.contains((event as FocusEvent).relatedTarget as Node | null)) cite.removeAttribute("data-dismissed");
 }
 
 /** Code (e.g. a tool call's arguments), highlighted when its language is known. */
