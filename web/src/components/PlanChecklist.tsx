@@ -1,9 +1,10 @@
 // The plan as a live checklist: S1, S2, … with a marker on the current step, ✓ and the
 // summary when done; each step's work folds open (the current one is open by default).
-import { useState } from "preact/hooks";
+import { useContext, useState } from "preact/hooks";
 import { useI18n } from "../i18n";
 import { Markdown } from "../render/Markdown";
 import type { PlanView, StepView } from "../state/view";
+import { CitationsContext } from "./citations";
 import { Timeline } from "./Timeline";
 
 export function PlanChecklist(props: { plan: PlanView; finished: boolean }) {
@@ -32,6 +33,7 @@ function statusKey(step: StepView) {
 function PlanStep(props: { step: StepView; open: boolean; onToggle: (open: boolean) => void }) {
   const { t } = useI18n();
   const { step } = props;
+  const citations = useContext(CitationsContext);
   const workId = `work-${step.id}-${Math.abs(hash(step.goal))}`;
   const hasWork = step.timeline.length > 0;
   return (
@@ -50,7 +52,7 @@ function PlanStep(props: { step: StepView; open: boolean; onToggle: (open: boole
           <Markdown class="step-goal inline" text={step.goal} />
           <span class="sr-only">({t(statusKey(step))})</span>
         </div>
-        {step.summary && <Markdown class="step-summary" text={step.summary} />}
+        {step.summary && <Markdown class="step-summary" text={step.summary} citations={citations} />}
         {(hasWork || step.status === "current") && (
           <button
             type="button"
@@ -74,6 +76,7 @@ function PlanStep(props: { step: StepView; open: boolean; onToggle: (open: boole
 /** Plans replaced by a replan: struck through, with the reason, their work still reachable. */
 export function SupersededPlans(props: { superseded: { plan: PlanView; reason: string }[] }) {
   const { t } = useI18n();
+  const citations = useContext(CitationsContext);
   if (props.superseded.length === 0) return null;
   return (
     <div class="superseded">
@@ -93,7 +96,7 @@ export function SupersededPlans(props: { superseded: { plan: PlanView; reason: s
                       <Markdown class="step-goal inline" text={step.goal} />
                     </s>
                   </div>
-                  {step.summary && <Markdown class="step-summary" text={step.summary} />}
+                  {step.summary && <Markdown class="step-summary" text={step.summary} citations={citations} />}
                   {step.timeline.length > 0 && (
                     <details class="old-work">
                       <summary>

@@ -1,6 +1,6 @@
 // One turn of a session, live or replayed from its log: the problem, the plan as a checklist
 // with each step's work, the answer, and the footer. The same component serves both.
-import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api } from "../api";
 import { formatDate } from "../format";
 import { useI18n } from "../i18n";
@@ -15,6 +15,8 @@ import { Timeline } from "./Timeline";
 import { TurnControls } from "./TurnControls";
 import { TurnFooter } from "./TurnFooter";
 import { ArtifactsContext } from "./artifacts";
+import { CitationsContext } from "./citations";
+import type { Citations } from "../render/markdown";
 
 type Props = {
   turnId: string;
@@ -88,8 +90,16 @@ export function TurnView(props: Props) {
   const { onRunning } = props;
   useEffect(() => onRunning?.(props.turnId, stillRunning), [onRunning, props.turnId, stillRunning]);
   const headingId = `turn-${props.turnId}`;
+  const citations = useMemo<Citations | undefined>(
+    () =>
+      state.numbered.length > 0
+        ? { sources: state.numbered, scope: props.turnId, cardScope: `${props.turnId}-work`, pageLabel: (n) => t("sources.page", { n }) }
+        : undefined,
+    [state.numbered, props.turnId, t],
+  );
 
   return (
+    <CitationsContext.Provider value={citations}>
     <ArtifactsContext.Provider value={record?.artifacts ?? []}>
       <article ref={article} class="turn" aria-labelledby={headingId} data-phase={interrupted ? "interrupted" : state.phase}>
         <header class="turn-head">
@@ -123,6 +133,7 @@ export function TurnView(props: Props) {
         />
       </article>
     </ArtifactsContext.Provider>
+    </CitationsContext.Provider>
   );
 }
 

@@ -1,5 +1,5 @@
 // Sanitised Markdown with KaTeX maths, and highlighted code for tool arguments.
-import { useLayoutEffect, useMemo, useRef } from "preact/hooks";
+import { useId, useLayoutEffect, useMemo, useRef } from "preact/hooks";
 import type { JSX } from "preact";
 import "katex/dist/katex.min.css";
 import { highlightCode, mountMath, renderMarkdown, type Citations } from "./markdown";
@@ -9,12 +9,17 @@ import { highlightCode, mountMath, renderMarkdown, type Citations } from "./mark
  * `citations`, the answer's `[n]` markers link to their sources, each with a hover/focus card.
  */
 export function Markdown(props: { text: string; class?: string; citations?: Citations }): JSX.Element {
-  const html = useMemo(() => renderMarkdown(props.text, props.citations), [props.text, props.citations]);
+  // Card ids unique on the page, whichever of the turn's texts cite the same source.
+  const uid = useId().replace(/[^\w-]/g, "");
+  const html = useMemo(() => {
+    const c = props.citations;
+    return renderMarkdown(props.text, c && { ...c, cardScope: `${c.cardScope ?? c.scope}-${uid}` });
+  }, [props.text, props.citations, uid]);
   const ref = useRef<HTMLDivElement>(null);
   useLayoutEffect(() => {
     if (ref.current) mountMath(ref.current);
   }, [html]);
-  const cls = props.class ? `markdown ${props.class}` : "markdown";
+  const cls = `markdown${props.citations ? " citing" : ""}${props.class ? ` ${props.class}` : ""}`;
   if (!props.citations) return <div ref={ref} class={cls} dangerouslySetInnerHTML={{ __html: html }} />;
   return (
     <div

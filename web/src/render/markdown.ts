@@ -129,6 +129,8 @@ export type Citations = {
   sources: CitedSource[];
   /** Unique on the page (the turn id): card ids and the Sources list's anchors start with it. */
   scope: string;
+  /** Where the card ids start, when the same scope is rendered in more than one place. */
+  cardScope?: string;
   /** "p. 12" in the page's language. */
   pageLabel: (page: number) => string;
 };
@@ -173,7 +175,7 @@ function clip(text: string, max: number): string {
 }
 
 function citeHtml(source: CitedSource, options: Citations, occurrence: number): string {
-  const cardId = `cite-${options.scope}-${source.n}-${occurrence}`;
+  const cardId = `cite-${options.cardScope ?? options.scope}-${source.n}-${occurrence}`;
   const place = [
     source.page != null ? options.pageLabel(source.page) : "",
     source.section ?? "",

@@ -41,6 +41,13 @@ describe("sources in the turn state", () => {
     expect(all.filter((c) => c.sources.length > 0).map((c) => c.sources.map((s) => s.title))).toEqual([["lecture.pdf"]]);
   });
 
+  it("every source numbered so far is known, for step summaries citing them", () => {
+    expect(state.numbered.map((s) => s.n)).toEqual([1, 2]);
+    const beforeAnswer = events.slice(0, events.findIndex((e) => e.type === "answer"));
+    const early = reduceAll(initialTurnState(events[0].turn_id), beforeAnswer);
+    expect(early.numbered.map((s) => s.title)).toEqual(["lecture.pdf"]);
+  });
+
   it("a log without sources (or before the answer) has none", () => {
     const plain = fixture("well-behaved-reason");
     expect(reduceAll(initialTurnState(plain[0].turn_id), plain).sources).toEqual([]);

@@ -61,6 +61,8 @@ export type TurnState = {
   answer: { text: string; streaming: boolean; forced: boolean } | null;
   /** The sources the answer cites, by `n` (from the `answer` event). */
   sources: CitedSource[];
+  /** Every source numbered so far (tool results, then the answer), by `n`: step summaries cite them too. */
+  numbered: CitedSource[];
   finished: { stopReason: StopReason; usage: Usage; rounds: number; elapsedMs: number } | null;
   /** Turn-wide notices (warnings, errors, retries). */
   notices: { level: NoticeLevel; text: string }[];
@@ -94,6 +96,7 @@ export function initialTurnState(turnId: string): TurnState {
     superseded: [],
     answer: null,
     sources: [],
+    numbered: [],
     finished: null,
     notices: [],
     pendingReplan: null,
@@ -164,7 +167,7 @@ function apply(s: TurnState, e: TurnEvent): TurnState {
     case "tool_progress":
       return updateCard(s, e.call_id, (c) => ({ ...c, progress: [...c.progress, e.message] }));
     case "tool_result":
-      return updateCard(s, e.call_id, (c) => ({
+      return updateCard(withNumbered(s, sourcesOf(e)), e.call_id, (c) => ({
         ...c,
         status: e.ok ? "ok" : "error",
         content: e.content,
@@ -191,7 +194,7 @@ function apply(s: TurnState, e: TurnEvent): TurnState {
       return notice(s, "error", e.message);
     case "answer":
       return {
-        ...dropEchoedAnswer(s, e.text),
+        ...withNumbered(dropEchoedAnswer(s, e.text), sourcesOf(e)),
         answer: { text: e.text, streaming: false, forced: e.forced },
         sources: sourcesOf(e),
       };
@@ -212,6 +215,14 @@ function sourcesOf(e: TurnEvent): CitedSource[] {
   const sources = (e as { sources?: CitedSource[] | null }).sources;
   if (!Array.isArray(sources)) return [];
   return sources.filter((x) => typeof x?.n === "number" && typeof x.title === "string").sort((a, b) => a.n - b.n);
+}
+
+/** Sources added to those numbered so far (a number given again is the same passage: the newer wins). */
+function withNumbered(s: TurnState, sources: CitedSource[]): TurnState {
+  if (sources.length === 0) return s;
+  const byN = new Map(s.numbered.map((x) => [x.n, x]));
+  for (const x of sources) byN.set(x.n, x);
+  return { ...s, numbered: [...byN.values()].sort((a, b) => a.n - b.n) };
 }
 
 function running(s: TurnState): TurnState {
