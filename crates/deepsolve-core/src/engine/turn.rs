@@ -8,6 +8,7 @@ use super::budget::Budget;
 use super::gates::Nudged;
 use super::reply::ReplyState;
 use super::{PriorTurn, RECORD_MARKER, TurnSpec};
+use crate::citations::{Citations, cited};
 use crate::config::SolveConfig;
 use crate::context::Context;
 use crate::dispatch::{RepetitionGuard, Toolbox};
@@ -145,7 +146,14 @@ fn history_messages(history: &[PriorTurn], texts: &Texts) -> Vec<Message> {
         .collect()
 }
 
+/// The context every tool call of the turn starts from. Its one `Citations` continues the
+/// numbering of the checkpoint a resumed turn starts from.
 fn tool_context(spec: &TurnSpec, cancel: &CancellationToken) -> ToolContext {
+    let restored = spec
+        .resume
+        .as_ref()
+        .map(|c| c.sources.clone())
+        .unwrap_or_default();
     ToolContext {
         turn_id: spec.turn_id.clone(),
         session_id: spec.session_id.clone(),
@@ -155,6 +163,8 @@ fn tool_context(spec: &TurnSpec, cancel: &CancellationToken) -> ToolContext {
         language: spec.language,
         cancel: cancel.child_token(),
         deadline: None,
+        material: spec.material.clone(),
+        citations: Arc::new(Citations::new(restored)),
     }
 }
 
@@ -246,11 +256,19 @@ impl<'a> TurnRun<'a> {
         }
     }
 
+    /// The end: the answer with the sources it cites (forced answers and step summaries
+    /// cite too), `turn_finished`, the outcome.
     fn finish(self, last: Final) -> TurnOutcome {
+        let sources = last
+            .answer
+            .as_deref()
+            .map(|text| cited(text, &self.tool_ctx.citations.all()))
+            .unwrap_or_default();
         if let Some(text) = &last.answer {
             self.emit.emit(EventKind::Answer {
                 text: text.clone(),
                 forced: last.source != Some(AnswerSource::Model),
+                sources: sources.clone(),
             });
         }
         let elapsed_ms = self.budget.elapsed_ms();
@@ -270,6 +288,7 @@ impl<'a> TurnRun<'a> {
             rounds: self.budget.rounds,
             elapsed_ms,
             artifacts: self.artifacts,
+            sources,
             error: last.error,
         }
     }
