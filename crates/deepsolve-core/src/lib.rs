@@ -15,6 +15,7 @@ mod dispatch;
 mod engine;
 pub mod event;
 mod json_repair;
+mod material;
 mod message;
 mod model;
 mod normalize;

@@ -19,7 +19,7 @@ use crate::outcome::{AnswerSource, StopReason, TurnOutcome};
 use crate::progress;
 use crate::solve::{SessionHandle, SolveRecord, ToolLine, playbook};
 use crate::texts::{Text, Texts};
-use crate::tool::{Artifact, ToolContext};
+use crate::tool::{Artifact, Material, ToolContext};
 use crate::wire::{ToolProtocol, Wire};
 
 /// How the round loop ended.
@@ -90,12 +90,14 @@ pub(super) struct TurnRun<'a> {
     pub(super) artifacts: Vec<Artifact>,
 }
 
-/// The system prompt: the playbook, and the protocol's tools manifest.
-/// Each mounted work tool is listed with its own line in the turn's language.
+/// The system prompt: the playbook, the material manifest (when the turn has material), and
+/// the protocol's tools manifest. Each mounted work tool is listed with its own line in the
+/// turn's language.
 pub(super) fn system_prompt(
     texts: &Texts,
     toolbox: &Toolbox,
     protocol: &dyn ToolProtocol,
+    material: Option<&Material>,
 ) -> String {
     let mounted: Vec<ToolLine<'_>> = toolbox
         .work_tools()
@@ -109,6 +111,9 @@ pub(super) fn system_prompt(
         })
         .collect();
     let mut prompt = playbook(texts, &mounted);
+    if let Some(manifest) = material.and_then(|m| crate::material::manifest(m, texts)) {
+        prompt.push_str(&manifest);
+    }
     if let Some(manifest) = protocol.manifest(&toolbox.specs(), texts) {
         prompt.push_str(&manifest);
     }
@@ -184,6 +189,7 @@ impl<'a> TurnRun<'a> {
             &texts,
             &toolbox,
             wire.protocol(),
+            spec.material.as_deref(),
         ))];
         prefix.extend(history_messages(&spec.history, &texts));
         prefix.push(Message::user(spec.problem.clone()));
@@ -314,7 +320,12 @@ impl<'a> TurnRun<'a> {
     /// included.
     pub(super) fn fall_back_to_tags(&mut self) {
         if self.wire.fall_back() {
-            let prompt = system_prompt(&self.texts, &self.toolbox, self.wire.protocol());
+            let prompt = system_prompt(
+                &self.texts,
+                &self.toolbox,
+                self.wire.protocol(),
+                self.tool_ctx.material.as_deref(),
+            );
             self.ctx.set_system(prompt);
         }
     }
