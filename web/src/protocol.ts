@@ -146,6 +146,11 @@ export interface Checkpoint {
   record: SolveRecord;
   /** Rounds spent: the budget and "round r of N" continue from here. */
   rounds: number;
+  /**
+   * Every citation source numbered so far: a resumed turn keeps their numbers. Absent in
+   * checkpoints written before sources were kept.
+   */
+  sources: Source[];
   /** Tokens spent (tool sub-calls included): they count against `token_budget`. */
   usage: Usage;
 }
@@ -254,6 +259,8 @@ export type EventKind = {
   duration_ms: number;
   name: string;
   ok: boolean;
+  /** The citation sources the result numbered (`[n]` in its content). */
+  sources?: Source[];
   type: "tool_result";
 } | {
   analysis: string;
@@ -288,6 +295,8 @@ export type EventKind = {
 } | {
   /** True when the answer came from the forced-answer path or from step summaries. */
   forced: boolean;
+  /** The sources the answer cites (`[n]` in its text), ordered by `n`. */
+  sources?: Source[];
   text: string;
   type: "answer";
 } | {
@@ -359,6 +368,38 @@ export interface ListQuery {
  */
 export interface LoginRequest {
   token: string;
+}
+
+/** The knowledge bases and documents a turn may read. */
+export interface Material {
+  /** The documents of those knowledge bases (each names its `kb`). */
+  documents: MaterialDocument[];
+  knowledge_bases: MaterialKb[];
+}
+
+/** A document a turn may read. */
+export interface MaterialDocument {
+  /** True when it was attached to the turn itself. */
+  attached: boolean;
+  id: string;
+  /** The id of its knowledge base. */
+  kb: string;
+  /** The format (`pdf`, `docx`, `html`, `markdown`, `text`). */
+  kind: string;
+  name: string;
+  pages?: number | null;
+  /** In bytes. */
+  size: number;
+}
+
+/** A knowledge base a turn may search. */
+export interface MaterialKb {
+  /** True for the turn's own attachments (a hidden knowledge base of the turn). */
+  attachments: boolean;
+  /** How many documents it holds (more than `Material::documents` may list). */
+  documents: number;
+  id: string;
+  name: string;
 }
 
 export interface ModelCard {
@@ -467,18 +508,22 @@ export interface SolveStep {
 
 /**
  * A citation source a tool result refers to (a retrieved chunk, a web page): the model cites
- * it as `[n]`.
+ * it as `[n]`. Numbers are the turn's: the same passage keeps its number across calls.
  */
 export interface Source {
   chunk_id?: string | null;
   document_id?: string | null;
+  /** The passage itself (at most 800 characters), for a hover card. */
+  excerpt?: string | null;
   /** The knowledge base it came from. */
   kb?: string | null;
-  /** Its number in the tool result, as cited (`[n]`). */
+  /** Its number in the turn, as cited (`[n]`). */
   n: number;
   page?: number | null;
   /** Retrieval score (higher is closer). */
   score?: number | null;
+  /** Where in the document: its heading path, joined with " › ". */
+  section?: string | null;
   title: string;
   url?: string | null;
 }
@@ -547,6 +592,8 @@ export interface TurnOutcome {
   rounds: number;
   /** The solve record: plan, steps with summaries, replans, plan history. */
   solve: SolveRecord;
+  /** The sources the answer cites, ordered by `n`. */
+  sources?: Source[];
   stop_reason: StopReason;
   turn_id: string;
   usage: Usage;

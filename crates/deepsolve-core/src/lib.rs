@@ -8,12 +8,14 @@
 //! model reads ([`Texts`]), and the text-tag format for tests that cross-check it. The loop's
 //! parts (dispatch, context, folding, protocols, parsing) stay inside.
 
+mod citations;
 pub mod config;
 mod context;
 mod dispatch;
 mod engine;
 pub mod event;
 mod json_repair;
+mod material;
 mod message;
 mod model;
 mod normalize;
@@ -27,6 +29,7 @@ mod tool;
 mod truncate;
 mod wire;
 
+pub use citations::{Citations, cited};
 pub use config::{ClampWarning, ConfigError, SolveConfig};
 pub use engine::{DEFAULT_CONTEXT_WINDOW, Engine, EngineError, PriorTurn, TurnError, TurnSpec};
 pub use event::{EventKind, EventSink, NullSink, TurnEvent, VecSink};
@@ -40,7 +43,10 @@ pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 pub use solve::{Language, SolveRecord};
 pub use texts::{Text, Texts};
 pub use tokens::{count as count_tokens, message_tokens};
-pub use tool::{Artifact, Tool, ToolContext, ToolError, ToolOutput, ToolRef};
+pub use tool::{
+    Artifact, Material, MaterialDocument, MaterialKb, Source, Tool, ToolContext, ToolError,
+    ToolOutput, ToolRef,
+};
 pub use wire::tags::{
     manifest as tags_manifest, render_call as render_tag_call,
     render_response as render_tag_response,

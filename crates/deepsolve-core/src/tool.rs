@@ -9,13 +9,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::citations::Citations;
 use crate::config::SolveConfig;
 use crate::model::{ToolSpec, Usage};
 use crate::solve::Language;
 
 /// Server-side context for a tool call. It never travels through the model's arguments, so a
-/// model cannot forge a turn id, a workspace or a user.
-#[derive(Debug, Clone)]
+/// model cannot forge a turn id, a workspace or a user. `Default` is a context of no turn (for
+/// tests and tools called outside a turn): no material, an empty numbering.
+#[derive(Debug, Clone, Default)]
 pub struct ToolContext {
     pub turn_id: String,
     pub session_id: Option<String>,
@@ -28,6 +30,11 @@ pub struct ToolContext {
     /// When the engine stops waiting for this call (its timeout, never past the turn's
     /// deadline). A tool that can return partial output should stop a little before it.
     pub deadline: Option<tokio::time::Instant>,
+    /// What the turn may read (knowledge bases, documents); `None` for a turn without any.
+    pub material: Option<Arc<Material>>,
+    /// The turn's citation numbering: a tool that finds sources registers them here, so the
+    /// same passage has the same `[n]` in every call of the turn.
+    pub citations: Arc<Citations>,
 }
 
 impl ToolContext {
@@ -44,9 +51,8 @@ impl ToolContext {
     }
 }
 
-/// Files and citation sources are wire types (events, the turn record).
-pub use deepsolve_protocol::Artifact;
-use deepsolve_protocol::Source;
+/// Files, citation sources and a turn's material are wire types (events, the turn record).
+pub use deepsolve_protocol::{Artifact, Material, MaterialDocument, MaterialKb, Source};
 
 /// What a tool returns. `content` is what the model will see (the loop truncates it);
 /// everything else goes to events and the turn record.

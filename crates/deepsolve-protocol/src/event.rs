@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::outcome::{Checkpoint, StopReason};
-use crate::tool::Artifact;
+use crate::tool::{Artifact, Source};
 use crate::usage::Usage;
 
 /// One event of a turn: its id, its place in the turn's log, when, and what happened.
@@ -181,6 +181,9 @@ pub enum EventKind {
         content: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         artifacts: Vec<Artifact>,
+        /// The citation sources the result numbered (`[n]` in its content).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        sources: Vec<Source>,
         duration_ms: u64,
     },
     Plan {
@@ -218,6 +221,9 @@ pub enum EventKind {
         text: String,
         /// True when the answer came from the forced-answer path or from step summaries.
         forced: bool,
+        /// The sources the answer cites (`[n]` in its text), ordered by `n`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        sources: Vec<Source>,
     },
     TurnFinished {
         stop_reason: StopReason,

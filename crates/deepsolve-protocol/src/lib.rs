@@ -9,6 +9,7 @@
 pub mod api;
 mod content;
 mod event;
+mod material;
 mod outcome;
 pub mod schema;
 mod solve;
@@ -20,6 +21,7 @@ pub use content::ContentPart;
 pub use event::{
     ErrorKind, EventKind, PlanStepView, RoundRole, StepStatus, TurnEvent, WarningKind,
 };
+pub use material::{Material, MaterialDocument, MaterialKb};
 pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 pub use solve::{Language, PlanVersion, SolveRecord, SolveStep, StepSummary};
 pub use tool::{Artifact, Source};

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::solve::SolveRecord;
-use crate::tool::Artifact;
+use crate::tool::{Artifact, Source};
 use crate::usage::Usage;
 
 /// Every way a turn can end. Recorded on every turn.
@@ -100,6 +100,10 @@ pub struct Checkpoint {
     pub usage: Usage,
     /// Wall-clock time spent: it counts against `turn_timeout_s`.
     pub elapsed_ms: u64,
+    /// Every citation source numbered so far: a resumed turn keeps their numbers. Absent in
+    /// checkpoints written before sources were kept.
+    #[serde(default)]
+    pub sources: Vec<Source>,
 }
 
 /// Where the final text came from.
@@ -127,6 +131,9 @@ pub struct TurnOutcome {
     pub rounds: u32,
     pub elapsed_ms: u64,
     pub artifacts: Vec<Artifact>,
+    /// The sources the answer cites, ordered by `n`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<Source>,
     /// Set for `model_error`: what went wrong, for the one-line exit message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

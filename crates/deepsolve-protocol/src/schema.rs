@@ -50,6 +50,7 @@ fn register(g: &mut SchemaGenerator) {
     add::<crate::TurnOutcome>(g);
     add::<crate::Checkpoint>(g);
     add::<crate::Source>(g);
+    add::<crate::Material>(g);
     add::<crate::ContentPart>(g);
     add::<crate::Protocol>(g);
     // The HTTP API.

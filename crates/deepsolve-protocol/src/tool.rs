@@ -20,10 +20,10 @@ pub struct Artifact {
 }
 
 /// A citation source a tool result refers to (a retrieved chunk, a web page): the model cites
-/// it as `[n]`.
+/// it as `[n]`. Numbers are the turn's: the same passage keeps its number across calls.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Source {
-    /// Its number in the tool result, as cited (`[n]`).
+    /// Its number in the turn, as cited (`[n]`).
     pub n: u32,
     pub title: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -40,6 +40,12 @@ pub struct Source {
     /// Retrieval score (higher is closer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
+    /// Where in the document: its heading path, joined with " › ".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
+    /// The passage itself (at most 800 characters), for a hover card.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excerpt: Option<String>,
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::material::Material;
 use crate::solve::{Language, SolveRecord};
 
 /// A previous turn of the same conversation.
@@ -32,6 +33,10 @@ pub struct StoredTurnSpec {
     /// Absent in turns recorded before it was kept: those resume without history.
     #[serde(default)]
     pub history: Vec<PriorTurn>,
+    /// The knowledge bases and documents the turn may read (a resume sees the same);
+    /// absent for a turn without any, and in turns recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub material: Option<Material>,
 }
 
 /// Where a turn stands. `Running` is the only non-terminal state.
@@ -90,6 +95,7 @@ mod tests {
         .expect("decoded");
         assert_eq!(spec.language, Language::Zh);
         assert!(spec.history.is_empty());
+        assert_eq!(spec.material, None);
         assert_eq!(spec.config["max_rounds"], 5);
     }
 

@@ -39,7 +39,7 @@ use crate::outcome::{Checkpoint, TurnOutcome};
 use crate::solve::{Language, SolveSession, SolveSessionStore, StoreError};
 use crate::solve::{is_solve_tool, solve_tool_specs};
 use crate::texts::Texts;
-use crate::tool::ToolRef;
+use crate::tool::{Material, ToolRef};
 use crate::wire::Wire;
 
 use turn::TurnRun;
@@ -78,6 +78,8 @@ pub struct TurnSpec {
     pub protocol: Protocol,
     /// Continue an interrupted turn from its last step checkpoint (`None`: a fresh turn).
     pub resume: Option<Checkpoint>,
+    /// What the turn may read: listed in the system prompt, handed to every tool call.
+    pub material: Option<Arc<Material>>,
 }
 
 impl TurnSpec {
@@ -96,6 +98,7 @@ impl TurnSpec {
             first_seq: 0,
             protocol: Protocol::Native,
             resume: None,
+            material: None,
         }
     }
 }

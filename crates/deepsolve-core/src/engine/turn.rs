@@ -8,6 +8,7 @@ use super::budget::Budget;
 use super::gates::Nudged;
 use super::reply::ReplyState;
 use super::{PriorTurn, RECORD_MARKER, TurnSpec};
+use crate::citations::{Citations, cited};
 use crate::config::SolveConfig;
 use crate::context::Context;
 use crate::dispatch::{RepetitionGuard, Toolbox};
@@ -18,7 +19,7 @@ use crate::outcome::{AnswerSource, StopReason, TurnOutcome};
 use crate::progress;
 use crate::solve::{SessionHandle, SolveRecord, ToolLine, playbook};
 use crate::texts::{Text, Texts};
-use crate::tool::{Artifact, ToolContext};
+use crate::tool::{Artifact, Material, ToolContext};
 use crate::wire::{ToolProtocol, Wire};
 
 /// How the round loop ended.
@@ -89,12 +90,14 @@ pub(super) struct TurnRun<'a> {
     pub(super) artifacts: Vec<Artifact>,
 }
 
-/// The system prompt: the playbook, and the protocol's tools manifest.
-/// Each mounted work tool is listed with its own line in the turn's language.
+/// The system prompt: the playbook, the material manifest (when the turn has material), and
+/// the protocol's tools manifest. Each mounted work tool is listed with its own line in the
+/// turn's language.
 pub(super) fn system_prompt(
     texts: &Texts,
     toolbox: &Toolbox,
     protocol: &dyn ToolProtocol,
+    material: Option<&Material>,
 ) -> String {
     let mounted: Vec<ToolLine<'_>> = toolbox
         .work_tools()
@@ -108,6 +111,9 @@ pub(super) fn system_prompt(
         })
         .collect();
     let mut prompt = playbook(texts, &mounted);
+    if let Some(manifest) = material.and_then(|m| crate::material::manifest(m, texts)) {
+        prompt.push_str(&manifest);
+    }
     if let Some(manifest) = protocol.manifest(&toolbox.specs(), texts) {
         prompt.push_str(&manifest);
     }
@@ -145,7 +151,14 @@ fn history_messages(history: &[PriorTurn], texts: &Texts) -> Vec<Message> {
         .collect()
 }
 
+/// The context every tool call of the turn starts from. Its one `Citations` continues the
+/// numbering of the checkpoint a resumed turn starts from.
 fn tool_context(spec: &TurnSpec, cancel: &CancellationToken) -> ToolContext {
+    let restored = spec
+        .resume
+        .as_ref()
+        .map(|c| c.sources.clone())
+        .unwrap_or_default();
     ToolContext {
         turn_id: spec.turn_id.clone(),
         session_id: spec.session_id.clone(),
@@ -155,6 +168,8 @@ fn tool_context(spec: &TurnSpec, cancel: &CancellationToken) -> ToolContext {
         language: spec.language,
         cancel: cancel.child_token(),
         deadline: None,
+        material: spec.material.clone(),
+        citations: Arc::new(Citations::new(restored)),
     }
 }
 
@@ -174,6 +189,7 @@ impl<'a> TurnRun<'a> {
             &texts,
             &toolbox,
             wire.protocol(),
+            spec.material.as_deref(),
         ))];
         prefix.extend(history_messages(&spec.history, &texts));
         prefix.push(Message::user(spec.problem.clone()));
@@ -246,11 +262,19 @@ impl<'a> TurnRun<'a> {
         }
     }
 
+    /// The end: the answer with the sources it cites (forced answers and step summaries
+    /// cite too), `turn_finished`, the outcome.
     fn finish(self, last: Final) -> TurnOutcome {
+        let sources = last
+            .answer
+            .as_deref()
+            .map(|text| cited(text, &self.tool_ctx.citations.all()))
+            .unwrap_or_default();
         if let Some(text) = &last.answer {
             self.emit.emit(EventKind::Answer {
                 text: text.clone(),
                 forced: last.source != Some(AnswerSource::Model),
+                sources: sources.clone(),
             });
         }
         let elapsed_ms = self.budget.elapsed_ms();
@@ -270,6 +294,7 @@ impl<'a> TurnRun<'a> {
             rounds: self.budget.rounds,
             elapsed_ms,
             artifacts: self.artifacts,
+            sources,
             error: last.error,
         }
     }
@@ -295,7 +320,12 @@ impl<'a> TurnRun<'a> {
     /// included.
     pub(super) fn fall_back_to_tags(&mut self) {
         if self.wire.fall_back() {
-            let prompt = system_prompt(&self.texts, &self.toolbox, self.wire.protocol());
+            let prompt = system_prompt(
+                &self.texts,
+                &self.toolbox,
+                self.wire.protocol(),
+                self.tool_ctx.material.as_deref(),
+            );
             self.ctx.set_system(prompt);
         }
     }

@@ -83,6 +83,7 @@ impl TurnRun<'_> {
                 ok: r.output.ok,
                 content: r.output.content.clone(),
                 artifacts: r.output.artifacts.clone(),
+                sources: r.output.sources.clone(),
                 duration_ms: r.duration_ms,
             })
         };
@@ -120,6 +121,7 @@ impl TurnRun<'_> {
                 ok: false,
                 content: content.clone(),
                 artifacts: Vec::new(),
+                sources: Vec::new(),
                 duration_ms: 0,
             });
             self.ctx.push(Message::tool_result(&call, content));
@@ -177,6 +179,7 @@ impl TurnRun<'_> {
                 rounds: self.budget.rounds,
                 usage: self.budget.usage,
                 elapsed_ms: self.budget.elapsed_ms(),
+                sources: self.tool_ctx.citations.all(),
             },
         });
     }
