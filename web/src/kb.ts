@@ -44,8 +44,8 @@ export type SearchHit = {
   text: string;
 };
 
-/** A cited source with the fields a hover card shows (`section`, `excerpt`). */
-export type CitedSource = Source & { section?: string | null; excerpt?: string | null };
+/** A cited source: title, page, section and the passage (`excerpt`) a hover card shows. */
+export type CitedSource = Source;
 
 /** Still on its way to `ready` or `failed`: the page polls while any document is. */
 export function inProgress(doc: Pick<DocumentView, "status">): boolean {
