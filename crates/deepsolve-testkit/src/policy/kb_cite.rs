@@ -101,7 +101,7 @@ impl KbCite {
         )])
     }
 
-    fn results<'a>(req: &PolicyRequest, tool: &'a str) -> Vec<ToolResultView> {
+    fn results(req: &PolicyRequest, tool: &str) -> Vec<ToolResultView> {
         req.tool_results()
             .into_iter()
             .filter(|r| r.name.as_deref() == Some(tool))
