@@ -8,6 +8,7 @@
 //! derivation ending in `Answer: …`, unless its docs say otherwise.
 
 mod bench;
+mod kb_cite;
 mod markup;
 mod misbehave;
 pub(crate) mod moves;
@@ -19,6 +20,7 @@ mod wrappers;
 use std::sync::Arc;
 
 pub use bench::{CODE_NARRATION, FIRST_CODE, FirstCodeCall};
+pub use kb_cite::{FirstHit, KB_CITE_GOALS, KbCite, first_hit};
 pub use markup::{NoNativeTools, ReasoningModel, THINK_MARKER, TagsMode, VendorMarkup};
 pub use misbehave::{
     AnswerWithOpenSteps, IdenticalLoop, MalformedArgs, NeverEnding, OutOfOrderFinisher,
@@ -138,11 +140,13 @@ pub const POLICY_NAMES: &[&str] = &[
     "vendor-kimi",
 ];
 
-/// Policies [`by_name`] also knows that exist for benchmarks and the web UI's browser tests,
-/// not for the engine's behaviour tests (which replay every one of [`POLICY_NAMES`] and pin
-/// their requests byte for byte).
+/// Policies [`by_name`] also knows that exist for benchmarks, the web UI's browser tests and
+/// the knowledge-base tests (`kb-cite` needs `rag` and `read_source`), not for the engine's
+/// behaviour tests (which replay every one of [`POLICY_NAMES`] and pin their requests byte
+/// for byte).
 pub const BENCH_POLICY_NAMES: &[&str] = &[
     "first-code-call",
+    "kb-cite",
     "showcase",
     "showcase-hostile",
     "showcase-long",
@@ -185,6 +189,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "vendor-dsml" => Box::new(vendor(base, MarkupStyle::DeepSeekDsml)),
         "vendor-kimi" => Box::new(vendor(base, MarkupStyle::KimiK2)),
         "first-code-call" => Box::new(FirstCodeCall::default()),
+        "kb-cite" => Box::new(KbCite),
         "showcase" => Box::new(Showcase::new(ShowcaseVariant::Plain)),
         "showcase-hostile" => Box::new(Showcase::new(ShowcaseVariant::Hostile)),
         "showcase-long" => Box::new(Showcase::new(ShowcaseVariant::Long)),

@@ -15,8 +15,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use deepsolve_core::solve::SolveStep;
 use deepsolve_core::{
-    AnswerSource, ChatRequest, Engine, Language, PriorTurn, Protocol, Role, SolveRecord, Text,
-    Texts, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, TurnOutcome, TurnSpec, VecSink,
+    AnswerSource, ChatRequest, Engine, Language, Material, MaterialDocument, MaterialKb, PriorTurn,
+    Protocol, Role, SolveRecord, Text, Texts, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
+    TurnOutcome, TurnSpec, VecSink,
 };
 use deepsolve_testkit::policy::{POLICY_NAMES, by_name};
 use deepsolve_testkit::{Reply, ScriptedModel, Turn};
@@ -162,6 +163,39 @@ fn reason(query: &str) -> (&'static str, Value) {
 
 fn unchanged(_: &mut TurnSpec) {}
 
+/// Two knowledge bases: notes with 45 documents (40 listed), and the turn's attachments.
+fn manifest_material() -> Material {
+    let doc = |kb: &str, i: usize, pages: Option<u32>| MaterialDocument {
+        id: format!("doc_{kb}_{i}"),
+        name: format!("chapter-{i}.pdf"),
+        kind: "pdf".into(),
+        pages,
+        size: 40_000 + i as u64,
+        kb: kb.into(),
+        attached: kb == "kb_attached",
+    };
+    Material {
+        knowledge_bases: vec![
+            MaterialKb {
+                id: "kb_notes".into(),
+                name: "notes".into(),
+                documents: 45,
+                attachments: false,
+            },
+            MaterialKb {
+                id: "kb_attached".into(),
+                name: String::new(),
+                documents: 1,
+                attachments: true,
+            },
+        ],
+        documents: (0..45)
+            .map(|i| doc("kb_notes", i, Some(12)))
+            .chain([doc("kb_attached", 0, None)])
+            .collect(),
+    }
+}
+
 fn empty() -> Reply {
     Reply::Turn(Turn::text("").with_usage(Some((100, 20))))
 }
@@ -271,6 +305,20 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
                 Reply::calls(vec![reason("break"), reason("refuse")]),
                 finish("S1", "(x-2)(x-3)"),
                 Reply::text("x = 2 or x = 3."),
+            ]
+        },
+    },
+    // A turn with material: the manifest in the system prompt (two knowledge bases, one of
+    // them the attachments, one with more documents than are listed), and an answer citing.
+    Scenario {
+        name: "material-manifest",
+        protocol: Protocol::Native,
+        configure: |spec| spec.material = Some(Arc::new(manifest_material())),
+        replies: || {
+            vec![
+                plan(&["look it up"]),
+                finish("S1", "(x-2)(x-3) [1]"),
+                Reply::text("x = 2 or x = 3 [1]."),
             ]
         },
     },
@@ -624,6 +672,11 @@ async fn chinese_turns_carry_no_english_engine_text_and_the_chinese_texts_arrive
         "replan_empty_steps",
         "tool_failed",
         "tool_internal_error",
+        "material_header",
+        "material_kb",
+        "material_attachments",
+        "material_document",
+        "material_more",
     ] {
         assert!(exercised.contains(name), "no turn exercised {name}");
     }

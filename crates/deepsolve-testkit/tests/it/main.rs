@@ -5,6 +5,7 @@
 
 mod common;
 mod engine_turns;
+mod kb_cite;
 mod policies;
 mod server;
 mod tags;
