@@ -375,4 +375,54 @@ mod tests {
         });
         assert_eq!(resumed["resumed"], true);
     }
+
+    #[test]
+    fn sources_ride_on_results_and_answers_and_old_events_read_without_them() {
+        let source = Source {
+            n: 2,
+            title: "lecture.pdf".into(),
+            document_id: Some("doc_1".into()),
+            page: Some(12),
+            section: Some("3 Limits › 3.2".into()),
+            excerpt: Some("A sequence converges when".into()),
+            ..Source::default()
+        };
+        let answer = roundtrip(&EventKind::Answer {
+            text: "By [2].".into(),
+            forced: false,
+            sources: vec![source.clone()],
+        });
+        assert_eq!(answer["sources"][0]["section"], "3 Limits › 3.2");
+        let old_answer: TurnEvent = serde_json::from_value(json!({
+            "turn_id": "t", "seq": 9, "ts": 1, "type": "answer", "text": "x", "forced": true
+        }))
+        .expect("an answer stored before sources");
+        assert!(
+            matches!(old_answer.kind, EventKind::Answer { ref sources, .. } if sources.is_empty())
+        );
+        let result = roundtrip(&EventKind::ToolResult {
+            call_id: "c".into(),
+            name: "rag".into(),
+            ok: true,
+            content: "[2] lecture.pdf".into(),
+            artifacts: Vec::new(),
+            sources: vec![source],
+            duration_ms: 3,
+        });
+        assert_eq!(result["sources"][0]["n"], 2);
+        let old_result: TurnEvent = serde_json::from_value(json!({
+            "turn_id": "t", "seq": 4, "ts": 1, "type": "tool_result", "call_id": "c",
+            "name": "reason", "ok": true, "content": "x", "duration_ms": 1
+        }))
+        .expect("a result stored before sources");
+        assert!(
+            matches!(old_result.kind, EventKind::ToolResult { ref sources, .. } if sources.is_empty())
+        );
+        let quiet = roundtrip(&EventKind::Answer {
+            text: "x".into(),
+            forced: false,
+            sources: Vec::new(),
+        });
+        assert!(quiet.get("sources").is_none(), "no empty list on the wire");
+    }
 }

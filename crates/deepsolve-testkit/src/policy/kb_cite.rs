@@ -24,7 +24,7 @@ pub const KB_CITE_GOALS: [&str; 2] = [
 /// 1. `S1` calls `rag {query: <the problem>}` (when offered), then finishes with the first
 ///    hit's line: its number and its source id, read from the first block of the result
 ///    (`[1] lecture.pdf · p. 12 · 3.2 Limits (source doc_…)`, the passage quoted below it
-///    with `> `), and the passage's first line.
+///    with `> `; a Chinese turn's `rag` writes `(来源 doc_…)`), and the passage's first line.
 /// 2. `S2` calls `read_source {source_id}` on that id (when offered and found), then finishes
 ///    with the number the reader's result shows (the first `[n]` in it).
 ///
@@ -51,11 +51,7 @@ pub fn first_hit(content: &str) -> Option<FirstHit> {
     let mut lines = content.lines().map(str::trim);
     let head = lines.by_ref().find(|l| leading_number(l).is_some())?;
     let n = leading_number(head)?;
-    let start = head.rfind("(source ")? + "(source ".len();
-    let source_id = head[start..].split(')').next()?.trim().to_string();
-    if source_id.is_empty() {
-        return None;
-    }
+    let source_id = labelled_id(head)?;
     let passage = lines
         .take_while(|l| l.starts_with('>'))
         .map(|l| l.trim_start_matches('>').trim())
@@ -67,6 +63,19 @@ pub fn first_hit(content: &str) -> Option<FirstHit> {
         source_id,
         passage,
     })
+}
+
+/// The labels before a source id in a block's head line (`rag` writes the turn's language).
+const SOURCE_LABELS: [&str; 3] = ["(source ", "(来源 ", "（来源 "];
+
+/// The id after the last source label of `line`, up to its closing parenthesis.
+fn labelled_id(line: &str) -> Option<String> {
+    let (at, label) = SOURCE_LABELS
+        .iter()
+        .filter_map(|label| line.rfind(label).map(|at| (at, label)))
+        .max_by_key(|(at, _)| *at)?;
+    let id = line[at + label.len()..].split([')', '）']).next()?.trim();
+    (!id.is_empty()).then(|| id.to_string())
 }
 
 /// `n` of a line that starts with `[n]`.
@@ -84,9 +93,7 @@ fn first_number(text: &str) -> Option<u32> {
 
 /// The source id a summary of `S1` carries.
 fn summary_source_id(summary: &str) -> Option<String> {
-    let start = summary.find("(source ")? + "(source ".len();
-    let id = summary[start..].split(')').next()?.trim();
-    (!id.is_empty()).then(|| id.to_string())
+    labelled_id(summary)
 }
 
 impl KbCite {
@@ -101,7 +108,7 @@ impl KbCite {
         )])
     }
 
-    fn results<'a>(req: &PolicyRequest, tool: &'a str) -> Vec<ToolResultView> {
+    fn results(req: &PolicyRequest, tool: &str) -> Vec<ToolResultView> {
         req.tool_results()
             .into_iter()
             .filter(|r| r.name.as_deref() == Some(tool))
@@ -217,6 +224,12 @@ mod tests {
         let titled = "Results:\n[4] notes (draft) (source doc_x)\n";
         assert_eq!(first_hit(titled).expect("hit").source_id, "doc_x");
         assert_eq!(first_hit("no results for \"limits\""), None);
+        let zh = "[2] 讲义.pdf · 第 3 页 · 极限 (来源 kbd_9)\n> 数列收敛";
+        let hit = first_hit(zh).expect("a zh hit");
+        assert_eq!(
+            (hit.n, hit.source_id.as_str(), hit.passage.as_str()),
+            (2, "kbd_9", "数列收敛")
+        );
     }
 
     #[test]

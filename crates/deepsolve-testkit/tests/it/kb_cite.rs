@@ -68,12 +68,16 @@ impl Tool for Rag {
             ),
             hit("doc_other", "exercises.md", 3, "chunk_9", "Exercise 4."),
         ];
+        let label = match ctx.language {
+            Language::En => "source",
+            Language::Zh => "来源",
+        };
         let mut content = String::new();
         let mut sources = Vec::new();
         for h in hits {
             let s = ctx.citations.register(h);
             content.push_str(&format!(
-                "[{}] {} · p. {} · {} (source {})\n> {}\n\n",
+                "[{}] {} · p. {} · {} ({label} {})\n> {}\n\n",
                 s.n,
                 s.title,
                 s.page.unwrap_or_default(),
@@ -145,7 +149,12 @@ fn material() -> Material {
 
 #[tokio::test]
 async fn kb_cite_answers_citing_the_hit_and_the_page_it_read() {
-    for protocol in [Protocol::Native, Protocol::Tags] {
+    let cases = [
+        (Protocol::Native, Language::En),
+        (Protocol::Tags, Language::En),
+        (Protocol::Native, Language::Zh),
+    ];
+    for (protocol, language) in cases {
         let engine = Engine::new(vec![
             Arc::new(Rag(spec("rag", "query"))),
             Arc::new(ReadSource(spec("read_source", "source_id"))),
@@ -155,7 +164,7 @@ async fn kb_cite_answers_citing_the_hit_and_the_page_it_read() {
         let mut turn = TurnSpec::new("turn-kb", "What does it mean for a sequence to converge?");
         turn.tools = vec!["rag".into(), "read_source".into()];
         turn.protocol = protocol;
-        turn.language = Language::En;
+        turn.language = language;
         turn.material = Some(Arc::new(material()));
         let sink = VecSink::default();
         let outcome = engine
@@ -196,7 +205,7 @@ async fn kb_cite_answers_citing_the_hit_and_the_page_it_read() {
         });
         assert_eq!(read, Some((true, 1)), "{protocol}");
         let system = &model.requests()[0].messages[0].content;
-        assert!(system.contains("(source `doc_lecture`)"), "{system}");
+        assert!(system.contains("`doc_lecture`"), "{system}");
     }
 }
 
