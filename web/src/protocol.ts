@@ -67,6 +67,7 @@ export type CancelState = "cancelling";
 
 /** `GET /api/v1/capabilities`: what this server offers a turn. */
 export interface CapabilitiesView {
+  knowledge: KnowledgeView;
   limits: LimitsView;
   /** The main model's name. */
   model: string;
@@ -119,6 +120,11 @@ export interface ChatMessage {
  * knobs decide); unknown fields are tolerated, as OpenAI clients send many.
  */
 export interface ChatRequest {
+  /**
+   * A deepsolve extension: the caller's knowledge bases the solve may search (ids or
+   * names); the answer then ends with a `Sources` list of what it cites.
+   */
+  knowledge_bases?: string[];
   /** The last user message is the problem; earlier user → assistant pairs are the history. */
   messages: ChatMessage[];
   /** Must be `deepsolve`. */
@@ -182,13 +188,26 @@ export type ContentPart = {
   url?: string | null;
 };
 
+/** `POST /api/v1/knowledge-bases`. */
+export interface CreateKb {
+  /** 1–120 characters, no control characters; unique among the caller's knowledge bases. */
+  name: string;
+}
+
 /** `POST /api/v1/turns`. Unknown fields are refused by name. */
 export interface CreateTurn {
-  /** Not supported yet: a non-empty list is refused. */
-  attachments?: unknown[];
+  /**
+   * Files for this turn only, ingested before it starts (one that cannot be read refuses
+   * the turn with 422 naming it). Larger files go as `multipart/form-data`: a part
+   * `request` with this JSON and parts `file`.
+   */
+  attachments?: TurnAttachment[];
   /** Solve knob overrides; unknown keys are refused by name, values clamped. */
   config?: Record<string, unknown>;
-  /** Not supported yet: a non-empty list is refused. */
+  /**
+   * The caller's knowledge bases the turn may search, by id or name (an unknown one is
+   * refused with 422 listing the caller's).
+   */
   knowledge_bases?: string[];
   /** `en` (the default) or `zh`; `english`, `chinese`, `zh-cn` and `中文` are understood. */
   language?: string | null;
@@ -197,6 +216,38 @@ export interface CreateTurn {
   session_id?: string | null;
   /** Work tools to offer, by name (the server's automatic tools are added). */
   tools?: string[];
+}
+
+/** Where a document's ingest stands; only `ready` documents are searched. */
+export type DocumentStatus = "queued" | "ingesting" | "ready" | "failed";
+
+/** An uploaded document. */
+export interface DocumentView {
+  /** Milliseconds since the Unix epoch. */
+  created_at: number;
+  /** Why the ingest failed, naming the document and the problem (with `failed`). */
+  error?: string | null;
+  id: string;
+  kb_id: string;
+  /** `pdf`, `docx`, `html`, `markdown` or `text`. */
+  kind: string;
+  /** The file's base name, as uploaded. */
+  name: string;
+  pages?: number | null;
+  /** Ingest progress: pages extracted so far, of `pages_total` when known. */
+  pages_done: number;
+  pages_total?: number | null;
+  /** Bytes. */
+  size: number;
+  status: DocumentStatus;
+}
+
+/**
+ * `POST /api/v1/knowledge-bases/{kb}/documents` (202): the uploaded documents, queued; their
+ * ingest runs in the background (poll each document for its status).
+ */
+export interface DocumentsAccepted {
+  documents: DocumentView[];
 }
 
 /** Every error answer: `{"error": {"code", "message"}}`. */
@@ -334,6 +385,34 @@ export interface Health {
 
 export type HealthStatus = "ok";
 
+/** `GET /api/v1/knowledge-bases/{kb}`: the knowledge base and its documents, oldest first. */
+export interface KbDetail {
+  documents: DocumentView[];
+  kb: KbView;
+}
+
+/** `GET /api/v1/knowledge-bases`: by name. */
+export interface KbList {
+  knowledge_bases: KbView[];
+}
+
+/** A knowledge base with counts of its documents. */
+export interface KbView {
+  /** Milliseconds since the Unix epoch. */
+  created_at: number;
+  /** Every document, whatever its status. */
+  documents: number;
+  /** The model its passages were embedded with; absent: full-text search only. */
+  embedding_model?: string | null;
+  /** Documents whose ingest failed (their `error` says why). */
+  failed: number;
+  id: string;
+  name: string;
+  /** Documents that are searched (ingested). */
+  ready: number;
+  updated_at: number;
+}
+
 /** A numeric solve knob and its range. */
 export interface KnobView {
   default: number;
@@ -343,6 +422,16 @@ export interface KnobView {
   key: string;
   max: number;
   min: number;
+}
+
+/** Knowledge bases on this server (`knowledge` of `GET /api/v1/capabilities`). */
+export interface KnowledgeView {
+  /** Knowledge bases and attachments can be used. */
+  available: boolean;
+  /** The model passages are embedded with; absent: full-text search only. */
+  embedding_model?: string | null;
+  /** The largest file accepted, in MiB. */
+  max_upload_mb: number;
 }
 
 /** The language of a turn: its prompts, notices and the answer. */
@@ -462,6 +551,33 @@ export interface SandboxView {
   detail: string;
 }
 
+/** One passage that matched, best first. */
+export interface SearchHit {
+  chunk_id: string;
+  document_id: string;
+  /** The page the passage starts on, when the format has pages. */
+  page?: number | null;
+  /** Higher is closer (fused ranks: comparable within one search only). */
+  score: number;
+  /** The headings it sits under, joined with " › ". */
+  section?: string | null;
+  text: string;
+  /** The document's name. */
+  title: string;
+}
+
+/** `POST /api/v1/knowledge-bases/{kb}/search`. */
+export interface SearchKb {
+  query: string;
+  /** How many passages (1–20; 5 when absent). */
+  top_k?: number | null;
+}
+
+/** What a search found. */
+export interface SearchResults {
+  hits: SearchHit[];
+}
+
 /** `GET /api/v1/sessions`: most recent first. */
 export interface SessionList {
   sessions: SessionView[];
@@ -563,6 +679,17 @@ export interface ToolView {
   reason: string | null;
 }
 
+/**
+ * A file given with a turn (`attachments` of `POST /api/v1/turns`): ingested before the turn
+ * starts, readable by that turn only.
+ */
+export interface TurnAttachment {
+  /** The file's bytes, base64 (standard alphabet, padded). */
+  data_base64: string;
+  /** The file's name (its base name is kept; the kind is told by it and the bytes). */
+  name: string;
+}
+
 /** A started (or resumed) turn: follow `events_url`. */
 export interface TurnCreated {
   /** The turn's events over SSE. */
@@ -619,6 +746,8 @@ export interface TurnView {
   session_id: string;
   /** The plan with its steps and summaries (the solve record). */
   solve: SolveRecord | null;
+  /** The sources the answer cites (`[n]`), by `n`. */
+  sources: Source[];
   status: TurnStatus;
   stop_reason: StopReason | null;
   tools: string[];

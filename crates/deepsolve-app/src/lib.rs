@@ -27,6 +27,7 @@
 
 pub mod artifacts;
 pub mod gc;
+pub mod knowledge;
 pub mod models;
 pub mod sandbox;
 pub mod turn;
@@ -36,13 +37,14 @@ use std::sync::Arc;
 
 use deepsolve_core::{ChatModel, Engine, EngineError, ToolRef};
 use deepsolve_settings::{Loaded, Settings, ToolSection};
-use deepsolve_tools::{CATALOG, Deps, Sandbox, SandboxError, Toolset};
+use deepsolve_tools::{CATALOG, Deps, Knowledge, Sandbox, SandboxError, Toolset};
 
 pub use artifacts::ArtifactRegistry;
 pub use deepsolve_tools::{
     DisabledError, Policy, ToolEntry, ToolRequestError, ToolStatus, Unavailable,
 };
 pub use gc::{GcOptions, GcReport, collect_workspaces};
+pub use knowledge::{KnowledgeError, KnowledgeOptions, kb_limits, knowledge_from_settings};
 pub use models::{DEFAULT_BASE_URL, main_client, reasoning_model};
 pub use turn::{
     HeldWorkspace, WorkspaceError, create_workspace, data_dir, default_workspace_root,
@@ -82,6 +84,7 @@ pub struct App {
     model: Arc<dyn ChatModel>,
     tools: Toolset,
     sandbox: Result<Sandbox, Unavailable>,
+    knowledge: Option<Knowledge>,
     catalog: &'static [ToolEntry],
 }
 
@@ -125,6 +128,21 @@ impl App {
         self.tools.for_turn(requested)
     }
 
+    /// [`App::tools_for_turn`] for a turn with material (knowledge bases or attachments) or
+    /// without: with it, `rag` and `read_source` follow the automatic tools.
+    pub fn tools_for_turn_with<S: AsRef<str>>(
+        &self,
+        requested: &[S],
+        has_material: bool,
+    ) -> Result<Vec<String>, ToolRequestError> {
+        self.tools.for_turn_with(requested, has_material)
+    }
+
+    /// The knowledge-base service the knowledge tools use, when the front end gave one.
+    pub fn knowledge(&self) -> Option<&Knowledge> {
+        self.knowledge.as_ref()
+    }
+
     /// Whether a turn offered `offered` needs a workspace ([`turn::create_workspace`]).
     pub fn needs_workspace<S: AsRef<str>>(&self, offered: &[S]) -> bool {
         self.tools.needs_workspace(offered)
@@ -137,6 +155,7 @@ pub struct AppBuilder {
     main_model: Arc<dyn ChatModel>,
     reasoning_model: Option<Result<Arc<dyn ChatModel>, Unavailable>>,
     sandbox: Result<Sandbox, Unavailable>,
+    knowledge: Option<Knowledge>,
     catalog: &'static [ToolEntry],
     extra_tools: Vec<ToolRef>,
     session_capacity: Option<usize>,
@@ -152,6 +171,7 @@ impl AppBuilder {
             main_model,
             reasoning_model: None,
             sandbox: Err(Unavailable("no sandbox was set up".into())),
+            knowledge: None,
             catalog: CATALOG,
             extra_tools: Vec::new(),
             session_capacity: None,
@@ -180,6 +200,13 @@ impl AppBuilder {
     /// The sandbox for the code tools, or why there is none.
     pub fn sandbox(mut self, sandbox: Result<Sandbox, Unavailable>) -> Self {
         self.sandbox = sandbox;
+        self
+    }
+
+    /// The knowledge-base service behind `rag` and `read_source` (without it they are
+    /// unavailable); see [`knowledge_from_settings`].
+    pub fn knowledge(mut self, knowledge: Knowledge) -> Self {
+        self.knowledge = Some(knowledge);
         self
     }
 
@@ -220,6 +247,9 @@ impl AppBuilder {
                 .unwrap_or_else(|| Ok(self.main_model.clone())),
             main_model: self.main_model.clone(),
             sandbox: self.sandbox,
+            knowledge: self.knowledge.clone().ok_or_else(|| {
+                Unavailable("no knowledge bases: this front end has no store for them".into())
+            }),
             settings: self.settings,
         };
         let mut tools = Toolset::mount(self.catalog, &deps);
@@ -244,6 +274,7 @@ impl AppBuilder {
             model: self.main_model,
             tools,
             sandbox: deps.sandbox,
+            knowledge: self.knowledge,
             catalog: self.catalog,
         })
     }

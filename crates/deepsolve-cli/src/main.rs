@@ -2,6 +2,7 @@
 
 mod doctor;
 mod gc;
+mod kb_cmd;
 mod render;
 mod serve;
 mod settings_cmd;
@@ -97,6 +98,9 @@ enum Command {
     /// Remove old turn workspaces: empty ones, and finished turns' past sandbox.retention_days
     /// (never a running or resumable turn's).
     Gc(gc::GcArgs),
+    /// Knowledge bases: your own documents (PDF, DOCX, HTML, Markdown, text) that a solve can
+    /// search and cite (`deepsolve solve --kb NAME`).
+    Kb(kb_cmd::KbArgs),
     /// Manage the server's users, their bearer tokens and web UI sign-ins.
     Users {
         #[command(subcommand)]
@@ -142,6 +146,11 @@ fn return_large_buffers_to_the_system() {
 fn return_large_buffers_to_the_system() {}
 
 fn main() -> ExitCode {
+    // The PDF parser's child process: before clap and the async runtime, since it only reads
+    // a PDF on stdin and writes its pages (see `kb_cmd::pdf_child`).
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(kb_cmd::PDF_CHILD)) {
+        return deepsolve_kb::extract::pdf_child_main(std::env::args_os().skip(2));
+    }
     return_large_buffers_to_the_system();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -161,6 +170,7 @@ fn main() -> ExitCode {
             Command::Doctor { config } => doctor::run(&config).await,
             Command::Serve(args) => serve::run(args).await,
             Command::Gc(args) => gc::run(args).await,
+            Command::Kb(args) => kb_cmd::run(args).await,
             Command::Users {
                 action,
                 database,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use console::style;
 use deepsolve_core::solve::is_solve_tool;
 use deepsolve_protocol::{
-    Artifact, EventKind, PlanStepView, StepStatus, StopReason, TurnEvent, TurnOutcome,
+    Artifact, EventKind, PlanStepView, Source, StepStatus, StopReason, TurnEvent, TurnOutcome,
 };
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -200,6 +200,23 @@ impl LiveRenderer {
     }
 }
 
+/// A cited source as the Sources list shows it: `[1] lecture.pdf, p. 12 · 3.2 Limits`, or
+/// the title and address of a web source. Titles are file names a user chose: printed
+/// without control characters.
+pub(crate) fn source_line(source: &Source) -> String {
+    let mut line = format!("[{}] {}", source.n, printable(&source.title));
+    if let Some(page) = source.page {
+        line.push_str(&format!(", p. {page}"));
+    }
+    if let Some(section) = &source.section {
+        line.push_str(&format!(" · {}", printable(section)));
+    }
+    if let Some(url) = &source.url {
+        line.push_str(&format!(" — {}", printable(url)));
+    }
+    line
+}
+
 /// `text` with control characters (escape sequences, newlines) shown as `\u{…}` escapes.
 fn printable(text: &str) -> String {
     text.chars()
@@ -326,6 +343,13 @@ impl Renderer for LiveRenderer {
                 println!("{answer}");
             }
         }
+        if outcome.answer.is_some() && !outcome.sources.is_empty() {
+            println!();
+            println!("{}", style("Sources").bold());
+            for source in &outcome.sources {
+                println!("  {}", source_line(source));
+            }
+        }
         if !outcome.artifacts.is_empty() {
             println!();
             println!("{}", style("Files:").bold());
@@ -383,5 +407,31 @@ fn format_duration(ms: u64) -> String {
         format!("{ms}ms")
     } else {
         format!("{:.1}s", ms as f64 / 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_line_names_the_file_page_and_section() {
+        let source = Source {
+            n: 1,
+            title: "lecture.pdf".into(),
+            page: Some(12),
+            section: Some("3 Calculus › 3.2 Limits".into()),
+            ..Source::default()
+        };
+        assert_eq!(
+            source_line(&source),
+            "[1] lecture.pdf, p. 12 · 3 Calculus › 3.2 Limits"
+        );
+        let bare = Source {
+            n: 2,
+            title: "notes\u{1b}[2J.md".into(),
+            ..Source::default()
+        };
+        assert_eq!(source_line(&bare), "[2] notes\\u{1b}[2J.md");
     }
 }

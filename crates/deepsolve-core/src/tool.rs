@@ -62,6 +62,9 @@ pub struct ToolOutput {
     pub ok: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<Artifact>,
+    /// The citation sources the content numbers, each as `ctx.citations.register` returned
+    /// it (so `[n]` in the content is the turn's number): they go on the call's
+    /// `tool_result` event, and the answer's event carries the ones it cites.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<Source>,
     #[serde(default, skip_serializing_if = "Value::is_null")]

@@ -69,6 +69,13 @@ fn register(g: &mut SchemaGenerator) {
     add::<api::LoginRequest>(g);
     add::<api::CapabilitiesView>(g);
     add::<api::ErrorBody>(g);
+    // Knowledge bases.
+    add::<api::KbList>(g);
+    add::<api::CreateKb>(g);
+    add::<api::KbDetail>(g);
+    add::<api::DocumentsAccepted>(g);
+    add::<api::SearchKb>(g);
+    add::<api::SearchResults>(g);
     // The OpenAI facade.
     add::<openai::ChatRequest>(g);
     add::<openai::ModelList>(g);

@@ -48,10 +48,58 @@ pub struct Source {
     pub excerpt: Option<String>,
 }
 
+impl Source {
+    /// Where it is, for people: `lecture.pdf, p. 12 · 3.2 Limits` (title, page, section; a
+    /// web source's URL when it has no page).
+    pub fn location(&self) -> String {
+        let mut out = self.title.clone();
+        match (self.page, &self.url) {
+            (Some(page), _) => out.push_str(&format!(", p. {page}")),
+            (None, Some(url)) if url != &self.title => out.push_str(&format!(", {url}")),
+            _ => {}
+        }
+        if let Some(section) = self.section.as_deref().filter(|s| !s.is_empty()) {
+            out.push_str(" · ");
+            out.push_str(section);
+        }
+        out
+    }
+
+    /// A line of a "Sources" list under an answer: `[1] lecture.pdf, p. 12 · 3.2 Limits`.
+    pub fn list_line(&self) -> String {
+        format!("[{}] {}", self.n, self.location())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_source_lists_as_title_page_and_section() {
+        let chunk = Source {
+            n: 1,
+            title: "lecture.pdf".into(),
+            page: Some(12),
+            section: Some("3.2 Limits".into()),
+            ..Source::default()
+        };
+        assert_eq!(chunk.list_line(), "[1] lecture.pdf, p. 12 · 3.2 Limits");
+        let web = Source {
+            n: 2,
+            title: "Limits".into(),
+            url: Some("https://example.org/limits".into()),
+            ..Source::default()
+        };
+        assert_eq!(web.list_line(), "[2] Limits, https://example.org/limits");
+        let bare = Source {
+            n: 3,
+            title: "notes.md".into(),
+            ..Source::default()
+        };
+        assert_eq!(bare.list_line(), "[3] notes.md");
+    }
 
     #[test]
     fn a_source_leaves_out_what_it_does_not_know() {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use deepsolve_protocol::api::{CapabilitiesView, LimitsView, SandboxView, ToolView};
+use deepsolve_protocol::api::{CapabilitiesView, KnowledgeView, LimitsView, SandboxView, ToolView};
 
 use crate::auth::Caller;
 use crate::state::AppState;
@@ -24,6 +24,7 @@ pub async fn capabilities(
         },
         price: state.config.price.clone(),
         sandbox: sandbox(&state),
+        knowledge: knowledge(&state),
     })
 }
 
@@ -79,5 +80,13 @@ fn sandbox(state: &AppState) -> SandboxView {
             backend: None,
             detail: why.0.clone(),
         },
+    }
+}
+
+fn knowledge(state: &AppState) -> KnowledgeView {
+    KnowledgeView {
+        available: crate::kb::knowledge(state).is_ok(),
+        embedding_model: None,
+        max_upload_mb: state.config.kb.max_file_bytes / (1024 * 1024),
     }
 }

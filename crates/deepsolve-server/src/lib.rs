@@ -14,10 +14,14 @@ pub mod auth;
 pub mod body_timeout;
 pub mod browser_auth;
 pub mod capabilities;
+pub mod citations;
 pub mod cors;
 pub mod error;
 pub mod extract;
 pub mod gc;
+pub mod ingest;
+pub mod kb;
+mod kbshim;
 mod listener;
 mod memory;
 pub mod metrics;
@@ -30,6 +34,7 @@ pub mod settings_api;
 pub mod sse;
 pub mod state;
 pub mod ui;
+pub mod upload;
 pub mod writer;
 
 use std::future::Future;
@@ -48,7 +53,7 @@ pub use auth::{AuthMode, Caller, Credential, LOCAL_USER, SESSION_COOKIE, UnsafeB
 pub use cors::{CorsOrigins, InvalidOrigin};
 pub use error::ApiError;
 pub use listener::ConnectionLimits;
-pub use state::{AppState, ServerConfig};
+pub use state::{AppState, KbConfig, ServerConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -117,8 +122,14 @@ pub fn router(state: Arc<AppState>) -> Router {
     let max_body = state.config.max_body_bytes;
     let body_timeout = state.config.limits.body_timeout;
     let cors = state.config.cors_origins.layer();
+    // Uploads (and turns with attachments) may be larger than any other body; a JSON body
+    // is still held to `max_body` (see `routes::create_turn`).
+    let uploads = DefaultBodyLimit::max(state.config.kb.max_request_bytes());
     let routes = Router::new()
-        .route("/api/v1/turns", post(routes::create_turn))
+        .route(
+            "/api/v1/turns",
+            post(routes::create_turn).layer(uploads.clone()),
+        )
         .route("/api/v1/turns/{id}", get(routes::get_turn))
         .route("/api/v1/turns/{id}/events", get(routes::turn_events))
         .route("/api/v1/turns/{id}/cancel", post(routes::cancel_turn))
@@ -133,6 +144,23 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/api/v1/artifacts/{id}/inline",
             get(routes::get_artifact_inline),
         )
+        .route(
+            "/api/v1/knowledge-bases",
+            get(kb::list_kbs).post(kb::create_kb),
+        )
+        .route(
+            "/api/v1/knowledge-bases/{kb}",
+            get(kb::get_kb).delete(kb::delete_kb),
+        )
+        .route(
+            "/api/v1/knowledge-bases/{kb}/documents",
+            post(kb::upload_documents).layer(uploads),
+        )
+        .route(
+            "/api/v1/knowledge-bases/{kb}/documents/{doc}",
+            get(kb::get_document).delete(kb::delete_document),
+        )
+        .route("/api/v1/knowledge-bases/{kb}/search", post(kb::search_kb))
         .route("/api/v1/auth/session", get(browser_auth::session))
         .route("/api/v1/auth/login", post(browser_auth::login))
         .route("/api/v1/auth/logout", post(browser_auth::logout))

@@ -19,7 +19,7 @@ use deepsolve_protocol::api::openai::{
     ChatUsage, ChunkChoice, ChunkDelta, ModelCard, ModelList, StreamError, StreamErrorDetail,
 };
 use deepsolve_protocol::api::{ApiErrorCode, CreateTurn};
-use deepsolve_protocol::{EventKind, PriorTurn, Usage};
+use deepsolve_protocol::{EventKind, PriorTurn, Source, Usage};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -62,6 +62,7 @@ pub async fn chat_completions(
     let (problem, history) = conversation(&req.messages)?;
     let create = CreateTurn {
         problem,
+        knowledge_bases: req.knowledge_bases.clone(),
         ..CreateTurn::default()
     };
     let created = start_turn_with(&state, &caller, create, Some(history)).await?;
@@ -197,7 +198,7 @@ fn piece(kind: &EventKind, planned: &mut bool) -> Piece {
             "  {} {name} ({duration_ms} ms)\n",
             if *ok { "done:" } else { "failed:" }
         )),
-        EventKind::Answer { text, .. } => Piece::Answer(text.clone()),
+        EventKind::Answer { text, sources, .. } => Piece::Answer(with_sources(text, sources)),
         EventKind::TurnFinished { usage, .. } => Piece::End {
             usage: *usage,
             error: None,
@@ -208,6 +209,20 @@ fn piece(kind: &EventKind, planned: &mut bool) -> Piece {
         },
         _ => Piece::Nothing,
     }
+}
+
+/// The answer with a `Sources` list of what it cites (`[1] lecture.pdf, p. 12 · 3.2
+/// Limits`): a chat client shows the answer's text only, so the citations must be in it.
+fn with_sources(answer: &str, sources: &[Source]) -> String {
+    if sources.is_empty() {
+        return answer.to_string();
+    }
+    let mut text = format!("{}\n\nSources\n", answer.trim_end());
+    for source in sources {
+        text.push_str(&crate::citations::source_line(source));
+        text.push('\n');
+    }
+    text
 }
 
 /// The first `max_chars` characters of `value` as JSON, without writing out the rest (tool

@@ -13,8 +13,9 @@ use deepsolve_protocol::api::openai::{
     ChatCompletion, ChatCompletionChunk, ChatRequest, ModelList, StreamError,
 };
 use deepsolve_protocol::api::{
-    AuthSessionView, CancelAccepted, CapabilitiesView, CreateTurn, ErrorBody, Health, LoginRequest,
-    PutSettings, SessionList, SessionView, SettingsView, TurnCreated, TurnView,
+    AuthSessionView, CancelAccepted, CapabilitiesView, CreateKb, CreateTurn, DocumentView,
+    DocumentsAccepted, ErrorBody, Health, KbDetail, KbList, KbView, LoginRequest, PutSettings,
+    SearchKb, SearchResults, SessionList, SessionView, SettingsView, TurnCreated, TurnView,
 };
 use deepsolve_protocol::schema::{components, reference};
 use schemars::JsonSchema;
@@ -73,21 +74,41 @@ fn responses(entries: Value) -> Map<String, Value> {
     }
 }
 
+/// A turn's request: JSON, or multipart with the JSON in a part `request` and attachments
+/// in parts `file`.
+fn turn_request_body() -> Value {
+    let mut content = json_body::<CreateTurn>();
+    if let Value::Object(content) = &mut content {
+        content.insert("multipart/form-data".into(), json!({
+            "schema": {
+                "type": "object",
+                "required": ["request"],
+                "properties": {
+                    "request": {"type": "string", "description": "The turn's JSON (CreateTurn)"},
+                    "file": {"type": "array", "items": {"type": "string", "contentMediaType": "application/octet-stream"},
+                             "description": "Attachments, ingested before the turn starts"},
+                },
+            },
+        }));
+    }
+    json!({"required": true, "content": content})
+}
+
 fn turn_paths() -> Value {
     let not_found = || error("Not found — or not yours");
     let busy = || error("Too many running turns on this server; retry shortly");
     json!({
         "/api/v1/turns": {"post": with_body(op(
-            "Start a turn (a new session, or a follow-up with session_id)", vec![],
+            "Start a turn (a new session, or a follow-up with session_id); knowledge_bases and attachments give it material to cite", vec![],
             responses(json!({
                 "201": ok::<TurnCreated>("Started: follow events_url"),
                 "404": not_found(),
                 "409": error("Another turn of the session is running"),
-                "413": error("Body too large"),
-                "415": error("Not a JSON body"),
-                "422": error("Invalid request (unknown fields, tools or config keys are named)"),
+                "413": error("Body too large, or an attachment over the upload cap (named)"),
+                "415": error("Neither JSON nor multipart/form-data"),
+                "422": error("Invalid request (unknown fields, tools, config keys or knowledge bases are named; an attachment that cannot be read is named with why)"),
                 "503": busy(),
-            }))), request_body::<CreateTurn>())},
+            }))), turn_request_body())},
         "/api/v1/turns/{id}": {"get": op(
             "A turn: status, plan, answer, usage, stop reason", vec![id_param()],
             responses(json!({"200": ok::<TurnView>("The turn"), "404": not_found()})))},
@@ -167,6 +188,70 @@ fn session_paths() -> Value {
     })
 }
 
+fn kb_param() -> Value {
+    json!({"name": "kb", "in": "path", "required": true, "schema": {"type": "string"},
+           "description": "The knowledge base's id or name"})
+}
+
+fn doc_param() -> Value {
+    json!({"name": "doc", "in": "path", "required": true, "schema": {"type": "string"}})
+}
+
+fn upload_body() -> Value {
+    json!({"required": true, "content": {"multipart/form-data": {"schema": {
+        "type": "object",
+        "required": ["file"],
+        "properties": {"file": {"type": "array", "minItems": 1, "maxItems": crate::upload::MAX_FILES,
+                                "items": {"type": "string", "contentMediaType": "application/octet-stream"}}},
+    }}}})
+}
+
+fn kb_paths() -> Value {
+    let not_found = || error("Not found — or not yours");
+    json!({
+        "/api/v1/knowledge-bases": {
+            "get": op("Your knowledge bases, by name", vec![],
+                responses(json!({"200": ok::<KbList>("Knowledge bases")}))),
+            "post": with_body(op("Create a knowledge base", vec![],
+                responses(json!({
+                    "201": ok::<KbView>("Created"),
+                    "409": error("You have a knowledge base of that name"),
+                    "422": error("Invalid name"),
+                }))), request_body::<CreateKb>()),
+        },
+        "/api/v1/knowledge-bases/{kb}": {
+            "get": op("A knowledge base with its documents and their ingest status", vec![kb_param()],
+                responses(json!({"200": ok::<KbDetail>("The knowledge base"), "404": not_found()}))),
+            "delete": op("Delete a knowledge base with its documents", vec![kb_param()],
+                responses(json!({"204": {"description": "Deleted"}, "404": not_found()}))),
+        },
+        "/api/v1/knowledge-bases/{kb}/documents": {"post": with_body(op(
+            "Upload documents (PDF, DOCX, HTML, Markdown, text): queued at once, ingested in the background", vec![kb_param()],
+            responses(json!({
+                "202": ok::<DocumentsAccepted>("Queued: poll each document for its status and progress"),
+                "404": not_found(),
+                "413": error("A file over the upload cap (named), or too much in one request"),
+                "415": error("Not multipart/form-data"),
+                "422": error("No file, too many files, or a refused file (named, with why)"),
+                "503": error("Knowledge bases are not available on this server"),
+            }))), upload_body())},
+        "/api/v1/knowledge-bases/{kb}/documents/{doc}": {
+            "get": op("A document: status, ingest progress, error", vec![kb_param(), doc_param()],
+                responses(json!({"200": ok::<DocumentView>("The document"), "404": not_found()}))),
+            "delete": op("Delete a document with its passages", vec![kb_param(), doc_param()],
+                responses(json!({"204": {"description": "Deleted"}, "404": not_found()}))),
+        },
+        "/api/v1/knowledge-bases/{kb}/search": {"post": with_body(op(
+            "Search a knowledge base's ready documents", vec![kb_param()],
+            responses(json!({
+                "200": ok::<SearchResults>("Passages, best first"),
+                "404": not_found(),
+                "422": error("Empty query"),
+                "503": error("Knowledge bases are not available on this server"),
+            }))), request_body::<SearchKb>())},
+    })
+}
+
 fn auth_paths() -> Value {
     let cookie_set = "Set-Cookie: deepsolve_session=…; HttpOnly; SameSite=Strict; Path=/; Max-Age=… (Secure over https)";
     json!({
@@ -236,6 +321,7 @@ pub fn document() -> Value {
     for group in [
         turn_paths(),
         session_paths(),
+        kb_paths(),
         auth_paths(),
         facade_paths(),
         open_paths(),

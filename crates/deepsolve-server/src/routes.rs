@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::body::Body;
+use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -12,24 +13,71 @@ use deepsolve_protocol::api::{
     ApiErrorCode, ArtifactView, CancelAccepted, CancelState, CreateTurn, EventsQuery, Health,
     HealthStatus, ListQuery, SessionList, SessionView, TurnView,
 };
-use deepsolve_store::{ArtifactMeta, Session, TurnRecord};
+use deepsolve_protocol::{EventKind, Source};
+use deepsolve_store::{ArtifactMeta, Session, Store, TurnRecord};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
-use crate::runner::start_turn;
+use crate::runner::start_turn_with_files;
 use crate::sse::follow;
 use crate::state::AppState;
+use crate::upload::{Upload, read_parts};
 
 type AppStateRef = State<Arc<AppState>>;
 
+/// `POST /api/v1/turns`: JSON (held to `max_body_bytes`), or `multipart/form-data` with a
+/// part `request` (the JSON) and parts `file` (attachments, up to the upload caps).
 pub async fn create_turn(
     State(state): AppStateRef,
     caller: Caller,
-    ApiJson(req): ApiJson<CreateTurn>,
+    request: Request,
 ) -> ApiResult<Response> {
-    let created = start_turn(&state, &caller, req).await?;
+    let (req, files) = turn_request(&state, request).await?;
+    let created = start_turn_with_files(&state, &caller, req, files).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
+}
+
+fn is_multipart(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("multipart/form-data")
+        })
+}
+
+/// The turn and its uploaded attachments (none for a JSON body: its attachments are inline).
+async fn turn_request(
+    state: &Arc<AppState>,
+    request: Request,
+) -> ApiResult<(CreateTurn, Vec<Upload>)> {
+    if !is_multipart(request.headers()) {
+        // The route allows upload-sized bodies for multipart; JSON keeps the usual limit.
+        let limit = state.config.max_body_bytes;
+        let request = request.map(|body| Body::new(http_body_util::Limited::new(body, limit)));
+        let ApiJson(req) = ApiJson::<CreateTurn>::from_request(request, state).await?;
+        return Ok((req, Vec::new()));
+    }
+    let multipart = Multipart::from_request(request, state)
+        .await
+        .map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let parts = read_parts(multipart, state.config.kb.caps(), true).await?;
+    let Some(json) = parts.request else {
+        return Err(ApiError::invalid(
+            ApiErrorCode::InvalidRequest,
+            "a multipart turn needs a part 'request' with the turn's JSON",
+        ));
+    };
+    let req: CreateTurn = serde_json::from_slice(&json).map_err(|e| {
+        ApiError::invalid(
+            ApiErrorCode::InvalidRequest,
+            format!("the part 'request': {e}"),
+        )
+    })?;
+    Ok((req, parts.files))
 }
 
 fn artifact_view(a: ArtifactMeta) -> ArtifactView {
@@ -42,8 +90,9 @@ fn artifact_view(a: ArtifactMeta) -> ArtifactView {
     }
 }
 
-fn turn_view(turn: TurnRecord, artifacts: Vec<ArtifactMeta>) -> TurnView {
+fn turn_view(turn: TurnRecord, artifacts: Vec<ArtifactMeta>, sources: Vec<Source>) -> TurnView {
     TurnView {
+        sources,
         events_url: format!("/api/v1/turns/{}/events", turn.id),
         language: Some(turn.spec.language),
         tools: turn.spec.tools,
@@ -64,6 +113,25 @@ fn turn_view(turn: TurnRecord, artifacts: Vec<ArtifactMeta>) -> TurnView {
     }
 }
 
+/// The sources the turn's answer cites: those of its last `answer` event (a turn that has
+/// not answered cites nothing).
+async fn answer_sources(store: &Store, turn_id: &str) -> ApiResult<Vec<Source>> {
+    let Some(stored) = store.last_event_of_kind(turn_id, "answer").await? else {
+        return Ok(Vec::new());
+    };
+    match stored.decode()?.kind {
+        EventKind::Answer { sources, .. } => Ok(sources),
+        other => {
+            tracing::error!(
+                turn_id,
+                kind = other.type_name(),
+                "answer row holds another event"
+            );
+            Err(ApiError::internal())
+        }
+    }
+}
+
 async fn owned_turn(state: &AppState, caller: &Caller, id: &str) -> ApiResult<TurnRecord> {
     state
         .store
@@ -79,7 +147,8 @@ pub async fn get_turn(
 ) -> ApiResult<Json<TurnView>> {
     let turn = owned_turn(&state, &caller, &id).await?;
     let artifacts = state.store.turn_artifacts(&turn.id).await?;
-    Ok(Json(turn_view(turn, artifacts)))
+    let sources = answer_sources(&state.store, &turn.id).await?;
+    Ok(Json(turn_view(turn, artifacts, sources)))
 }
 
 pub async fn turn_events(
@@ -186,7 +255,8 @@ pub async fn get_session(
     let mut turns = Vec::new();
     for turn in state.store.session_turns(&session.id).await? {
         let artifacts = state.store.turn_artifacts(&turn.id).await?;
-        turns.push(turn_view(turn, artifacts));
+        let sources = answer_sources(&state.store, &turn.id).await?;
+        turns.push(turn_view(turn, artifacts, sources));
     }
     Ok(Json(session_view(session, Some(turns))))
 }

@@ -10,20 +10,27 @@ use deepsolve_app::{
 use deepsolve_core::{Artifact, ConfigError, SolveConfig, ToolContext, TurnSpec};
 use deepsolve_protocol::api::{ApiErrorCode, CreateTurn, TurnCreated};
 use deepsolve_protocol::{
-    ErrorKind, EventKind, Language, PriorTurn, StopReason, StoredTurnSpec, TurnOutcome, TurnStatus,
+    ErrorKind, EventKind, Language, Material, PriorTurn, StopReason, StoredTurnSpec, TurnOutcome,
+    TurnStatus,
 };
-use deepsolve_store::{ArtifactMeta, NewArtifact, NewTurn, Store, TurnFinish, TurnRecord};
+use deepsolve_store::{
+    ArtifactMeta, KnowledgeBase, NewArtifact, NewTurn, Store, TurnFinish, TurnRecord,
+};
 use serde_json::{Map, Value};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
+use crate::kbshim::Knowledge;
 use crate::state::AppState;
+use crate::upload::Upload;
 
 /// A validated request, ready to run.
 struct Prepared {
     language: Language,
     tools: Vec<String>,
     config: SolveConfig,
+    /// What the turn may read (its knowledge bases and attachments), once gathered.
+    material: Option<Material>,
 }
 
 /// Validate, record and start a turn.
@@ -43,26 +50,147 @@ pub async fn start_turn_with(
     req: CreateTurn,
     history: Option<Vec<PriorTurn>>,
 ) -> ApiResult<TurnCreated> {
-    let prepared = prepare(state, &req)?;
+    start(state, caller, req, history, Vec::new()).await
+}
+
+/// Like [`start_turn`], with attachments uploaded as files (besides those inline in `req`).
+pub async fn start_turn_with_files(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    req: CreateTurn,
+    files: Vec<Upload>,
+) -> ApiResult<TurnCreated> {
+    start(state, caller, req, None, files).await
+}
+
+async fn start(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    req: CreateTurn,
+    history: Option<Vec<PriorTurn>>,
+    files: Vec<Upload>,
+) -> ApiResult<TurnCreated> {
+    let mut prepared = prepare(state, &req)?;
+    let asked = asked_material(state, caller, &req, files).await?;
     let turn_id = new_turn_id();
     // Reserve the slot first: a refused turn must leave nothing behind.
     let cancel = state.register_turn(&turn_id)?;
-    match record_turn(
-        state,
-        caller,
-        &req,
-        history,
-        &turn_id,
-        prepared,
-        cancel.clone(),
-    )
-    .await
-    {
+    let mut attachments_kb = None;
+    let result = async {
+        if let Some(asked) = asked {
+            prepared.material = Some(asked.gather(caller, &turn_id, &mut attachments_kb).await?);
+        }
+        record_turn(
+            state,
+            caller,
+            &req,
+            history,
+            &turn_id,
+            prepared,
+            cancel.clone(),
+        )
+        .await
+    }
+    .await;
+    match result {
         Ok(created) => Ok(created),
         Err(e) => {
             state.unregister_turn(&turn_id);
+            if let Some(kb_id) = attachments_kb {
+                drop_attachments(state, caller, &kb_id).await;
+            }
             Err(e)
         }
+    }
+}
+
+/// A refused turn keeps no attachments.
+async fn drop_attachments(state: &AppState, caller: &Caller, kb_id: &str) {
+    if let Err(e) = state.store.delete_kb(kb_id, &caller.user_id).await {
+        tracing::warn!(kb_id, error = %e, "a refused turn's attachments were not deleted");
+    }
+}
+
+/// What a turn asked to read: its knowledge bases (resolved) and its attachments (read).
+struct AskedMaterial {
+    knowledge: Knowledge,
+    kbs: Vec<KnowledgeBase>,
+    uploads: Vec<Upload>,
+}
+
+/// Check the material a turn asks for before anything is recorded: unknown knowledge bases
+/// and unreadable attachments are refused here. `None`: the turn asks for none.
+async fn asked_material(
+    state: &AppState,
+    caller: &Caller,
+    req: &CreateTurn,
+    files: Vec<Upload>,
+) -> ApiResult<Option<AskedMaterial>> {
+    let caps = state.config.kb.caps();
+    let mut uploads = crate::upload::decode_attachments(&req.attachments, caps)?;
+    uploads.extend(files);
+    if uploads.len() > caps.max_files {
+        return Err(ApiError::invalid(
+            ApiErrorCode::InvalidRequest,
+            format!("at most {} attachments per turn", caps.max_files),
+        ));
+    }
+    if uploads.is_empty() && req.knowledge_bases.is_empty() {
+        return Ok(None);
+    }
+    let knowledge = crate::kb::knowledge(state)?;
+    let kbs = if req.knowledge_bases.is_empty() {
+        Vec::new()
+    } else {
+        knowledge
+            .resolve_kbs(&caller.user_id, &req.knowledge_bases)
+            .await
+            .map_err(crate::kb::kb_error)?
+    };
+    Ok(Some(AskedMaterial {
+        knowledge,
+        kbs,
+        uploads,
+    }))
+}
+
+impl AskedMaterial {
+    /// Ingest the attachments into the turn's hidden knowledge base (its id goes to
+    /// `hidden` as soon as it exists, so a refusal can delete it), then list the material.
+    /// An attachment that cannot be read refuses the turn with 422 naming it and why.
+    async fn gather(
+        self,
+        caller: &Caller,
+        turn_id: &str,
+        hidden: &mut Option<String>,
+    ) -> ApiResult<Material> {
+        let knowledge = &self.knowledge;
+        let user_id = &caller.user_id;
+        let mut attachments = None;
+        if !self.uploads.is_empty() {
+            let kb = knowledge
+                .attachments_kb(user_id, turn_id)
+                .await
+                .map_err(crate::kb::kb_error)?;
+            *hidden = Some(kb.id.clone());
+            for upload in self.uploads {
+                let doc = knowledge
+                    .ingestor()
+                    .add(user_id, &kb.id, &upload.name, upload.bytes.len() as u64)
+                    .await
+                    .map_err(crate::kb::ingest_error)?;
+                knowledge
+                    .ingestor()
+                    .run(user_id, &doc.id, upload.bytes, &|_| {})
+                    .await
+                    .map_err(crate::kb::ingest_error)?;
+            }
+            attachments = Some(kb);
+        }
+        knowledge
+            .material(user_id, &self.kbs, attachments.as_ref())
+            .await
+            .map_err(crate::kb::kb_error)
     }
 }
 
@@ -106,6 +234,7 @@ async fn record_turn(
         config: prepared.config.to_map(),
         context_window: state.config.context_window,
         history,
+        material: prepared.material,
     };
     let new = NewTurn {
         id: turn_id.to_string(),
@@ -136,6 +265,7 @@ pub(crate) fn engine_spec(
     spec.config = config;
     spec.context_window = stored.context_window;
     spec.tools = stored.tools;
+    spec.material = stored.material.map(Arc::new);
     spec
 }
 
@@ -233,12 +363,6 @@ fn prepare(state: &AppState, req: &CreateTurn) -> ApiResult<Prepared> {
             ),
         ));
     }
-    if !req.attachments.is_empty() || !req.knowledge_bases.is_empty() {
-        return Err(ApiError::invalid(
-            ApiErrorCode::Unsupported,
-            "attachments and knowledge_bases are not supported by this server yet",
-        ));
-    }
     let language = match req.language.as_deref() {
         None => Language::En,
         Some(l) => Language::parse(l).ok_or_else(|| {
@@ -252,6 +376,7 @@ fn prepare(state: &AppState, req: &CreateTurn) -> ApiResult<Prepared> {
         language,
         tools: check_tools(state, &req.tools)?,
         config: turn_config(&state.solve_defaults(), &req.config)?,
+        material: None,
     })
 }
 

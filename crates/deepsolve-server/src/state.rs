@@ -60,6 +60,48 @@ pub struct ServerConfig {
     pub trust_forwarded_proto: bool,
     /// The main model's price (`llm.price`), shown by the web UI.
     pub price: Option<deepsolve_protocol::api::PriceView>,
+    /// Uploads and their ingest.
+    pub kb: KbConfig,
+}
+
+/// Uploads to knowledge bases (and a turn's attachments) and their ingest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KbConfig {
+    /// The largest file (`kb.max_file_mb`); the ingestor checks it again.
+    pub max_file_bytes: u64,
+    /// Most files per request.
+    pub max_files: usize,
+    /// Ingests this replica runs at once; more wait their turn (`queued`).
+    pub ingest_concurrency: usize,
+}
+
+impl Default for KbConfig {
+    fn default() -> Self {
+        KbConfig {
+            max_file_bytes: 50 * 1024 * 1024,
+            max_files: crate::upload::MAX_FILES,
+            ingest_concurrency: crate::ingest::DEFAULT_CONCURRENCY,
+        }
+    }
+}
+
+impl KbConfig {
+    /// The largest upload request: a few files at the cap (with room for the multipart
+    /// framing). Past it: 413, send fewer files per request.
+    pub fn max_request_bytes(&self) -> usize {
+        let bytes = self
+            .max_file_bytes
+            .saturating_mul(4)
+            .saturating_add(1024 * 1024);
+        usize::try_from(bytes).unwrap_or(usize::MAX)
+    }
+
+    pub fn caps(&self) -> crate::upload::UploadCaps {
+        crate::upload::UploadCaps {
+            max_file_bytes: self.max_file_bytes,
+            max_files: self.max_files,
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -83,6 +125,7 @@ impl Default for ServerConfig {
             secure_cookies: false,
             trust_forwarded_proto: false,
             price: None,
+            kb: KbConfig::default(),
         }
     }
 }
@@ -120,6 +163,8 @@ pub struct AppState {
     pub auth: AuthMode,
     pub writer: EventWriter,
     pub metrics: Arc<Metrics>,
+    /// This replica's background ingests.
+    pub ingest: crate::ingest::IngestJobs,
     /// The solve defaults in force (the settings endpoint changes them without a restart).
     solve_defaults: RwLock<deepsolve_core::SolveConfig>,
     /// Serialises settings writes (read-modify-write of one file).
@@ -137,6 +182,7 @@ impl AppState {
         metrics: Arc<Metrics>,
     ) -> Self {
         AppState {
+            ingest: crate::ingest::IngestJobs::new(config.kb.ingest_concurrency),
             solve_defaults: RwLock::new(config.defaults.clone()),
             settings_write: tokio::sync::Mutex::new(()),
             store,

@@ -21,6 +21,7 @@ pub struct Settings {
     pub tools: ToolsSettings,
     pub sandbox: SandboxSettings,
     pub server: ServerSettings,
+    pub kb: KbSettings,
 }
 
 /// The main model endpoint.
@@ -98,6 +99,9 @@ pub struct ModelsSettings {
     pub reason: Option<ModelRef>,
     /// The model that reads images.
     pub vision: Option<ModelRef>,
+    /// The embedding model of knowledge-base search (an OpenAI-compatible `/embeddings`);
+    /// unset = BM25 only.
+    pub embedding: Option<ModelRef>,
 }
 
 /// Another model, on the main endpoint unless `base_url` is given.
@@ -215,6 +219,28 @@ impl Default for ServerSettings {
     }
 }
 
+/// Knowledge bases: what one document and one knowledge base may hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KbSettings {
+    /// Largest document accepted, MiB; clamped to 1–1 024.
+    pub max_file_mb: u64,
+    /// Most pages a document may have; clamped to 1–100 000.
+    pub max_pages: u64,
+    /// Most passages (chunks) one knowledge base may hold; clamped to 100–10 000 000.
+    pub max_chunks: u64,
+}
+
+impl Default for KbSettings {
+    fn default() -> Self {
+        KbSettings {
+            max_file_mb: 50,
+            max_pages: 2_000,
+            max_chunks: 200_000,
+        }
+    }
+}
+
 /// Where the API key came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApiKeySource {
@@ -247,6 +273,7 @@ impl Settings {
         out.insert("tools".into(), to_value(&self.tools));
         out.insert("sandbox".into(), to_value(&self.sandbox));
         out.insert("server".into(), self.server.redacted_value());
+        out.insert("kb".into(), to_value(&self.kb));
         Value::Object(out)
     }
 }

@@ -218,6 +218,7 @@ const MODEL_REF: &[Field] = &[
 const MODELS: &[Field] = &[
     field("reason", Kind::Section(MODEL_REF)),
     field("vision", Kind::Section(MODEL_REF)),
+    field("embedding", Kind::Section(MODEL_REF)),
 ];
 
 /// The keys of `tools` besides the tool sections. `sandbox` is the deprecated spelling of
@@ -260,6 +261,16 @@ const SERVER: &[Field] = &[
     field("trust_forwarded_proto", Kind::Flag),
 ];
 
+/// `kb`: what one document and one knowledge base may hold.
+const KB: &[Field] = &[
+    field("max_file_mb", Kind::Number(Clamp::whole(1.0, 1024.0))),
+    field("max_pages", Kind::Number(Clamp::whole(1.0, 100_000.0))),
+    field(
+        "max_chunks",
+        Kind::Number(Clamp::whole(100.0, 10_000_000.0)),
+    ),
+];
+
 pub(crate) const SECTIONS: &[Field] = &[
     field("llm", Kind::Section(LLM)),
     field("models", Kind::Section(MODELS)),
@@ -267,6 +278,7 @@ pub(crate) const SECTIONS: &[Field] = &[
     field("tools", TOOLS),
     field("sandbox", Kind::Section(SANDBOX)),
     field("server", Kind::Section(SERVER)),
+    field("kb", Kind::Section(KB)),
 ];
 
 /// The whole tree.
@@ -427,7 +439,7 @@ mod tests {
         let miss = hint_of("lm");
         assert_eq!(
             miss,
-            "known sections: llm, models, solve, tools, sandbox, server"
+            "known sections: llm, models, solve, tools, sandbox, server, kb"
         );
         let miss = hint_of("llm.model.x");
         assert!(miss.contains("'llm.model' is a single value"), "{miss}");
@@ -445,15 +457,18 @@ mod tests {
         assert!(keys.contains(&"tools.disabled".to_string()));
         assert!(keys.contains(&"sandbox.memory_mb".to_string()));
         assert!(keys.contains(&"server.database".to_string()));
+        assert!(keys.contains(&"models.embedding.api_key_env".to_string()));
+        assert!(keys.contains(&"kb.max_chunks".to_string()));
         assert_eq!(
             keys.len(),
             8 + PRICE.len()
-                + 6
+                + 9
                 + KNOBS.len()
                 + FLAGS.len()
                 + TOOLS_OWN.len()
                 + SANDBOX.len()
                 + SERVER.len()
+                + KB.len()
         );
     }
 }

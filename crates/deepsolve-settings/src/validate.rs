@@ -90,6 +90,7 @@ pub(crate) fn build(
         tools,
         sandbox,
         server,
+        kb: section(tree.remove("kb").unwrap_or(Value::Null), "kb", origins)?,
     };
     Ok((settings, warnings))
 }
@@ -547,6 +548,40 @@ mod tests {
     }
 
     #[test]
+    fn knowledge_base_limits_are_clamped_and_the_embedding_model_is_a_model_ref() {
+        let (s, _) = run(json!({})).unwrap();
+        assert_eq!(
+            (s.kb.max_file_mb, s.kb.max_pages, s.kb.max_chunks),
+            (50, 2_000, 200_000)
+        );
+        assert!(s.models.embedding.is_none());
+        let (s, w) = run(json!({
+            "kb": {"max_file_mb": 0, "max_pages": 10, "max_chunks": 1},
+            "models": {"embedding": {"model": "bge-m3", "base_url": "http://127.0.0.1:9/v1",
+                                     "api_key_env": "EMBED_KEY"}},
+        }))
+        .unwrap();
+        assert_eq!(
+            (s.kb.max_file_mb, s.kb.max_pages, s.kb.max_chunks),
+            (1, 10, 100)
+        );
+        for key in ["kb.max_file_mb", "kb.max_chunks"] {
+            assert!(w.iter().any(|w| w.contains(key)), "{key}: {w:?}");
+        }
+        let embedding = s.models.embedding.clone().unwrap();
+        assert_eq!(embedding.model, "bge-m3");
+        assert_eq!(embedding.api_key_env.as_deref(), Some("EMBED_KEY"));
+        assert_eq!(s.redacted_value()["kb"]["max_pages"], json!(10));
+        let e = err(json!({"kb": {"max_file": 3}}));
+        assert!(
+            e.contains("'kb.max_file'") && e.contains("max_file_mb"),
+            "{e}"
+        );
+        let e = err(json!({"models": {"embedding": {"base_url": "http://x"}}}));
+        assert!(e.contains("models.embedding.model"), "{e}");
+    }
+
+    #[test]
     fn sandbox_and_server_numbers_are_clamped() {
         let (s, w) = run(json!({
             "sandbox": {"memory_mb": 1, "max_processes": 100000, "retention_days": 0},
@@ -749,6 +784,7 @@ mod tests {
             api_key_env: None,
         });
         s.models.vision = s.models.reason.clone();
+        s.models.embedding = s.models.reason.clone();
         s.llm.price = Some(crate::PriceSettings {
             input_per_mtok: 0.5,
             output_per_mtok: 2.0,

@@ -42,8 +42,8 @@ use sqlx::{Executor, SqlSafeStr};
 pub use error::StoreError;
 pub use hub::{Hub, HubMsg, Received, Subscription};
 pub use kb::{
-    EmbeddingSpec, KbChunk, KbDocument, KbDocumentStatus, KbEmbedding, KnowledgeBase, NewKbChunk,
-    NewKbDocument,
+    EmbeddingSpec, KbChunk, KbDocument, KbDocumentStatus, KbEmbedding, KbPage, KnowledgeBase,
+    NewKbChunk, NewKbDocument, NewKbPage,
 };
 pub use model::{
     AppendEvent, ArtifactMeta, BrowserSession, IssuedBrowserSession, IssuedToken, NewArtifact,
@@ -320,7 +320,7 @@ pub fn redact_url(url: &str) -> String {
 
 /// The embedded migrations of a backend (no macros, no files at run time), in order.
 fn migrator(backend: Backend) -> Migrator {
-    let scripts: [(i64, &'static str, &'static str); 3] = match backend {
+    let scripts: [(i64, &'static str, &'static str); 4] = match backend {
         Backend::Sqlite => [
             (
                 1,
@@ -336,6 +336,11 @@ fn migrator(backend: Backend) -> Migrator {
                 3,
                 "knowledge_bases",
                 include_str!("../migrations/sqlite/0003_knowledge_bases.sql"),
+            ),
+            (
+                4,
+                "kb_pages",
+                include_str!("../migrations/sqlite/0004_kb_pages.sql"),
             ),
         ],
         Backend::Postgres => [
@@ -353,6 +358,11 @@ fn migrator(backend: Backend) -> Migrator {
                 3,
                 "knowledge_bases",
                 include_str!("../migrations/postgres/0003_knowledge_bases.sql"),
+            ),
+            (
+                4,
+                "kb_pages",
+                include_str!("../migrations/postgres/0004_kb_pages.sql"),
             ),
         ],
     };

@@ -11,6 +11,7 @@
 //! - [`policy`]: the scripted behaviours (well-behaved solver, plan skipper, flood, …), and
 //!   wrappers that write any of them as text-tag calls ([`TagsMode`]), with inline `<think>`
 //!   ([`ReasoningModel`]) or as vendor markup ([`VendorMarkup`]).
+//! - [`documents`]: fixture documents (PDF, DOCX, HTML, Markdown) and hostile ones.
 //! - [`tags`]: the text-tag protocol read and written independently of the engine's
 //!   implementation; tags-mode requests reach policies in the same neutral shape as native ones.
 //!
@@ -30,6 +31,7 @@
 //! assert_eq!(model.call_count(), 0);
 //! ```
 
+pub mod documents;
 pub mod invariants;
 pub mod policy;
 pub mod progress;

@@ -20,6 +20,7 @@
 //! The rule by which turns get the mounted tools is in [`toolset`].
 
 pub mod code;
+pub mod knowledge;
 pub mod reason;
 pub mod toolset;
 
@@ -29,6 +30,9 @@ pub use toolset::{
 };
 
 pub use code::sandboxed::human_size;
+
+/// Re-exported so a front end can build the knowledge tools' service without naming the crate.
+pub use deepsolve_kb::Knowledge;
 
 /// Re-exported so a front end can detect a sandbox without naming the crate.
 pub use deepsolve_sandbox::{
@@ -68,5 +72,23 @@ pub const CATALOG: &[ToolEntry] = &[
         section: reason::SETTINGS,
         needs_workspace: false,
         build: reason::build,
+    },
+    ToolEntry {
+        name: knowledge::RAG,
+        policy: Policy::WithMaterial,
+        playbook: knowledge::rag::PLAYBOOK,
+        settings: &["models.embedding", "kb"],
+        section: &[],
+        needs_workspace: false,
+        build: knowledge::build_rag,
+    },
+    ToolEntry {
+        name: knowledge::READ_SOURCE,
+        policy: Policy::WithMaterial,
+        playbook: knowledge::read_source::PLAYBOOK,
+        settings: &["kb"],
+        section: &[],
+        needs_workspace: false,
+        build: knowledge::build_read_source,
     },
 ];

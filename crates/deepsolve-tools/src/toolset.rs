@@ -11,7 +11,10 @@
 //! 2. A turn is offered every mounted [`Policy::Automatic`] tool (in catalog order), then the
 //!    tools it requests — `tools.enabled` in the settings, then `--tool` (CLI) or the request's
 //!    `tools` (API; none through the OpenAI facade) — each once, in that order. An
-//!    [`Policy::OptIn`] tool is offered only when requested.
+//!    [`Policy::OptIn`] tool is offered only when requested. A [`Policy::WithMaterial`] tool
+//!    (`rag`, `read_source`) is offered exactly when the turn has material (knowledge bases or
+//!    attachments: [`Toolset::for_turn_with`]), never by request: naming it is accepted and
+//!    changes nothing.
 //! 3. Requesting a name that is not in the catalog, or a tool that is unavailable, is an error
 //!    naming the known or the available tools ([`ToolRequestError`]); the turn does not start.
 //! 4. A tool named in `tools.disabled` is never built: it is unavailable ("disabled by
@@ -40,6 +43,8 @@ pub enum Policy {
     Automatic,
     /// Only on turns that ask for it.
     OptIn,
+    /// Exactly on turns that have material (knowledge bases or attachments) to read.
+    WithMaterial,
 }
 
 impl Policy {
@@ -47,6 +52,7 @@ impl Policy {
         match self {
             Policy::Automatic => "automatic",
             Policy::OptIn => "opt-in",
+            Policy::WithMaterial => "with-material",
         }
     }
 }
@@ -91,6 +97,8 @@ pub struct Deps {
     pub reasoning_model: Result<Arc<dyn ChatModel>, Unavailable>,
     /// A sandbox whose probe ran real code, or why there is none.
     pub sandbox: Result<Sandbox, Unavailable>,
+    /// The knowledge-base service behind `rag` and `read_source`, or why there is none.
+    pub knowledge: Result<deepsolve_kb::Knowledge, Unavailable>,
 }
 
 /// Builds a tool from what the app provides, or says why it cannot.
@@ -234,11 +242,22 @@ impl Toolset {
             .map(|(_, _, why)| why)
     }
 
-    /// The work tools a turn is offered: the automatic ones, then `tools.enabled`, then
-    /// `requested`, each once; an unknown or unavailable name is an error.
+    /// The work tools a turn without material is offered: the automatic ones, then
+    /// `tools.enabled`, then `requested`, each once; an unknown or unavailable name is an
+    /// error.
     pub fn for_turn<S: AsRef<str>>(
         &self,
         requested: &[S],
+    ) -> Result<Vec<String>, ToolRequestError> {
+        self.for_turn_with(requested, false)
+    }
+
+    /// [`Toolset::for_turn`] for a turn that has material (`true`: its knowledge tools
+    /// follow the automatic ones; one that is unavailable is an error) or not.
+    pub fn for_turn_with<S: AsRef<str>>(
+        &self,
+        requested: &[S],
+        has_material: bool,
     ) -> Result<Vec<String>, ToolRequestError> {
         let mut offered: Vec<String> = self
             .mounted
@@ -247,6 +266,18 @@ impl Toolset {
             .map(|m| m.name.clone())
             .collect();
         let mut error = ToolRequestError::default();
+        if has_material {
+            offered.extend(
+                (self.mounted.iter())
+                    .filter(|m| m.policy == Policy::WithMaterial)
+                    .map(|m| m.name.clone()),
+            );
+            error.unavailable.extend(
+                (self.unavailable.iter())
+                    .filter(|(_, policy, _)| *policy == Policy::WithMaterial)
+                    .map(|(name, _, why)| (name.clone(), why.clone())),
+            );
+        }
         let asked = self
             .enabled
             .iter()
@@ -254,6 +285,9 @@ impl Toolset {
             .chain(requested.iter().map(AsRef::as_ref))
             .map(str::trim);
         for name in asked {
+            if self.is_with_material(name) {
+                continue;
+            }
             if self.mounted.iter().any(|m| m.name == name) {
                 if !offered.iter().any(|o| o == name) {
                     offered.push(name.to_string());
@@ -272,6 +306,14 @@ impl Toolset {
         error.available = self.available();
         error.known = self.status().iter().map(|s| s.name.to_string()).collect();
         Err(error)
+    }
+
+    /// Whether `name` is offered by the turn's material alone.
+    fn is_with_material(&self, name: &str) -> bool {
+        self.mounted
+            .iter()
+            .any(|m| m.name == name && m.policy == Policy::WithMaterial)
+            || (self.unavailable.iter()).any(|(n, p, _)| n == name && *p == Policy::WithMaterial)
     }
 
     /// Whether a turn offered `offered` needs a workspace.
@@ -401,6 +443,7 @@ impl fmt::Debug for Deps {
                 &self.reasoning_model.as_ref().map(|m| m.name()),
             )
             .field("sandbox", &self.sandbox.as_ref().map(Sandbox::describe))
+            .field("knowledge", &self.knowledge.is_ok())
             .finish_non_exhaustive()
     }
 }

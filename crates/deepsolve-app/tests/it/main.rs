@@ -6,4 +6,5 @@
 mod app;
 mod gc;
 mod interp;
+mod knowledge;
 mod turn;

@@ -215,6 +215,7 @@ fn interrupted_turn_in_the_default_store(env: &Isolated) -> String {
             config: serde_json::Map::new(),
             context_window: 32_000,
             history: Vec::new(),
+            material: None,
         };
         store
             .create_turn(&NewTurn {

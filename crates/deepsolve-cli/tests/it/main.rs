@@ -9,6 +9,7 @@ mod connections;
 mod did_you_mean;
 mod disabled_tools;
 mod gc;
+mod kb;
 mod memory_probe;
 mod protocols;
 mod reply_memory;

@@ -6,6 +6,9 @@
 mod chunk;
 mod embed;
 mod extract;
-mod fixtures;
 mod index;
+mod ingest;
 mod retrieve;
+
+/// The fixture documents, shared with the server's and the CLI's tests.
+pub(crate) use deepsolve_testkit::documents as fixtures;

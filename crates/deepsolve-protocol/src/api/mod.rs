@@ -1,6 +1,7 @@
 //! The HTTP API's requests, responses and errors (`/api/v1/…`, `/healthz`), and the OpenAI
 //! facade's ([`openai`]).
 
+pub mod kb;
 pub mod openai;
 
 use schemars::JsonSchema;
@@ -9,8 +10,14 @@ use serde_json::{Map, Value};
 
 use crate::outcome::StopReason;
 use crate::solve::{Language, SolveRecord};
+use crate::tool::Source;
 use crate::turn::TurnStatus;
 use crate::usage::Usage;
+
+pub use kb::{
+    CreateKb, DocumentStatus, DocumentView, DocumentsAccepted, KbDetail, KbList, KbView,
+    KnowledgeView, SearchHit, SearchKb, SearchResults, TurnAttachment,
+};
 
 /// `POST /api/v1/turns`. Unknown fields are refused by name.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -29,10 +36,13 @@ pub struct CreateTurn {
     /// Solve knob overrides; unknown keys are refused by name, values clamped.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub config: Map<String, Value>,
-    /// Not supported yet: a non-empty list is refused.
+    /// Files for this turn only, ingested before it starts (one that cannot be read refuses
+    /// the turn with 422 naming it). Larger files go as `multipart/form-data`: a part
+    /// `request` with this JSON and parts `file`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub attachments: Vec<Value>,
-    /// Not supported yet: a non-empty list is refused.
+    pub attachments: Vec<TurnAttachment>,
+    /// The caller's knowledge bases the turn may search, by id or name (an unknown one is
+    /// refused with 422 listing the caller's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub knowledge_bases: Vec<String>,
 }
@@ -68,6 +78,9 @@ pub struct TurnView {
     pub created_at: i64,
     pub finished_at: Option<i64>,
     pub artifacts: Vec<ArtifactView>,
+    /// The sources the answer cites (`[n]`), by `n`.
+    #[serde(default)]
+    pub sources: Vec<Source>,
     pub events_url: String,
 }
 
@@ -227,6 +240,7 @@ pub struct CapabilitiesView {
     /// What the main model costs (`llm.price`); `null` when not configured.
     pub price: Option<PriceView>,
     pub sandbox: SandboxView,
+    pub knowledge: KnowledgeView,
 }
 
 /// A work tool and whether a turn can have it.

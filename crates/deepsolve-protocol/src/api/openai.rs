@@ -17,6 +17,10 @@ pub struct ChatRequest {
     pub stream: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_options: Option<StreamOptions>,
+    /// A deepsolve extension: the caller's knowledge bases the solve may search (ids or
+    /// names); the answer then ends with a `Sources` list of what it cites.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knowledge_bases: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -232,6 +232,85 @@ impl Store {
         Ok(())
     }
 
+    /// Record what extraction found: the document's format (by its bytes, which may differ
+    /// from what its name said) and its page count. Not a change to what is searched.
+    pub async fn set_kb_document_extracted(
+        &self,
+        id: &str,
+        user_id: &str,
+        kind: &str,
+        pages: Option<u32>,
+    ) -> Result<(), StoreError> {
+        let _gate = self.write_gate().await;
+        let done = sqlx::query(
+            "UPDATE kb_documents SET kind = $1, pages = $2, pages_total = $2 \
+             WHERE id = $3 AND user_id = $4",
+        )
+        .bind(kind)
+        .bind(pages.map(i64::from))
+        .bind(id)
+        .bind(user_id)
+        .execute(self.pool())
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("document"));
+        }
+        Ok(())
+    }
+
+    /// Drop a document's chunks and pages (before a retried ingest, after a failed one),
+    /// keeping the document itself. Bumps the KB's generation.
+    pub async fn clear_kb_document_content(
+        &self,
+        id: &str,
+        user_id: &str,
+    ) -> Result<(), StoreError> {
+        let _gate = self.write_gate().await;
+        let mut tx = self.pool().begin().await?;
+        let kb_id = document_kb(&mut tx, id, user_id).await?;
+        for sql in [
+            "DELETE FROM kb_chunks WHERE document_id = $1",
+            "DELETE FROM kb_pages WHERE document_id = $1",
+        ] {
+            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+        }
+        bump_generation(&mut tx, &kb_id, user_id).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// How many chunks a KB of this user holds, of documents in any status (what the
+    /// per-KB chunk cap counts).
+    pub async fn kb_chunk_count(&self, kb_id: &str, user_id: &str) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id \
+             WHERE c.kb_id = $1 AND d.user_id = $2",
+        )
+        .bind(kb_id)
+        .bind(user_id)
+        .fetch_one(self.pool())
+        .await?;
+        Ok(to_u64(n))
+    }
+
+    /// Mark every document still `queued` or `ingesting` as `failed` with `error`, of every
+    /// user: for a server starting after a crash, whose ingest jobs died with it. Returns
+    /// how many were marked. Server bookkeeping only (unscoped).
+    pub async fn fail_unfinished_kb_documents_unscoped(
+        &self,
+        error: &str,
+    ) -> Result<u64, StoreError> {
+        let _gate = self.write_gate().await;
+        let done = sqlx::query(
+            "UPDATE kb_documents SET status = 'failed', error = $1 \
+             WHERE status IN ('queued', 'ingesting')",
+        )
+        .bind(error)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected())
+    }
+
     /// Delete a document with its chunks; `false`: no such document.
     pub async fn delete_kb_document(&self, id: &str, user_id: &str) -> Result<bool, StoreError> {
         let _gate = self.write_gate().await;
@@ -243,6 +322,7 @@ impl Store {
         };
         for sql in [
             "DELETE FROM kb_chunks WHERE document_id = $1",
+            "DELETE FROM kb_pages WHERE document_id = $1",
             "DELETE FROM kb_documents WHERE id = $1",
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;

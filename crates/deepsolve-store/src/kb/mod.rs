@@ -5,12 +5,14 @@
 
 mod chunks;
 mod documents;
+mod pages;
 
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 pub use chunks::{KbChunk, KbEmbedding, NewKbChunk};
 pub use documents::{KbDocument, KbDocumentStatus, NewKbDocument};
+pub use pages::{KbPage, NewKbPage};
 
 use crate::error::StoreError;
 use crate::{Store, new_id, now_ms, to_u64};
@@ -36,10 +38,13 @@ pub struct KnowledgeBase {
     /// Bumped by every change to its documents, chunks or embeddings.
     pub generation: u64,
     pub embedding: Option<EmbeddingSpec>,
+    /// Set for a turn's own attachments: a hidden knowledge base that [`Store::list_kbs`]
+    /// never shows.
+    pub turn_id: Option<String>,
 }
 
-const KB_COLUMNS: &str =
-    "id, user_id, name, created_at, updated_at, generation, embedding_model, embedding_dimension";
+const KB_COLUMNS: &str = "id, user_id, name, created_at, updated_at, generation, \
+                          embedding_model, embedding_dimension, turn_id";
 
 fn kb_from_row(row: &AnyRow) -> Result<KnowledgeBase, StoreError> {
     let model: Option<String> = row.try_get("embedding_model")?;
@@ -60,6 +65,7 @@ fn kb_from_row(row: &AnyRow) -> Result<KnowledgeBase, StoreError> {
         updated_at: row.try_get("updated_at")?,
         generation: to_u64(row.try_get("generation")?),
         embedding,
+        turn_id: row.try_get("turn_id")?,
     })
 }
 
@@ -99,6 +105,53 @@ impl Store {
     /// A new, empty knowledge base; `Conflict` when the user already has one of that name.
     pub async fn create_kb(&self, user_id: &str, name: &str) -> Result<KnowledgeBase, StoreError> {
         let name = valid_kb_name(name)?;
+        self.insert_kb(user_id, name, None).await
+    }
+
+    /// The hidden knowledge base holding a turn's own attachments: the existing one, or a new
+    /// one. Its name is derived from the turn id, so it never takes a name the user chose.
+    pub async fn turn_attachments_kb(
+        &self,
+        user_id: &str,
+        turn_id: &str,
+    ) -> Result<KnowledgeBase, StoreError> {
+        if let Some(kb) = self.find_turn_kb(user_id, turn_id).await? {
+            return Ok(kb);
+        }
+        let name = format!("attachments of {turn_id}");
+        match self.insert_kb(user_id, name, Some(turn_id)).await {
+            // Two callers raced to create it: the other one's is the turn's.
+            Err(StoreError::Conflict(_)) => self
+                .find_turn_kb(user_id, turn_id)
+                .await?
+                .ok_or(StoreError::NotFound("knowledge base")),
+            other => other,
+        }
+    }
+
+    async fn find_turn_kb(
+        &self,
+        user_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<KnowledgeBase>, StoreError> {
+        let sql = format!(
+            "SELECT {KB_COLUMNS} FROM knowledge_bases WHERE user_id = $1 AND turn_id = $2 \
+             ORDER BY id LIMIT 1"
+        );
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(user_id)
+            .bind(turn_id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(kb_from_row).transpose()
+    }
+
+    async fn insert_kb(
+        &self,
+        user_id: &str,
+        name: String,
+        turn_id: Option<&str>,
+    ) -> Result<KnowledgeBase, StoreError> {
         let _gate = self.write_gate().await;
         let mut tx = self.pool().begin().await?;
         let taken: i64 = sqlx::query_scalar(
@@ -122,26 +175,29 @@ impl Store {
             updated_at: now,
             generation: 0,
             embedding: None,
+            turn_id: turn_id.map(str::to_string),
         };
         sqlx::query(
-            "INSERT INTO knowledge_bases (id, user_id, name, created_at, updated_at, generation) \
-             VALUES ($1, $2, $3, $4, $5, 0)",
+            "INSERT INTO knowledge_bases (id, user_id, name, created_at, updated_at, generation, \
+             turn_id) VALUES ($1, $2, $3, $4, $5, 0, $6)",
         )
         .bind(&kb.id)
         .bind(&kb.user_id)
         .bind(&kb.name)
         .bind(now)
         .bind(now)
+        .bind(kb.turn_id.clone())
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(kb)
     }
 
-    /// A user's knowledge bases, by name.
+    /// A user's knowledge bases, by name (not the hidden ones of turns' attachments).
     pub async fn list_kbs(&self, user_id: &str) -> Result<Vec<KnowledgeBase>, StoreError> {
         let sql = format!(
-            "SELECT {KB_COLUMNS} FROM knowledge_bases WHERE user_id = $1 ORDER BY name, id"
+            "SELECT {KB_COLUMNS} FROM knowledge_bases WHERE user_id = $1 AND turn_id IS NULL \
+             ORDER BY name, id"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(user_id)
@@ -179,6 +235,8 @@ impl Store {
         // connection is guaranteed to run with foreign keys on.
         for sql in [
             "DELETE FROM kb_chunks WHERE kb_id = $1",
+            "DELETE FROM kb_pages WHERE document_id IN \
+             (SELECT id FROM kb_documents WHERE kb_id = $1)",
             "DELETE FROM kb_documents WHERE kb_id = $1",
             "DELETE FROM knowledge_bases WHERE id = $1",
         ] {

@@ -1,7 +1,8 @@
 //! Knowledge bases, documents, chunks and embeddings on every backend under test.
 
 use deepsolve_store::{
-    EmbeddingSpec, KbDocumentStatus, KbEmbedding, NewKbChunk, NewKbDocument, Store, StoreError,
+    EmbeddingSpec, KbDocumentStatus, KbEmbedding, NewKbChunk, NewKbDocument, NewKbPage, Store,
+    StoreError,
 };
 
 use crate::store::stores;
@@ -398,5 +399,159 @@ async fn another_users_knowledge_base_reads_and_writes_as_missing() {
                 .len(),
             2
         );
+    }
+}
+
+#[tokio::test]
+async fn pages_hold_the_whole_text_and_are_read_by_character_window() {
+    for (store, _dir) in stores().await {
+        let kb = store.create_kb("u1", "Notes").await.unwrap();
+        let d = store
+            .add_kb_document(&kb.id, "u1", doc("notes.pdf"))
+            .await
+            .unwrap();
+        let pages = [
+            NewKbPage {
+                page: Some(1),
+                text: "première page\n\n".into(),
+            },
+            NewKbPage {
+                page: Some(2),
+                text: "第二页的文字\n\n".into(),
+            },
+            NewKbPage {
+                page: Some(3),
+                text: "third".into(),
+            },
+        ];
+        let total = store.set_kb_pages(&d.id, "u1", &pages).await.unwrap();
+        // Characters, not bytes: 15 + 8 + 5.
+        assert_eq!(total, 28);
+        assert_eq!(store.kb_text_chars(&d.id, "u1").await.unwrap(), 28);
+        let window = store.kb_pages_between(&d.id, "u1", 14, 16).await.unwrap();
+        let starts: Vec<(Option<u32>, u64)> =
+            window.iter().map(|p| (p.page, p.start_char)).collect();
+        assert_eq!(starts, [(Some(1), 0), (Some(2), 15)]);
+        let last = store.kb_pages_between(&d.id, "u1", 23, 100).await.unwrap();
+        assert_eq!(last.len(), 1);
+        assert_eq!(last[0].text, "third");
+        // Another user sees nothing; replacing the pages replaces them all.
+        assert!(
+            store
+                .kb_pages_between(&d.id, "u2", 0, 100)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(store.kb_text_chars(&d.id, "u2").await.unwrap(), 0);
+        assert!(matches!(
+            store.set_kb_pages(&d.id, "u2", &pages).await,
+            Err(StoreError::NotFound(_))
+        ));
+        store.set_kb_pages(&d.id, "u1", &pages[2..]).await.unwrap();
+        assert_eq!(store.kb_text_chars(&d.id, "u1").await.unwrap(), 5);
+        // Clearing drops chunks and pages but keeps the document.
+        store
+            .insert_kb_chunks(&d.id, "u1", &chunks(4))
+            .await
+            .unwrap();
+        assert_eq!(store.kb_chunk_count(&kb.id, "u1").await.unwrap(), 4);
+        assert_eq!(store.kb_chunk_count(&kb.id, "u2").await.unwrap(), 0);
+        let before = generation(&store, &kb.id, "u1").await;
+        store.clear_kb_document_content(&d.id, "u1").await.unwrap();
+        assert!(generation(&store, &kb.id, "u1").await > before);
+        assert_eq!(store.kb_chunk_count(&kb.id, "u1").await.unwrap(), 0);
+        assert_eq!(store.kb_text_chars(&d.id, "u1").await.unwrap(), 0);
+        assert!(store.kb_document(&d.id, "u1").await.unwrap().is_some());
+        // Deleting the document (and the KB) takes its pages with it.
+        store.set_kb_pages(&d.id, "u1", &pages).await.unwrap();
+        assert!(store.delete_kb_document(&d.id, "u1").await.unwrap());
+        assert_eq!(store.kb_text_chars(&d.id, "u1").await.unwrap(), 0);
+    }
+}
+
+#[tokio::test]
+async fn extraction_results_are_recorded_and_unfinished_documents_can_be_failed() {
+    for (store, _dir) in stores().await {
+        let kb = store.create_kb("u1", "Notes").await.unwrap();
+        let a = store.add_kb_document(&kb.id, "u1", doc("a")).await.unwrap();
+        let b = store
+            .add_kb_document(&kb.id, "u1", doc("b.md"))
+            .await
+            .unwrap();
+        let c = store
+            .add_kb_document(&kb.id, "u1", doc("c.md"))
+            .await
+            .unwrap();
+        store
+            .set_kb_document_extracted(&a.id, "u1", "pdf", Some(12))
+            .await
+            .unwrap();
+        assert!(matches!(
+            store
+                .set_kb_document_extracted(&a.id, "u2", "pdf", None)
+                .await,
+            Err(StoreError::NotFound(_))
+        ));
+        let a = store.kb_document(&a.id, "u1").await.unwrap().unwrap();
+        assert_eq!(
+            (a.kind.as_str(), a.pages, a.pages_total),
+            ("pdf", Some(12), Some(12))
+        );
+        store
+            .set_kb_document_status(&b.id, "u1", KbDocumentStatus::Ingesting, None)
+            .await
+            .unwrap();
+        store
+            .set_kb_document_status(&c.id, "u1", KbDocumentStatus::Ready, None)
+            .await
+            .unwrap();
+        let marked = store
+            .fail_unfinished_kb_documents_unscoped("interrupted by a restart: upload it again")
+            .await
+            .unwrap();
+        assert_eq!(marked, 2);
+        for (id, status) in [
+            (&a.id, KbDocumentStatus::Failed),
+            (&b.id, KbDocumentStatus::Failed),
+            (&c.id, KbDocumentStatus::Ready),
+        ] {
+            let d = store.kb_document(id, "u1").await.unwrap().unwrap();
+            assert_eq!(d.status, status);
+        }
+        let b = store.kb_document(&b.id, "u1").await.unwrap().unwrap();
+        assert_eq!(
+            b.error.as_deref(),
+            Some("interrupted by a restart: upload it again")
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_turns_attachments_knowledge_base_is_one_per_turn_and_hidden_from_the_list() {
+    for (store, _dir) in stores().await {
+        store.create_kb("u1", "Calculus").await.unwrap();
+        let first = store.turn_attachments_kb("u1", "turn_a").await.unwrap();
+        assert_eq!(first.turn_id.as_deref(), Some("turn_a"));
+        let again = store.turn_attachments_kb("u1", "turn_a").await.unwrap();
+        assert_eq!(again.id, first.id);
+        let other = store.turn_attachments_kb("u1", "turn_b").await.unwrap();
+        assert_ne!(other.id, first.id);
+        // Another user's turn of the same id gets its own.
+        let theirs = store.turn_attachments_kb("u2", "turn_a").await.unwrap();
+        assert_ne!(theirs.id, first.id);
+        let listed: Vec<String> = store
+            .list_kbs("u1")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|k| k.name)
+            .collect();
+        assert_eq!(listed, ["Calculus"]);
+        // It is still a KB of its user by id.
+        let read = store.kb(&first.id, "u1").await.unwrap().unwrap();
+        assert_eq!(read.turn_id.as_deref(), Some("turn_a"));
+        assert!(store.kb(&first.id, "u2").await.unwrap().is_none());
+        assert!(store.list_kbs("u1").await.unwrap()[0].turn_id.is_none());
     }
 }

@@ -51,6 +51,7 @@ fn spec() -> StoredTurnSpec {
         config: serde_json::Map::new(),
         context_window: 32_000,
         history: Vec::new(),
+        material: None,
     }
 }
 

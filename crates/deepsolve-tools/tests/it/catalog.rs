@@ -31,23 +31,26 @@ async fn unsandboxed() -> Sandbox {
         .expect("python3 for the sandbox (scripts/install-deps)")
 }
 
-fn deps(sandbox: Result<Sandbox, Unavailable>) -> Deps {
+pub(crate) fn deps(sandbox: Result<Sandbox, Unavailable>) -> Deps {
     let model: Arc<dyn ChatModel> = Arc::new(Silent);
     Deps {
         settings: Settings::default(),
         main_model: model.clone(),
         reasoning_model: Ok(model),
         sandbox,
+        knowledge: Err(Unavailable("no store in these tests".into())),
     }
 }
 
-fn no_sandbox() -> Result<Sandbox, Unavailable> {
+pub(crate) fn no_sandbox() -> Result<Sandbox, Unavailable> {
     Err(Unavailable("bubblewrap is missing".into()))
 }
 
 #[tokio::test]
 async fn every_entry_builds_the_tool_it_names_with_its_playbook_line() {
-    let deps = deps(Ok(unsandboxed().await));
+    let dir = tempfile::tempdir().unwrap();
+    let mut deps = deps(Ok(unsandboxed().await));
+    deps.knowledge = Ok(crate::knowledge::service(&dir).await);
     for entry in CATALOG {
         let tool = (entry.build)(&deps).unwrap_or_else(|e| panic!("{}: {e}", entry.name));
         assert_eq!(tool.spec().name, entry.name);
@@ -71,7 +74,10 @@ async fn every_entry_builds_the_tool_it_names_with_its_playbook_line() {
 
 #[tokio::test]
 async fn a_turn_gets_the_automatic_tools_then_what_it_asks_for() {
-    let set = Toolset::mount(CATALOG, &deps(Ok(unsandboxed().await)));
+    let dir = tempfile::tempdir().unwrap();
+    let mut deps = deps(Ok(unsandboxed().await));
+    deps.knowledge = Ok(crate::knowledge::service(&dir).await);
+    let set = Toolset::mount(CATALOG, &deps);
     assert_eq!(set.tools().len(), CATALOG.len());
     assert!(set.status().iter().all(|s| s.unavailable.is_none()));
     let automatic: Vec<String> = CATALOG

@@ -34,6 +34,7 @@ fn ctx(turn: &str, workspace: Option<&Path>) -> ToolContext {
         language: Language::En,
         cancel: CancellationToken::new(),
         deadline: None,
+        ..ToolContext::default()
     }
 }
 

@@ -5,4 +5,5 @@
 
 mod catalog;
 mod code;
+mod knowledge;
 mod reason;

@@ -48,6 +48,7 @@ fn ctx() -> ToolContext {
         language: Language::En,
         cancel: tokio_util::sync::CancellationToken::new(),
         deadline: None,
+        ..ToolContext::default()
     }
 }
 
@@ -105,6 +106,7 @@ fn built_from(sets: &[&str], model: Arc<Recorder>) -> ToolRef {
         main_model: model.clone(),
         reasoning_model: Ok(model),
         sandbox: Err(deepsolve_tools::Unavailable("not in these tests".into())),
+        knowledge: Err(deepsolve_tools::Unavailable("not in these tests".into())),
     };
     (entry.build)(&deps).unwrap()
 }

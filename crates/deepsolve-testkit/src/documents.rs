@@ -1,11 +1,16 @@
 //! Fixture documents, written by the tests themselves: a minimal PDF writer (Helvetica for
 //! English, a Type0/Identity-H font with a ToUnicode map for Chinese), a minimal DOCX (OOXML in
-//! a zip), HTML with boilerplate around an article, and the hostile variants.
+//! a zip), HTML with boilerplate around an article, and the hostile variants (a zip-bomb DOCX,
+//! a PDF of 10 000 pages, a malformed PDF, one whose font crashes the parser).
+//!
+//! Writing into a `Vec` cannot fail; the few `Result`s on the way are dropped rather than
+//! unwrapped, and a zip that could not be written comes back empty (a test then fails loudly
+//! on an unreadable document).
 
 use std::io::{Cursor, Write};
 
 /// A page of a generated PDF.
-pub(crate) enum PdfPage<'a> {
+pub enum PdfPage<'a> {
     /// Lines of ASCII text in Helvetica.
     English(&'a [&'a str]),
     /// Lines of Chinese text in a CID font (CID = Unicode code point, mapped by ToUnicode).
@@ -17,7 +22,7 @@ pub(crate) enum PdfPage<'a> {
 
 /// Object numbers: 1 catalog, 2 pages, 3 Helvetica, 4 CJK Type0, 5 its CIDFont, 6 its
 /// descriptor, 7 its ToUnicode, 8 the broken Type0; pages and contents from 9.
-pub(crate) fn pdf(pages: &[PdfPage<'_>]) -> Vec<u8> {
+pub fn pdf(pages: &[PdfPage<'_>]) -> Vec<u8> {
     let mut objects: Vec<Vec<u8>> = Vec::new();
     let first_page = 9;
     let kids: Vec<String> = (0..pages.len())
@@ -79,7 +84,7 @@ pub(crate) fn pdf(pages: &[PdfPage<'_>]) -> Vec<u8> {
 }
 
 /// A PDF whose page tree really holds `n` (empty) pages.
-pub(crate) fn many_pages_pdf(n: usize) -> Vec<u8> {
+pub fn many_pages_pdf(n: usize) -> Vec<u8> {
     let mut objects: Vec<Vec<u8>> = Vec::new();
     let kids: Vec<String> = (0..n).map(|i| format!("{} 0 R", 3 + i)).collect();
     objects.push(b"<< /Type /Catalog /Pages 2 0 R >>".to_vec());
@@ -109,9 +114,9 @@ fn page_content(page: &PdfPage<'_>) -> Vec<u8> {
 }
 
 fn text_lines(out: &mut Vec<u8>, font: &str, lines: &[&str], show: impl Fn(&str) -> String) {
-    writeln!(out, "BT /{font} 12 Tf 16 TL 72 720 Td").unwrap();
+    let _ = writeln!(out, "BT /{font} 12 Tf 16 TL 72 720 Td");
     for line in lines {
-        writeln!(out, "{} Tj T*", show(line)).unwrap();
+        let _ = writeln!(out, "{} Tj T*", show(line));
     }
     out.extend_from_slice(b"ET\n");
 }
@@ -157,28 +162,27 @@ fn write_pdf(objects: &[Vec<u8>], info: Option<usize>) -> Vec<u8> {
     let mut offsets = Vec::new();
     for (i, obj) in objects.iter().enumerate() {
         offsets.push(out.len());
-        writeln!(out, "{} 0 obj", i + 1).unwrap();
+        let _ = writeln!(out, "{} 0 obj", i + 1);
         out.extend_from_slice(obj);
         out.extend_from_slice(b"\nendobj\n");
     }
     let xref = out.len();
-    write!(out, "xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).unwrap();
+    let _ = write!(out, "xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1);
     for offset in offsets {
-        writeln!(out, "{offset:010} 00000 n ").unwrap();
+        let _ = writeln!(out, "{offset:010} 00000 n ");
     }
-    write!(
+    let _ = write!(
         out,
         "trailer\n<< /Size {} /Root 1 0 R {} >>\nstartxref\n{xref}\n%%EOF\n",
         objects.len() + 1,
         info.map_or_else(String::new, |n| format!("/Info {n} 0 R"))
-    )
-    .unwrap();
+    );
     out
 }
 
 /// A paragraph of a generated DOCX: its style id (if any) and its text; `None` text is a
 /// page break.
-pub(crate) struct Para<'a>(pub(crate) Option<&'a str>, pub(crate) Option<&'a str>);
+pub struct Para<'a>(pub Option<&'a str>, pub Option<&'a str>);
 
 const STYLES_XML: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <w:styles xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">
@@ -190,7 +194,7 @@ const STYLES_XML: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes
 
 /// A minimal DOCX: content types, the main part, styles (localised ids, as a German Word
 /// writes them, so headings must be found by style name), and core properties with a title.
-pub(crate) fn docx(paras: &[Para<'_>], title: Option<&str>) -> Vec<u8> {
+pub fn docx(paras: &[Para<'_>], title: Option<&str>) -> Vec<u8> {
     let mut body = String::new();
     for Para(style, text) in paras {
         match text {
@@ -237,19 +241,26 @@ fn xml_escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-pub(crate) fn zip_of<'a>(parts: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Vec<u8> {
+/// A deflated zip of `parts` (name, bytes).
+pub fn zip_of<'a>(parts: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Vec<u8> {
+    try_zip(parts).unwrap_or_default()
+}
+
+fn try_zip<'a>(
+    parts: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
     let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);
     for (name, bytes) in parts {
-        zip.start_file(name, options).unwrap();
-        zip.write_all(bytes).unwrap();
+        zip.start_file(name, options)?;
+        zip.write_all(bytes)?;
     }
-    zip.finish().unwrap().into_inner()
+    Ok(zip.finish()?.into_inner())
 }
 
 /// A DOCX whose `word/document.xml` inflates to `inflated` bytes of a repeated paragraph.
-pub(crate) fn bomb_docx(inflated: usize) -> Vec<u8> {
+pub fn bomb_docx(inflated: usize) -> Vec<u8> {
     let para = b"<w:p><w:r><w:t>aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa</w:t></w:r></w:p>";
     let body: Vec<u8> = para.iter().copied().cycle().take(inflated).collect();
     zip_of([
@@ -260,7 +271,7 @@ pub(crate) fn bomb_docx(inflated: usize) -> Vec<u8> {
 
 /// Rewrites every declared uncompressed size (local headers and central directory) to
 /// `size`: a zip that lies about what it inflates to.
-pub(crate) fn lie_about_sizes(mut zip: Vec<u8>, size: u32) -> Vec<u8> {
+pub fn lie_about_sizes(mut zip: Vec<u8>, size: u32) -> Vec<u8> {
     let patch = |zip: &mut Vec<u8>, signature: &[u8; 4], field: usize| {
         let mut i = 0;
         while i + field + 4 <= zip.len() {
@@ -278,7 +289,7 @@ pub(crate) fn lie_about_sizes(mut zip: Vec<u8>, size: u32) -> Vec<u8> {
 }
 
 /// A news-site page: navigation, a sidebar and a footer around a two-section article.
-pub(crate) fn html_article() -> String {
+pub fn html_article() -> String {
     let para = |topic: &str| {
         format!(
             "<p>The {topic} is treated here at length, because a student who reads the lecture notes \
@@ -309,4 +320,88 @@ pub(crate) fn html_article() -> String {
         para("example of x times e to the x"),
         para("tabular method"),
     )
+}
+
+/// A PDF of `n` pages of English text; page `i` (1-based) says "page i" and talks about a
+/// topic of its own (`PAGE_TOPICS`, cycled), so a search can find one page.
+pub fn text_pdf(n: usize) -> Vec<u8> {
+    let texts: Vec<Vec<String>> = (1..=n)
+        .map(|i| {
+            let topic = PAGE_TOPICS[(i - 1) % PAGE_TOPICS.len()];
+            vec![
+                format!("Page {i} of the lecture notes."),
+                format!("This page explains {topic} with a worked example."),
+                format!("Remember the rule of {topic} for the examination."),
+            ]
+        })
+        .collect();
+    let lines: Vec<Vec<&str>> = texts
+        .iter()
+        .map(|t| t.iter().map(String::as_str).collect())
+        .collect();
+    let pages: Vec<PdfPage<'_>> = lines.iter().map(|l| PdfPage::English(l)).collect();
+    pdf(&pages)
+}
+
+/// The topics of [`text_pdf`]'s pages, in page order.
+pub const PAGE_TOPICS: &[&str] = &[
+    "integration by parts",
+    "the chain rule",
+    "l'Hopital's rule",
+    "Taylor series",
+    "improper integrals",
+];
+
+/// A PDF of two Chinese pages (a CID font with a ToUnicode map).
+pub fn chinese_pdf() -> Vec<u8> {
+    pdf(&[
+        PdfPage::Chinese(&["分部积分法", "设函数可导，则有分部积分公式。"]),
+        PdfPage::Chinese(&["换元积分法", "第二类换元法用于根式的积分。"]),
+    ])
+}
+
+/// A PDF whose second page uses a font the in-process parser panics on.
+pub fn broken_font_pdf() -> Vec<u8> {
+    pdf(&[
+        PdfPage::English(&["Integration by parts is the product rule read backwards."]),
+        PdfPage::BrokenFont(&["Page two survives in poppler."]),
+    ])
+}
+
+/// Starts like a PDF and is not one: every parser refuses it.
+pub fn malformed_pdf() -> Vec<u8> {
+    b"%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R\nthis is not a PDF at all\n".to_vec()
+}
+
+/// A DOCX of lecture notes: a title, two headed sections, a page break between them.
+pub fn lecture_docx() -> Vec<u8> {
+    docx(
+        &[
+            Para(Some("Title"), Some("Series and Sequences")),
+            Para(Some("berschrift1"), Some("Convergence tests")),
+            Para(
+                None,
+                Some(
+                    "The ratio test compares consecutive terms of a series to decide convergence.",
+                ),
+            ),
+            Para(None, None),
+            Para(Some("berschrift1"), Some("Power series")),
+            Para(
+                None,
+                Some(
+                    "A power series converges inside its radius of convergence and diverges outside.",
+                ),
+            ),
+        ],
+        Some("Series and Sequences"),
+    )
+}
+
+/// Markdown notes with two sections.
+pub fn notes_markdown() -> String {
+    "# Linear algebra\n\n## Eigenvalues\n\nAn eigenvector of a matrix keeps its direction under \
+     the matrix; its eigenvalue is the factor it is stretched by.\n\n## Determinants\n\nThe \
+     determinant of a matrix is the factor by which it scales volumes.\n"
+        .to_string()
 }

@@ -1,0 +1,511 @@
+//! A document into a knowledge base: recorded first ([`Ingestor::add`], status `queued`), then
+//! read ([`Ingestor::run`]): extracted (PDF in the child process), chunked, its pages and
+//! chunks stored, embedded when an embedder is configured, and `ready`. Any failure leaves the
+//! document `failed` with a message that names it and the problem, keeps nothing half-stored,
+//! and touches no other document.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use deepsolve_store::{
+    KbDocument, KbDocumentStatus, NewKbChunk, NewKbDocument, NewKbPage, Store, StoreError,
+};
+
+use crate::chunk::{ChunkOptions, chunk};
+use crate::extract::{self, ExtractError, Extracted, Input, Kind};
+use crate::retrieve::{Embedder, embed_missing};
+
+/// Longest document name kept (characters); longer ones keep their end (the extension).
+const NAME_CHARS: usize = 200;
+
+/// What a knowledge base accepts, beyond what one extraction bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KbLimits {
+    /// Largest file accepted, in bytes (50 MiB).
+    pub max_file_bytes: u64,
+    /// Most pages a document may have (2 000).
+    pub max_pages: u32,
+    /// Most chunks one knowledge base may hold, all its documents together (200 000).
+    pub max_chunks_per_kb: u64,
+}
+
+impl Default for KbLimits {
+    fn default() -> Self {
+        KbLimits {
+            max_file_bytes: 50 * 1024 * 1024,
+            max_pages: 2_000,
+            max_chunks_per_kb: 200_000,
+        }
+    }
+}
+
+/// How far one document's ingest got, for a progress display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestProgress {
+    pub document_id: String,
+    pub pages_done: u32,
+    /// Known once the document is extracted.
+    pub pages_total: Option<u32>,
+    /// `extracting`, `chunking`, `storing`, `embedding` or `ready`.
+    pub stage: &'static str,
+}
+
+/// Why a document could not be added or read. Every message names the document, for people:
+/// `lecture.pdf: not a PDF (no %PDF header)`.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("{name}: {} is over the limit of {}", human_bytes(*.size), human_bytes(*.limit))]
+    TooLarge { name: String, size: u64, limit: u64 },
+    #[error("{name}: not a PDF (no %PDF header)")]
+    NotPdf { name: String },
+    #[error("{name}: not a DOCX (not a zip archive)")]
+    NotDocx { name: String },
+    #[error(transparent)]
+    Extract(#[from] ExtractError),
+    #[error(
+        "{name}: its {chunks} passages would take the knowledge base '{kb}' over its limit of {limit} (it holds {existing})"
+    )]
+    TooManyChunks {
+        name: String,
+        kb: String,
+        chunks: u64,
+        existing: u64,
+        limit: u64,
+    },
+    #[error("{name}: cannot split it into passages: {reason}")]
+    Chunk { name: String, reason: String },
+    #[error("no knowledge base '{0}'")]
+    UnknownKb(String),
+    #[error("no document '{0}'")]
+    UnknownDocument(String),
+    #[error("{name}: storing it failed: {source}")]
+    Store {
+        name: String,
+        #[source]
+        source: StoreError,
+    },
+    #[error("{name}: reading it stopped unexpectedly: {reason}")]
+    Task { name: String, reason: String },
+}
+
+impl IngestError {
+    fn store(name: &str) -> impl FnOnce(StoreError) -> IngestError + '_ {
+        move |source| IngestError::Store {
+            name: name.to_string(),
+            source,
+        }
+    }
+}
+
+/// Adds documents to knowledge bases and reads them in; cheap to share (`Arc` inside).
+#[derive(Clone)]
+pub struct Ingestor {
+    store: Store,
+    extract: extract::Limits,
+    limits: KbLimits,
+    embedder: Option<Arc<dyn Embedder>>,
+    chunking: ChunkOptions,
+}
+
+impl Ingestor {
+    /// `extract` bounds one extraction (its file size and page limits are lowered to
+    /// `limits`' where those are smaller); `embedder`, when given, embeds every new chunk.
+    pub fn new(
+        store: Store,
+        extract: extract::Limits,
+        limits: KbLimits,
+        embedder: Option<Arc<dyn Embedder>>,
+    ) -> Ingestor {
+        let extract = extract::Limits {
+            max_file_bytes: extract.max_file_bytes.min(limits.max_file_bytes),
+            max_pages: extract.max_pages.min(limits.max_pages),
+            ..extract
+        };
+        Ingestor {
+            store,
+            extract,
+            limits,
+            embedder,
+            chunking: ChunkOptions::default(),
+        }
+    }
+
+    pub fn limits(&self) -> &KbLimits {
+        &self.limits
+    }
+
+    /// Record a document of `bytes_len` bytes called `name` (only its base name is kept:
+    /// `../../etc/passwd` becomes `passwd`) in the KB `kb_id` of this user, `queued`. Its kind
+    /// is guessed from the name here and decided by its bytes in [`Ingestor::run`].
+    pub async fn add(
+        &self,
+        user_id: &str,
+        kb_id: &str,
+        name: &str,
+        bytes_len: u64,
+    ) -> Result<KbDocument, IngestError> {
+        let name = base_name(name);
+        if bytes_len > self.limits.max_file_bytes {
+            return Err(IngestError::TooLarge {
+                name,
+                size: bytes_len,
+                limit: self.limits.max_file_bytes,
+            });
+        }
+        let kind = extract::detect(&name, &[]).map_or("unknown", kind_name);
+        let new = NewKbDocument {
+            name: name.clone(),
+            kind: kind.to_string(),
+            size: bytes_len,
+            pages: None,
+        };
+        match self.store.add_kb_document(kb_id, user_id, new).await {
+            Err(StoreError::NotFound(_)) => Err(IngestError::UnknownKb(kb_id.to_string())),
+            other => other.map_err(IngestError::store(&name)),
+        }
+    }
+
+    /// Read the document `document_id` (recorded by [`Ingestor::add`]) from `bytes`: the
+    /// document ends `ready`, or `failed` with the returned error's message.
+    pub async fn run(
+        &self,
+        user_id: &str,
+        document_id: &str,
+        bytes: Vec<u8>,
+        on_progress: &(dyn Fn(IngestProgress) + Send + Sync),
+    ) -> Result<KbDocument, IngestError> {
+        let doc = self
+            .store
+            .kb_document(document_id, user_id)
+            .await
+            .map_err(|source| IngestError::Store {
+                name: document_id.to_string(),
+                source,
+            })?
+            .ok_or_else(|| IngestError::UnknownDocument(document_id.to_string()))?;
+        match self.read_in(&doc, bytes, on_progress).await {
+            Ok(()) => self.finish(&doc).await,
+            Err(e) => {
+                self.fail(&doc, &e).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn read_in(
+        &self,
+        doc: &KbDocument,
+        bytes: Vec<u8>,
+        on_progress: &(dyn Fn(IngestProgress) + Send + Sync),
+    ) -> Result<(), IngestError> {
+        let name = doc.name.as_str();
+        let store = |e| IngestError::store(name)(e);
+        let progress = |pages_done, pages_total, stage| {
+            on_progress(IngestProgress {
+                document_id: doc.id.clone(),
+                pages_done,
+                pages_total,
+                stage,
+            });
+        };
+        self.store
+            .set_kb_document_status(&doc.id, &doc.user_id, KbDocumentStatus::Ingesting, None)
+            .await
+            .map_err(store)?;
+        // A retried document starts from nothing.
+        self.store
+            .clear_kb_document_content(&doc.id, &doc.user_id)
+            .await
+            .map_err(store)?;
+        progress(0, None, "extracting");
+        let extracted = self.extract(name, bytes).await?;
+        let pages = u32::try_from(extracted.pages.len()).unwrap_or(u32::MAX);
+        self.store
+            .set_kb_document_extracted(
+                &doc.id,
+                &doc.user_id,
+                kind_name(extracted.kind),
+                Some(pages),
+            )
+            .await
+            .map_err(store)?;
+        self.store
+            .set_kb_document_progress(&doc.id, &doc.user_id, 0, Some(pages))
+            .await
+            .map_err(store)?;
+        progress(0, Some(pages), "chunking");
+        let chunks = self.chunk(doc, &extracted).await?;
+        progress(0, Some(pages), "storing");
+        self.store
+            .set_kb_pages(&doc.id, &doc.user_id, &page_rows(&extracted))
+            .await
+            .map_err(store)?;
+        self.store
+            .insert_kb_chunks(&doc.id, &doc.user_id, &chunks)
+            .await
+            .map_err(store)?;
+        self.store
+            .set_kb_document_progress(&doc.id, &doc.user_id, pages, Some(pages))
+            .await
+            .map_err(store)?;
+        if let Some(embedder) = &self.embedder {
+            progress(pages, Some(pages), "embedding");
+            self.embed(doc, embedder.as_ref()).await;
+        }
+        progress(pages, Some(pages), "ready");
+        Ok(())
+    }
+
+    /// Extraction off the async threads (the PDF child is waited for there too).
+    async fn extract(&self, name: &str, bytes: Vec<u8>) -> Result<Extracted, IngestError> {
+        check_signature(name, &bytes)?;
+        let limits = self.extract.clone();
+        let owned = name.to_string();
+        tokio::task::spawn_blocking(move || {
+            extract::extract(
+                Input::Bytes {
+                    name: &owned,
+                    bytes: &bytes,
+                },
+                &limits,
+            )
+        })
+        .await
+        .map_err(|e| IngestError::Task {
+            name: name.to_string(),
+            reason: e.to_string(),
+        })?
+        .map_err(IngestError::from)
+    }
+
+    /// The document's chunks, within what its KB may still hold.
+    async fn chunk(
+        &self,
+        doc: &KbDocument,
+        extracted: &Extracted,
+    ) -> Result<Vec<NewKbChunk>, IngestError> {
+        let name = doc.name.clone();
+        let options = self.chunking;
+        let owned = extracted.clone();
+        let chunks = tokio::task::spawn_blocking(move || chunk(&owned, &options))
+            .await
+            .map_err(|e| IngestError::Task {
+                name: name.clone(),
+                reason: e.to_string(),
+            })?
+            .map_err(|e| IngestError::Chunk {
+                name: name.clone(),
+                reason: e.to_string(),
+            })?;
+        let existing = self
+            .store
+            .kb_chunk_count(&doc.kb_id, &doc.user_id)
+            .await
+            .map_err(IngestError::store(&doc.name))?;
+        let count = chunks.len() as u64;
+        if existing.saturating_add(count) > self.limits.max_chunks_per_kb {
+            let kb = self.kb_name(doc).await;
+            return Err(IngestError::TooManyChunks {
+                name,
+                kb,
+                chunks: count,
+                existing,
+                limit: self.limits.max_chunks_per_kb,
+            });
+        }
+        let paged = is_paged(extracted);
+        Ok(chunks
+            .into_iter()
+            .map(|c| NewKbChunk {
+                ordinal: c.ordinal,
+                page: paged.then_some(c.page),
+                heading_path: c.heading_path,
+                text: c.text,
+            })
+            .collect())
+    }
+
+    async fn kb_name(&self, doc: &KbDocument) -> String {
+        match self.store.kb(&doc.kb_id, &doc.user_id).await {
+            Ok(Some(kb)) => kb.name,
+            _ => doc.kb_id.clone(),
+        }
+    }
+
+    /// Embedding is best effort: a document whose vectors could not be made is still
+    /// searched by BM25, and the next ingest (or search-time re-embedding) fills them in.
+    async fn embed(&self, doc: &KbDocument, embedder: &dyn Embedder) {
+        let kb = match self.store.kb(&doc.kb_id, &doc.user_id).await {
+            Ok(Some(kb)) => kb,
+            _ => return,
+        };
+        if let Err(e) = embed_missing(&self.store, &kb, embedder).await {
+            tracing::warn!(document = %doc.name, "embedding failed, BM25 only for now: {e}");
+        }
+    }
+
+    async fn finish(&self, doc: &KbDocument) -> Result<KbDocument, IngestError> {
+        let store = IngestError::store(&doc.name);
+        let result = self
+            .store
+            .set_kb_document_status(&doc.id, &doc.user_id, KbDocumentStatus::Ready, None)
+            .await;
+        if let Err(e) = result {
+            let e = store(e);
+            self.fail(doc, &e).await;
+            return Err(e);
+        }
+        self.store
+            .kb_document(&doc.id, &doc.user_id)
+            .await
+            .map_err(IngestError::store(&doc.name))?
+            .ok_or_else(|| IngestError::UnknownDocument(doc.id.clone()))
+    }
+
+    /// Mark the document failed and drop what was stored of it. Best effort: the error the
+    /// caller returns is the one that matters, and a store that fails here failed before.
+    async fn fail(&self, doc: &KbDocument, error: &IngestError) {
+        let message = error.to_string();
+        if let Err(e) = self
+            .store
+            .clear_kb_document_content(&doc.id, &doc.user_id)
+            .await
+        {
+            tracing::warn!(document = %doc.name, "cannot clear a failed document: {e}");
+        }
+        if let Err(e) = self
+            .store
+            .set_kb_document_status(
+                &doc.id,
+                &doc.user_id,
+                KbDocumentStatus::Failed,
+                Some(&message),
+            )
+            .await
+        {
+            tracing::warn!(document = %doc.name, "cannot mark a document failed ({message}): {e}");
+        }
+    }
+}
+
+/// The store's name of a kind.
+pub fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Pdf => "pdf",
+        Kind::Docx => "docx",
+        Kind::Html => "html",
+        Kind::Markdown => "markdown",
+        Kind::Text => "text",
+    }
+}
+
+/// The last path component of an uploaded name (either separator), without control
+/// characters, at most [`NAME_CHARS`] characters (keeping the end, where the extension is);
+/// `document` when nothing is left.
+pub fn base_name(name: &str) -> String {
+    let last = name
+        .rsplit(['/', '\\'])
+        .find(|part| !part.trim().is_empty() && part.trim() != "." && part.trim() != "..")
+        .unwrap_or("");
+    let clean: String = last.chars().filter(|c| !c.is_control()).collect();
+    let clean = clean.trim();
+    let count = clean.chars().count();
+    let kept: String = clean
+        .chars()
+        .skip(count.saturating_sub(NAME_CHARS))
+        .collect();
+    if kept.is_empty() || Path::new(&kept).file_name().is_none() {
+        "document".to_string()
+    } else {
+        kept
+    }
+}
+
+/// A name that promises a format its first bytes deny is refused with the plain reason,
+/// rather than the parser's.
+fn check_signature(name: &str, bytes: &[u8]) -> Result<(), IngestError> {
+    let ext = Path::new(name)
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("pdf") if !bytes.starts_with(b"%PDF-") && !bytes.starts_with(b"PK\x03\x04") => {
+            Err(IngestError::NotPdf {
+                name: name.to_string(),
+            })
+        }
+        Some("docx") if !bytes.starts_with(b"PK\x03\x04") && !bytes.starts_with(b"%PDF-") => {
+            Err(IngestError::NotDocx {
+                name: name.to_string(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether the document's pages are worth citing: a PDF's always, another format's when
+/// its author broke it into pages (a web page or a note is one page, never "p. 1").
+fn is_paged(extracted: &Extracted) -> bool {
+    extracted.kind == Kind::Pdf || extracted.pages.len() > 1
+}
+
+/// The pages as stored, trimmed: each but the last ends with a blank line, so the document's
+/// text reads as its pages one after the other.
+fn page_rows(extracted: &Extracted) -> Vec<NewKbPage> {
+    let paged = is_paged(extracted);
+    let last = extracted.pages.len().saturating_sub(1);
+    extracted
+        .pages
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut text = p.text.trim().to_string();
+            if i < last {
+                text.push_str("\n\n");
+            }
+            NewKbPage {
+                page: paged.then_some(p.number),
+                text,
+            }
+        })
+        .collect()
+}
+
+/// `52 428 800` → `50 MiB`; small sizes in bytes.
+pub fn human_bytes(bytes: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= MIB {
+        format!("{:.1} MiB", bytes as f64 / MIB as f64)
+    } else if bytes >= 1024 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_base_name_of_an_upload_is_kept() {
+        assert_eq!(base_name("../../etc/passwd"), "passwd");
+        assert_eq!(base_name("C:\\Users\\x\\notes.md"), "notes.md");
+        assert_eq!(base_name("dir/.."), "dir");
+        assert_eq!(base_name("a\u{0}b.txt"), "ab.txt");
+        assert_eq!(base_name("../"), "document");
+        assert_eq!(base_name(""), "document");
+        let long = format!("{}.pdf", "x".repeat(300));
+        let kept = base_name(&long);
+        assert_eq!(kept.chars().count(), NAME_CHARS);
+        assert!(kept.ends_with(".pdf"));
+    }
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(human_bytes(50 * 1024 * 1024), "50 MiB");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(12), "12 bytes");
+    }
+}
