@@ -1,48 +1,9 @@
 // Knowledge bases as the UI sees them: the views the server sends, and the pure rules the
 // Knowledge page follows (what a document's status means to a student, when to poll again).
-import type { CapabilitiesView, Source } from "./protocol";
+import type { CapabilitiesView, DocumentView, DocumentsAccepted, KnowledgeView, Source } from "./protocol";
 
-export type DocumentStatus = "queued" | "ingesting" | "ready" | "failed";
-
-export type KbView = {
-  id: string;
-  name: string;
-  documents: number;
-  ready: number;
-  failed: number;
-  /** Milliseconds since the epoch, as every other view. */
-  created_at: number;
-  updated_at: number;
-  embedding_model?: string | null;
-};
-
-export type DocumentView = {
-  id: string;
-  kb_id: string;
-  name: string;
-  kind: string;
-  size: number;
-  pages?: number | null;
-  status: DocumentStatus;
-  error?: string | null;
-  pages_done: number;
-  pages_total?: number | null;
-  created_at: number;
-};
-
-export type KbList = { knowledge_bases: KbView[] };
-export type KbDetail = { kb: KbView; documents: DocumentView[] };
-export type Uploaded = { documents: DocumentView[] };
-
-export type SearchHit = {
-  document_id: string;
-  title: string;
-  page?: number | null;
-  section?: string | null;
-  chunk_id: string;
-  score: number;
-  text: string;
-};
+export type { DocumentStatus, DocumentView, KbDetail, KbList, KbView, SearchHit } from "./protocol";
+export type Uploaded = DocumentsAccepted;
 
 /** A cited source: title, page, section and the passage (`excerpt`) a hover card shows. */
 export type CitedSource = Source;
@@ -121,11 +82,11 @@ export function sourcePlace(source: CitedSource, pageLabel: (page: number) => st
   return parts.join(" · ");
 }
 
-/** What the server says about knowledge bases (`capabilities.knowledge`; older servers: nothing). */
-export type KnowledgeInfo = { available: boolean; embedding_model?: string | null; max_upload_mb?: number | null; reason?: string | null };
+/** What the server says about knowledge bases (`capabilities.knowledge`; an older server: nothing). */
+export type KnowledgeInfo = KnowledgeView;
 
 export function knowledgeInfo(caps: CapabilitiesView | null): KnowledgeInfo | null {
-  const info = (caps as (CapabilitiesView & { knowledge?: KnowledgeInfo | null }) | null)?.knowledge;
+  const info = (caps as { knowledge?: KnowledgeView | null } | null)?.knowledge;
   return info && typeof info.available === "boolean" ? info : null;
 }
 

@@ -41,7 +41,7 @@ function Unavailable() {
   const { caps } = useCapabilities();
   const info = knowledgeInfo(valueOf(caps));
   if (!info || info.available) return null;
-  return <p class="message warning">{t("kb.unavailable", { reason: info.reason ?? "—" })}</p>;
+  return <p class="message warning">{t("kb.unavailable")}</p>;
 }
 
 // --- the list ----------------------------------------------------------------------------------
