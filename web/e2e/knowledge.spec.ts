@@ -2,7 +2,8 @@
 // solve with them picked, and read where the answer's [1] comes from; a bad file says what is
 // wrong with it; files attached to one problem; the phone width.
 import type { Page } from "@playwright/test";
-import { test, expect, submitProblem, waitForFooter, screenshotPath, eventLog, latestTurnId } from "./fixtures";
+import { test, expect, submitProblem, waitForFooter, screenshotPath, latestTurnId } from "./fixtures";
+import { eventLog } from "./harness";
 import { lecturePdf } from "./documents";
 
 const PROBLEM = "Use the squeeze theorem to find the limit of sin(n)/n";
