@@ -184,7 +184,7 @@ fn long_pdf(pages: usize) -> Vec<u8> {
             page
         })
         .collect();
-    pdf::text_pdf("Collected notes", &texts)
+    pdf::text_pdf(&texts)
 }
 
 async fn ingest_table(store: &Store, limits: &Limits, pages: usize) -> anyhow::Result<()> {
@@ -472,12 +472,16 @@ async fn quality_table(store: &Store, dir: &Path, limits: &Limits) -> anyhow::Re
     let ingestor = Ingestor::new(store.clone(), limits.clone(), KbLimits::default(), None);
     for doc in corpus::PDFS {
         let pages: Vec<String> = doc.pages.iter().map(|p| p.to_string()).collect();
-        let bytes = pdf::text_pdf(doc.name, &pages);
+        let bytes = pdf::text_pdf(&pages);
         ingest(store, &ingestor, &kb, doc.name, &bytes).await?;
     }
     for doc in corpus::MARKDOWN {
         let text = doc.pages.join("\n\n");
         ingest(store, &ingestor, &kb, doc.name, text.as_bytes()).await?;
+    }
+    let fixtures = corpus::fixtures();
+    for (name, bytes) in &fixtures {
+        ingest(store, &ingestor, &kb, name, bytes).await?;
     }
     let embedder = HashEmbedder::new("hash-256", DIMENSION);
     embed_missing(store, &kb, &embedder).await?;
@@ -499,12 +503,11 @@ async fn quality_table(store: &Store, dir: &Path, limits: &Limits) -> anyhow::Re
         all.0.add(b);
         all.1.add(h);
     }
-    let pages: usize =
-        corpus::PDFS.iter().map(|d| d.pages.len()).sum::<usize>() + corpus::MARKDOWN.len();
     println!(
-        "### Retrieval quality: {} labelled questions over {} documents ({pages} pages: three English PDFs, three Chinese Markdown notes)\n",
+        "### Retrieval quality: {} labelled questions over {} documents (three English PDFs and three Chinese Markdown notes written for it, and the testkit's {} fixture documents on the same subjects)\n",
         corpus::QUESTIONS.len(),
-        corpus::PDFS.len() + corpus::MARKDOWN.len()
+        corpus::PDFS.len() + corpus::MARKDOWN.len() + fixtures.len(),
+        fixtures.len()
     );
     println!(
         "| questions | n | BM25 recall@1 | BM25 recall@5 | BM25 MRR@10 | hybrid recall@1 | hybrid recall@5 | hybrid MRR@10 |"
