@@ -73,6 +73,20 @@ pub struct SolveArgs {
     /// or auto (native, falling back to tags). Overrides llm.protocol.
     #[arg(long, value_enum)]
     pub protocol: Option<ProtocolArg>,
+    /// A knowledge base the solve may search and cite, by name or id (repeatable;
+    /// `deepsolve kb list` shows yours).
+    #[arg(long = "kb", value_name = "NAME")]
+    pub kbs: Vec<String>,
+    /// A document for this turn only (repeatable): read before the turn starts, searched and
+    /// cited like a knowledge base's.
+    #[arg(long = "attach", value_name = "FILE")]
+    pub attachments: Vec<PathBuf>,
+    /// With --kb or --attach: act as this user of the server (default: the single-user
+    /// identity).
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+    #[command(flatten)]
+    pub(crate) database: serve::DatabaseArgs,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

@@ -200,21 +200,10 @@ impl LiveRenderer {
     }
 }
 
-/// A cited source as the Sources list shows it: `[1] lecture.pdf, p. 12 · 3.2 Limits`, or
-/// the title and address of a web source. Titles are file names a user chose: printed
-/// without control characters.
+/// A cited source as the Sources list shows it (`[1] lecture.pdf, p. 12 · 3.2 Limits`). Titles
+/// are file names a user chose: printed without control characters.
 pub(crate) fn source_line(source: &Source) -> String {
-    let mut line = format!("[{}] {}", source.n, printable(&source.title));
-    if let Some(page) = source.page {
-        line.push_str(&format!(", p. {page}"));
-    }
-    if let Some(section) = &source.section {
-        line.push_str(&format!(" · {}", printable(section)));
-    }
-    if let Some(url) = &source.url {
-        line.push_str(&format!(" — {}", printable(url)));
-    }
-    line
+    printable(&source.list_line())
 }
 
 /// `text` with control characters (escape sequences, newlines) shown as `\u{…}` escapes.

@@ -10,13 +10,13 @@ use anyhow::Context;
 use clap::Args;
 use deepsolve_protocol::api::PriceView;
 use deepsolve_server::runner::ArtifactStore;
-use deepsolve_server::{AuthMode, ConnectionLimits, CorsOrigins, ServerConfig};
+use deepsolve_server::{AuthMode, ConnectionLimits, CorsOrigins, KbConfig, ServerConfig};
 use deepsolve_settings::ServerSettings;
 use deepsolve_store::{Store, StoreOptions, redact_url};
 use secrecy::ExposeSecret;
 
 use crate::ConfigArgs;
-use crate::setup::{build_app, load_settings, report_sandbox};
+use crate::setup::{build_app_with_knowledge, load_settings, report_sandbox};
 
 /// Where the database lives; shared by `serve` and `users`.
 #[derive(Args, Clone, Default)]
@@ -141,12 +141,19 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             output_per_mtok: price.output_per_mtok,
             currency: price.currency.clone(),
         }),
+        kb: KbConfig {
+            max_file_bytes: deepsolve_app::kb_limits(&loaded.settings).max_file_bytes,
+            ..KbConfig::default()
+        },
         ..ServerConfig::default()
     };
     let store = open_store(&args.database, server).await?;
     // Artifacts are stored as each call ends, so the web UI can show them while a turn runs.
     let artifacts = ArtifactStore::new(store.clone(), config.max_artifact_bytes);
-    let app = build_app(&loaded, Some(max_turns), Some(artifacts)).await?;
+    let knowledge = crate::kb_cmd::knowledge(&loaded, store.clone())
+        .context("cannot set up knowledge bases")?;
+    let app = build_app_with_knowledge(&loaded, Some(max_turns), Some(artifacts), Some(knowledge))
+        .await?;
     report_sandbox(&app);
     let state = deepsolve_server::prepare(store, Arc::new(app), config).await?;
     let listener = deepsolve_server::bind(addr, state.auth).await?;

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use deepsolve_app::{App, AppBuilder, ArtifactRegistry};
+use deepsolve_kb::Knowledge;
 use deepsolve_settings::{LoadOptions, Loaded};
 
 use crate::ConfigArgs;
@@ -37,7 +38,20 @@ pub(crate) async fn build_app(
     session_capacity: Option<usize>,
     artifacts: Option<Arc<dyn ArtifactRegistry>>,
 ) -> anyhow::Result<App> {
+    build_app_with_knowledge(loaded, session_capacity, artifacts, None).await
+}
+
+/// [`build_app`] with the knowledge-base service behind `rag` and `read_source`.
+pub(crate) async fn build_app_with_knowledge(
+    loaded: &Loaded,
+    session_capacity: Option<usize>,
+    artifacts: Option<Arc<dyn ArtifactRegistry>>,
+    knowledge: Option<Knowledge>,
+) -> anyhow::Result<App> {
     let mut builder = AppBuilder::from_settings(loaded).await?;
+    if let Some(knowledge) = knowledge {
+        builder = builder.knowledge(knowledge);
+    }
     if let Some(capacity) = session_capacity {
         builder = builder.session_capacity(capacity);
     }

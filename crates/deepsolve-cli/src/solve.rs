@@ -1,23 +1,41 @@
 //! `deepsolve solve`: one turn, rendered live or as NDJSON.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use deepsolve_app::{default_workspace_root, hold_workspace, new_turn_id};
 use deepsolve_core::{ChatModel, Engine, TurnSpec};
-use deepsolve_protocol::{Language, Protocol, StopReason, TurnOutcome};
+use deepsolve_kb::Knowledge;
+use deepsolve_protocol::{Language, Material, Protocol, StopReason, TurnOutcome};
+use deepsolve_store::KnowledgeBase;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::kb_cmd::{ingest_file, knowledge, unknown_kb, user_id};
 use crate::render::{JsonRenderer, LiveRenderer, Renderer};
-use crate::setup::{build_app, load_settings, report_sandbox};
+use crate::serve::open_store;
+use crate::setup::{build_app_with_knowledge, load_settings, report_sandbox};
 use crate::{LangArg, ProtocolArg, SolveArgs};
 
 pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
     let loaded = load_settings(&args.config)?;
-    let app = build_app(&loaded, None, None).await?;
-    let offered = app.tools_for_turn(&args.tools)?;
-    report_sandbox(&app);
     let turn_id = new_turn_id();
+    let prepared = if args.kbs.is_empty() && args.attachments.is_empty() {
+        None
+    } else {
+        match prepare_material(&args, &loaded, &turn_id).await? {
+            Ok(prepared) => Some(prepared),
+            // Already said on stderr, naming the file.
+            Err(code) => return Ok(code),
+        }
+    };
+    let knowledge = prepared.as_ref().map(|p| p.knowledge.clone());
+    let material = prepared.as_ref().map(|p| p.material.clone());
+    // The knowledge tools read as this user (only material turns need one).
+    let user_id = prepared.as_ref().map(|p| p.user.clone());
+    let app = build_app_with_knowledge(&loaded, None, None, knowledge).await?;
+    let offered = app.tools_for_turn_with(&args.tools, material.is_some())?;
+    report_sandbox(&app);
     // Held until the turn is over: no collection, here or in another process, deletes it.
     let held = if app.needs_workspace(&offered) {
         Some(hold_workspace(&default_workspace_root()?, &turn_id)?)
@@ -38,6 +56,8 @@ pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
     }
     spec.tools = offered;
     spec.protocol = protocol(args.protocol, loaded.settings.llm.protocol);
+    spec.material = material;
+    spec.user_id = user_id;
 
     let model = app.model();
     let renderer: Box<dyn Renderer> = if args.json {
@@ -46,11 +66,75 @@ pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
         Box::new(LiveRenderer::new(model.name()).with_workspace(workspace))
     };
     let outcome = drive(app.engine(), model.as_ref(), spec, renderer).await?;
+    if let Some(prepared) = prepared {
+        prepared.forget_attachments().await;
+    }
     drop(held);
     if let Some(pass) = automatic_gc {
         pass.finish();
     }
     Ok(exit_code(&outcome))
+}
+
+/// What `--kb` and `--attach` give the turn: the KBs (an unknown one is an error listing the
+/// user's), the attachments read into the turn's own hidden KB with their progress on stderr
+/// (one that fails: "error: FILE: why" and exit 1, before any model call), and the service
+/// the knowledge tools search.
+async fn prepare_material(
+    args: &SolveArgs,
+    loaded: &deepsolve_settings::Loaded,
+    turn_id: &str,
+) -> anyhow::Result<Result<Prepared, ExitCode>> {
+    let store = open_store(&args.database, &loaded.settings.server).await?;
+    let user = user_id(&store, args.user.as_deref()).await?;
+    let knowledge = knowledge(loaded, store)?;
+    let kbs = knowledge
+        .resolve_kbs(&user, &args.kbs)
+        .await
+        .map_err(unknown_kb)?;
+    let attachments = if args.attachments.is_empty() {
+        None
+    } else {
+        let kb = knowledge.attachments_kb(&user, turn_id).await?;
+        for file in &args.attachments {
+            if let Err(failure) = ingest_file(&knowledge, &user, &kb, file).await {
+                eprintln!("{} {}", console::style("error:").red(), failure.message);
+                let _ = knowledge.store().delete_kb(&kb.id, &user).await;
+                return Ok(Err(ExitCode::from(1)));
+            }
+        }
+        Some(kb)
+    };
+    let material = knowledge
+        .material(&user, &kbs, attachments.as_ref())
+        .await?;
+    Ok(Ok(Prepared {
+        knowledge,
+        material: Arc::new(material),
+        user,
+        attachments,
+    }))
+}
+
+/// A turn's material and what it took to make it.
+struct Prepared {
+    knowledge: Knowledge,
+    material: Arc<Material>,
+    user: String,
+    /// The turn's hidden KB of attached files.
+    attachments: Option<KnowledgeBase>,
+}
+
+impl Prepared {
+    /// A command-line turn is not stored, so nothing can resume it: its attachments are
+    /// deleted with it rather than left in the store unseen.
+    async fn forget_attachments(self) {
+        let Some(kb) = self.attachments else { return };
+        if let Err(e) = self.knowledge.store().delete_kb(&kb.id, &self.user).await {
+            eprintln!("warning: the turn's attachments stay in the store: {e}");
+        }
+        let _ = self.knowledge.indexes().remove(&kb.id).await;
+    }
 }
 
 /// `--protocol` wins over `llm.protocol`.

@@ -84,9 +84,12 @@ fn sandbox(state: &AppState) -> SandboxView {
 }
 
 fn knowledge(state: &AppState) -> KnowledgeView {
+    let knowledge = state.app.knowledge();
     KnowledgeView {
-        available: crate::kb::knowledge(state).is_ok(),
-        embedding_model: None,
+        available: knowledge.is_some(),
+        embedding_model: knowledge
+            .and_then(|k| k.embedding_model())
+            .map(str::to_string),
         max_upload_mb: state.config.kb.max_file_bytes / (1024 * 1024),
     }
 }

@@ -103,7 +103,11 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        if self.status == StatusCode::REQUEST_TIMEOUT {
+        // Both may answer before the body is read: the connection cannot carry another
+        // request, and a client must not try to reuse it.
+        if self.status == StatusCode::REQUEST_TIMEOUT
+            || self.status == StatusCode::PAYLOAD_TOO_LARGE
+        {
             response
                 .headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use crate::kbshim::{IngestProgress, Knowledge};
+use deepsolve_kb::{IngestProgress, Knowledge};
 use deepsolve_store::{KbDocumentStatus, Store, StoreError};
 use tokio::sync::{Semaphore, watch};
 

@@ -16,8 +16,8 @@ use deepsolve_protocol::api::{
 };
 use deepsolve_store::{KbDocument, KbDocumentStatus, KnowledgeBase};
 
-use crate::kbshim::{Hit, IngestError, KbError, Knowledge};
 use crate::upload::{Upload, read_parts};
+use deepsolve_kb::{Hit, IngestError, KbError, Knowledge};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -65,13 +65,17 @@ fn kb_view(kb: KnowledgeBase, docs: &[KbDocument]) -> KbView {
     }
 }
 
-/// The caller's knowledge base named `key` (its id, else its name).
+/// The caller's knowledge base named `key` (its id, else its name). A turn's hidden
+/// attachments are not one: they belong to the turn (and go with it).
 pub(crate) async fn caller_kb(
     state: &AppState,
     caller: &Caller,
     key: &str,
 ) -> ApiResult<KnowledgeBase> {
     if let Some(kb) = state.store.kb(key, &caller.user_id).await? {
+        if kb.turn_id.is_some() {
+            return Err(ApiError::not_found("knowledge base"));
+        }
         return Ok(kb);
     }
     state
@@ -173,23 +177,47 @@ pub async fn delete_document(
     }
 }
 
-/// The server's knowledge service, or 503 when it has none (no index directory).
+/// The server's knowledge service, or 503 when it has none.
 pub(crate) fn knowledge(state: &AppState) -> ApiResult<Knowledge> {
-    let _ = state;
-    Err(ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        ApiErrorCode::Unavailable,
-        "knowledge bases are not available on this server",
-    ))
+    state.app.knowledge().cloned().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ApiErrorCode::Unavailable,
+            "knowledge bases are not available on this server",
+        )
+    })
 }
 
-/// An ingest refusal as an API error: its message names the document and the problem.
+/// An ingest refusal as an API error: its message names the document and the problem (a
+/// file over the cap is a 413, like one refused while it arrived).
 pub(crate) fn ingest_error(e: IngestError) -> ApiError {
-    ApiError::invalid(ApiErrorCode::Invalid, e.to_string())
+    match e {
+        IngestError::TooLarge { .. } => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ApiErrorCode::PayloadTooLarge,
+            e.to_string(),
+        ),
+        IngestError::UnknownKb(_) => ApiError::not_found("knowledge base"),
+        IngestError::Store { .. } => {
+            tracing::error!(error = %e, "ingest: store error");
+            ApiError::internal()
+        }
+        other => ApiError::invalid(ApiErrorCode::Invalid, other.to_string()),
+    }
 }
 
+/// A knowledge-service error as an API error: an unknown knowledge base is the caller's
+/// mistake (422 naming theirs), the rest the server's.
 pub(crate) fn kb_error(e: KbError) -> ApiError {
-    ApiError::invalid(ApiErrorCode::Invalid, e.to_string())
+    match e {
+        KbError::UnknownKb { .. } | KbError::UnknownDocument(_) => {
+            ApiError::invalid(ApiErrorCode::InvalidRequest, e.to_string())
+        }
+        other => {
+            tracing::error!(error = %other, "knowledge service error");
+            ApiError::internal()
+        }
+    }
 }
 
 fn not_multipart(rejection: MultipartRejection) -> ApiError {

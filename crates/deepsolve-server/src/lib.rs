@@ -14,14 +14,12 @@ pub mod auth;
 pub mod body_timeout;
 pub mod browser_auth;
 pub mod capabilities;
-pub mod citations;
 pub mod cors;
 pub mod error;
 pub mod extract;
 pub mod gc;
 pub mod ingest;
 pub mod kb;
-mod kbshim;
 mod listener;
 mod memory;
 pub mod metrics;
@@ -70,8 +68,9 @@ pub enum ServerError {
 }
 
 /// Prepare the shared state around `app` (engine, model, mounted tools: `deepsolve-app`):
-/// pick the auth mode, mark turns this instance left running as interrupted, start the event
-/// writer and (on PostgreSQL) the notification listener.
+/// pick the auth mode, mark turns this instance left running as interrupted and documents
+/// left unfinished as failed ([`ingest::sweep_interrupted`]), start the event writer and (on
+/// PostgreSQL) the notification listener.
 pub async fn prepare(
     store: Store,
     app: Arc<App>,
@@ -87,6 +86,13 @@ pub async fn prepare(
         tracing::warn!(
             count = interrupted.len(),
             "turns left running by a previous run are now interrupted (resumable)"
+        );
+    }
+    let swept = ingest::sweep_interrupted(&store).await?;
+    if swept > 0 {
+        tracing::warn!(
+            count = swept,
+            "documents left queued or ingesting by a previous run are now failed (upload them again)"
         );
     }
     store.start_listener().await?;
@@ -126,10 +132,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     // is still held to `max_body` (see `routes::create_turn`).
     let uploads = DefaultBodyLimit::max(state.config.kb.max_request_bytes());
     let routes = Router::new()
-        .route(
-            "/api/v1/turns",
-            post(routes::create_turn).layer(uploads.clone()),
-        )
+        .route("/api/v1/turns", post(routes::create_turn).layer(uploads))
         .route("/api/v1/turns/{id}", get(routes::get_turn))
         .route("/api/v1/turns/{id}/events", get(routes::turn_events))
         .route("/api/v1/turns/{id}/cancel", post(routes::cancel_turn))

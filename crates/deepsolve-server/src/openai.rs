@@ -219,7 +219,7 @@ fn with_sources(answer: &str, sources: &[Source]) -> String {
     }
     let mut text = format!("{}\n\nSources\n", answer.trim_end());
     for source in sources {
-        text.push_str(&crate::citations::source_line(source));
+        text.push_str(&source.list_line());
         text.push('\n');
     }
     text

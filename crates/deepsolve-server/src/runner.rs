@@ -20,9 +20,9 @@ use serde_json::{Map, Value};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::kbshim::Knowledge;
 use crate::state::AppState;
 use crate::upload::Upload;
+use deepsolve_kb::Knowledge;
 
 /// A validated request, ready to run.
 struct Prepared {
@@ -70,7 +70,9 @@ async fn start(
     history: Option<Vec<PriorTurn>>,
     files: Vec<Upload>,
 ) -> ApiResult<TurnCreated> {
-    let mut prepared = prepare(state, &req)?;
+    let has_material =
+        !req.knowledge_bases.is_empty() || !req.attachments.is_empty() || !files.is_empty();
+    let mut prepared = prepare(state, &req, has_material)?;
     let asked = asked_material(state, caller, &req, files).await?;
     let turn_id = new_turn_id();
     // Reserve the slot first: a refused turn must leave nothing behind.
@@ -346,7 +348,9 @@ pub(crate) fn launch(
     created
 }
 
-fn prepare(state: &AppState, req: &CreateTurn) -> ApiResult<Prepared> {
+/// Check the request. `has_material`: the turn asks for knowledge bases or attachments, and
+/// so is offered the knowledge tools.
+fn prepare(state: &AppState, req: &CreateTurn, has_material: bool) -> ApiResult<Prepared> {
     if req.problem.trim().is_empty() {
         return Err(ApiError::invalid(
             ApiErrorCode::InvalidRequest,
@@ -374,7 +378,7 @@ fn prepare(state: &AppState, req: &CreateTurn) -> ApiResult<Prepared> {
     };
     Ok(Prepared {
         language,
-        tools: check_tools(state, &req.tools)?,
+        tools: check_tools(state, &req.tools, has_material)?,
         config: turn_config(&state.solve_defaults(), &req.config)?,
         material: None,
     })
@@ -382,10 +386,14 @@ fn prepare(state: &AppState, req: &CreateTurn) -> ApiResult<Prepared> {
 
 /// The turn's work tools by the catalog's rule (`App::tools_for_turn`); refused names are a
 /// 422 `unknown_tool` naming the available ones.
-fn check_tools(state: &AppState, requested: &[String]) -> ApiResult<Vec<String>> {
+fn check_tools(
+    state: &AppState,
+    requested: &[String],
+    has_material: bool,
+) -> ApiResult<Vec<String>> {
     state
         .app
-        .tools_for_turn(requested)
+        .tools_for_turn_with(requested, has_material)
         .map_err(|e| ApiError::invalid(ApiErrorCode::UnknownTool, refused_tools(&e)))
 }
 

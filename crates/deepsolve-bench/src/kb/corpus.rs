@@ -1,6 +1,8 @@
 //! The labelled question set of `bench kb`: course notes written for it (three English PDFs of
-//! four pages, three Chinese Markdown notes) and questions, each labelled with the document
-//! and page that answers it. Most questions share words with their page; the `paraphrase` ones
+//! four pages, three Chinese Markdown notes), the testkit's fixture documents beside them (a
+//! five-topic lecture PDF, a Chinese PDF, a DOCX, an HTML article, Markdown notes: on the
+//! same subjects, so they compete for most questions), and questions, each labelled with the
+//! document and page that answers it. Most questions share words with their page; the `paraphrase` ones
 //! on purpose share few, and the `cross-lingual` ones ask in one language about notes in the
 //! other: the cases where lexical retrieval is expected to fail.
 
@@ -69,7 +71,38 @@ pub(crate) const MARKDOWN: &[Doc] = &[
     },
 ];
 
+/// The testkit's fixture documents, under the names they are added as.
+pub(crate) fn fixtures() -> Vec<(&'static str, Vec<u8>)> {
+    use deepsolve_testkit::documents;
+    vec![
+        ("lecture.pdf", documents::text_pdf(5)),
+        ("积分.pdf", documents::chinese_pdf()),
+        ("series.docx", documents::lecture_docx()),
+        ("parts.html", documents::html_article().into_bytes()),
+        (
+            "linear-algebra-notes.md",
+            documents::notes_markdown().into_bytes(),
+        ),
+    ]
+}
+
 pub(crate) const QUESTIONS: &[Question] = &[
+    q(
+        "What does the ratio test compare?",
+        "series.docx",
+        1,
+        "lexical",
+    ),
+    q("l'Hopital's rule", "lecture.pdf", 3, "lexical"),
+    q(
+        "a worked example of improper integrals",
+        "lecture.pdf",
+        5,
+        "lexical",
+    ),
+    q("the tabular method", "parts.html", 1, "lexical"),
+    q("分部积分公式", "积分.pdf", 1, "lexical"),
+    q("根式的积分用什么换元法？", "积分.pdf", 2, "lexical"),
     q(
         "What is the epsilon-delta definition of a limit?",
         "calculus.pdf",

@@ -11,15 +11,15 @@ mod pdf;
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
-use deepsolve_kb::chunk::{ChunkOptions, chunk};
-use deepsolve_kb::extract::{ChildCommand, Input, Kind, Limits, extract};
+use deepsolve_kb::extract::{ChildCommand, Limits};
 use deepsolve_kb::index::KbIndexes;
 use deepsolve_kb::retrieve::testing::HashEmbedder;
 use deepsolve_kb::retrieve::{Embedder, Retriever, embed_missing};
+use deepsolve_kb::{Ingestor, KbLimits};
 use deepsolve_store::{
     KbDocumentStatus, KnowledgeBase, NewKbChunk, NewKbDocument, Store, StoreOptions,
 };
@@ -117,12 +117,7 @@ struct Stages {
     extract: Duration,
     chunk: Duration,
     store: Duration,
-}
-
-impl Stages {
-    fn total(&self) -> Duration {
-        self.extract + self.chunk + self.store
-    }
+    total: Duration,
 }
 
 struct Ingested {
@@ -131,63 +126,46 @@ struct Ingested {
     stages: Stages,
 }
 
-/// One document through extract → chunk → store (document, chunks, `ready`).
+/// One document through the ingest the CLI and the server run (`Ingestor::add`, then `run`:
+/// extract in the child, chunk, store pages and chunks, `ready`), timed by its progress
+/// reports: each stage lasts until the next one is reported.
 async fn ingest(
     store: &Store,
+    ingestor: &Ingestor,
     kb: &KnowledgeBase,
     name: &str,
     bytes: &[u8],
-    limits: &Limits,
 ) -> anyhow::Result<Ingested> {
-    let mut stages = Stages::default();
+    let marks: Mutex<Vec<(&'static str, Instant)>> = Mutex::new(Vec::new());
     let started = Instant::now();
-    let extracted = extract(Input::Bytes { name, bytes }, limits)?;
-    stages.extract = started.elapsed();
-    let started = Instant::now();
-    let chunks = chunk(&extracted, &ChunkOptions::default())?;
-    stages.chunk = started.elapsed();
-    let started = Instant::now();
-    let doc = store
-        .add_kb_document(
-            &kb.id,
-            &kb.user_id,
-            NewKbDocument {
-                name: name.to_string(),
-                kind: kind_name(extracted.kind).to_string(),
-                size: bytes.len() as u64,
-                pages: u32::try_from(extracted.pages.len()).ok(),
-            },
-        )
-        .await?;
-    let rows: Vec<NewKbChunk> = chunks
-        .iter()
-        .map(|c| NewKbChunk {
-            ordinal: c.ordinal,
-            page: Some(c.page),
-            heading_path: c.heading_path.clone(),
-            text: c.text.clone(),
+    let doc = ingestor.add(USER, &kb.id, name, bytes.len() as u64).await?;
+    let doc = ingestor
+        .run(USER, &doc.id, bytes.to_vec(), &|p| {
+            if let Ok(mut marks) = marks.lock() {
+                marks.push((p.stage, Instant::now()));
+            }
         })
-        .collect();
-    store.insert_kb_chunks(&doc.id, &kb.user_id, &rows).await?;
-    store
-        .set_kb_document_status(&doc.id, &kb.user_id, KbDocumentStatus::Ready, None)
         .await?;
-    stages.store = started.elapsed();
+    let total = started.elapsed();
+    let marks = marks.into_inner().unwrap_or_else(|e| e.into_inner());
+    let at = |stage: &str| marks.iter().find(|(s, _)| *s == stage).map(|(_, t)| *t);
+    let between = |from: &str, to: &str| match (at(from), at(to)) {
+        (Some(a), Some(b)) => b.saturating_duration_since(a),
+        _ => Duration::ZERO,
+    };
+    let extract = between("extracting", "chunking");
+    let chunk = between("chunking", "storing");
+    let chunks = store.kb_document_chunks(&doc.id, USER).await?.len();
     Ok(Ingested {
-        pages: extracted.pages.len(),
-        chunks: rows.len(),
-        stages,
+        pages: doc.pages.unwrap_or(0) as usize,
+        chunks,
+        stages: Stages {
+            extract,
+            chunk,
+            store: total.saturating_sub(extract + chunk),
+            total,
+        },
     })
-}
-
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Pdf => "pdf",
-        Kind::Docx => "docx",
-        Kind::Html => "html",
-        Kind::Markdown => "markdown",
-        Kind::Text => "text",
-    }
 }
 
 /// A text PDF of `pages` full pages (about 40 lines each), from the question set's notes.
@@ -206,17 +184,18 @@ fn long_pdf(pages: usize) -> Vec<u8> {
             page
         })
         .collect();
-    pdf::text_pdf("Collected notes", &texts)
+    pdf::text_pdf(&texts)
 }
 
 async fn ingest_table(store: &Store, limits: &Limits, pages: usize) -> anyhow::Result<()> {
     let bytes = long_pdf(pages);
+    let ingestor = Ingestor::new(store.clone(), limits.clone(), KbLimits::default(), None);
     let mut runs = Vec::new();
     let mut index_builds = Vec::new();
     let index_dir = tempfile::tempdir()?;
     for run in 0..INGEST_RUNS {
         let kb = store.create_kb(USER, &format!("ingest-{run}")).await?;
-        let done = ingest(store, &kb, "notes.pdf", &bytes, limits).await?;
+        let done = ingest(store, &ingestor, &kb, "notes.pdf", &bytes).await?;
         ensure!(done.pages == pages, "read {} of {pages} pages", done.pages);
         let started = Instant::now();
         KbIndexes::new(index_dir.path())
@@ -225,7 +204,7 @@ async fn ingest_table(store: &Store, limits: &Limits, pages: usize) -> anyhow::R
         index_builds.push(started.elapsed());
         runs.push(done);
     }
-    runs.sort_by_key(|r| r.stages.total());
+    runs.sort_by_key(|r| r.stages.total);
     index_builds.sort();
     let median = &runs[runs.len() / 2];
     let per_min = |d: Duration| median.pages as f64 / d.as_secs_f64().max(1e-9) * 60.0;
@@ -241,8 +220,8 @@ async fn ingest_table(store: &Store, limits: &Limits, pages: usize) -> anyhow::R
     for (name, d) in [
         ("extract (PDF child process)", s.extract),
         ("chunk", s.chunk),
-        ("store (document, chunks, ready)", s.store),
-        ("**ingest total**", s.total()),
+        ("store (status, pages, chunks, ready)", s.store),
+        ("**ingest total**", s.total),
         (
             "index build on first search",
             index_builds[index_builds.len() / 2],
@@ -490,14 +469,19 @@ impl Score {
 
 async fn quality_table(store: &Store, dir: &Path, limits: &Limits) -> anyhow::Result<()> {
     let kb = store.create_kb(USER, "notes").await?;
+    let ingestor = Ingestor::new(store.clone(), limits.clone(), KbLimits::default(), None);
     for doc in corpus::PDFS {
         let pages: Vec<String> = doc.pages.iter().map(|p| p.to_string()).collect();
-        let bytes = pdf::text_pdf(doc.name, &pages);
-        ingest(store, &kb, doc.name, &bytes, limits).await?;
+        let bytes = pdf::text_pdf(&pages);
+        ingest(store, &ingestor, &kb, doc.name, &bytes).await?;
     }
     for doc in corpus::MARKDOWN {
         let text = doc.pages.join("\n\n");
-        ingest(store, &kb, doc.name, text.as_bytes(), limits).await?;
+        ingest(store, &ingestor, &kb, doc.name, text.as_bytes()).await?;
+    }
+    let fixtures = corpus::fixtures();
+    for (name, bytes) in &fixtures {
+        ingest(store, &ingestor, &kb, name, bytes).await?;
     }
     let embedder = HashEmbedder::new("hash-256", DIMENSION);
     embed_missing(store, &kb, &embedder).await?;
@@ -519,12 +503,11 @@ async fn quality_table(store: &Store, dir: &Path, limits: &Limits) -> anyhow::Re
         all.0.add(b);
         all.1.add(h);
     }
-    let pages: usize =
-        corpus::PDFS.iter().map(|d| d.pages.len()).sum::<usize>() + corpus::MARKDOWN.len();
     println!(
-        "### Retrieval quality: {} labelled questions over {} documents ({pages} pages: three English PDFs, three Chinese Markdown notes)\n",
+        "### Retrieval quality: {} labelled questions over {} documents (three English PDFs and three Chinese Markdown notes written for it, and the testkit's {} fixture documents on the same subjects)\n",
         corpus::QUESTIONS.len(),
-        corpus::PDFS.len() + corpus::MARKDOWN.len()
+        corpus::PDFS.len() + corpus::MARKDOWN.len() + fixtures.len(),
+        fixtures.len()
     );
     println!(
         "| questions | n | BM25 recall@1 | BM25 recall@5 | BM25 MRR@10 | hybrid recall@1 | hybrid recall@5 | hybrid MRR@10 |"

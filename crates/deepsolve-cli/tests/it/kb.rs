@@ -1,6 +1,8 @@
-//! `deepsolve kb …` through the real binary on the default SQLite store: create, list, show,
-//! remove, users, and the errors a student meets.
+//! `deepsolve kb …` and `deepsolve solve --kb/--attach` through the real binary on the default
+//! SQLite store, the real PDF child and index, against the mock model citing what it read.
 
+use deepsolve_testkit::policy::KbCite;
+use deepsolve_testkit::{MockServer, documents};
 use serde_json::Value;
 
 use crate::support::Isolated as Env;
@@ -86,7 +88,7 @@ fn an_unknown_knowledge_base_is_an_error_listing_the_users_own() {
     let none = kb(&env, &["show", "physics"]);
     assert_ne!(none.code, 0);
     assert!(
-        none.stderr.contains("no knowledge base 'physics'")
+        none.stderr.contains("unknown knowledge base 'physics'")
             && none.stderr.contains("deepsolve kb create"),
         "{}",
         none.stderr
@@ -98,7 +100,7 @@ fn an_unknown_knowledge_base_is_an_error_listing_the_users_own() {
     assert!(
         unknown
             .stderr
-            .contains("no knowledge base 'physics' (yours: algebra, notes)"),
+            .contains("unknown knowledge base 'physics' (yours: algebra, notes)"),
         "{}",
         unknown.stderr
     );
@@ -152,4 +154,248 @@ fn each_user_sees_only_their_own_knowledge_bases() {
         "{}",
         theirs.stderr
     );
+}
+
+/// A knowledge base `notes` holding `lecture.pdf` (five pages, one topic each: page 4 is
+/// "Taylor series"), added through `deepsolve kb add`.
+fn notes_with_lecture(env: &Env) -> std::path::PathBuf {
+    kb(env, &["create", "notes"]).ok();
+    let lecture = env.path().join("lecture.pdf");
+    std::fs::write(&lecture, documents::text_pdf(5)).unwrap();
+    kb(env, &["add", "notes", lecture.to_str().unwrap()]).ok();
+    lecture
+}
+
+#[test]
+fn documents_are_added_with_progress_and_a_bad_one_fails_alone() {
+    let env = Env::new();
+    kb(&env, &["create", "notes"]).ok();
+    let lecture = env.path().join("lecture.pdf");
+    std::fs::write(&lecture, documents::text_pdf(5)).unwrap();
+    let broken = env.path().join("broken.pdf");
+    std::fs::write(&broken, documents::malformed_pdf()).unwrap();
+    let missing = env.path().join("missing.md");
+    let run = kb(
+        &env,
+        &[
+            "add",
+            "notes",
+            broken.to_str().unwrap(),
+            lecture.to_str().unwrap(),
+            missing.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        run.code, 1,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert!(
+        run.stdout
+            .contains("added lecture.pdf to 'notes' (5 pages)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("lecture.pdf: ready (5/5 pages)"),
+        "progress: {}",
+        run.stderr
+    );
+    let broken_line = format!("error: {}: ", broken.display());
+    let line = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with(&broken_line))
+        .unwrap_or_else(|| panic!("no {broken_line:?} in {}", run.stderr));
+    assert!(line.len() > broken_line.len() + 3, "a reason: {line}");
+    assert!(
+        run.stderr
+            .contains(&format!("error: {}: no such file", missing.display())),
+        "{}",
+        run.stderr
+    );
+
+    let shown = kb(&env, &["show", "notes", "--json"]).ok().json();
+    assert_eq!(shown["kb"]["ready"], 1);
+    assert_eq!(shown["kb"]["failed"], 1);
+    let docs = shown["documents"].as_array().unwrap();
+    let by_name = |name: &str| docs.iter().find(|d| d["name"] == name).unwrap();
+    assert_eq!(by_name("lecture.pdf")["status"], "ready");
+    assert_eq!(by_name("lecture.pdf")["pages"], 5);
+    assert_eq!(by_name("broken.pdf")["status"], "failed");
+    assert!(
+        by_name("broken.pdf")["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("broken.pdf: "),
+        "{shown}"
+    );
+    let text = kb(&env, &["show", "notes"]).ok().stdout;
+    assert!(text.contains("failed: broken.pdf: "), "{text}");
+
+    // The failed one can be removed alone; the good one stays searchable.
+    kb(&env, &["remove", "notes", "broken.pdf"]).ok();
+    let listed = kb(&env, &["list", "--json"]).ok().json();
+    assert_eq!(listed["knowledge_bases"][0]["documents"], 1);
+}
+
+#[test]
+fn search_finds_the_page_that_answers() {
+    let env = Env::new();
+    notes_with_lecture(&env);
+    let found = kb(
+        &env,
+        &["search", "notes", "Taylor series", "-k", "2", "--json"],
+    )
+    .ok()
+    .json();
+    let hits = found["hits"].as_array().unwrap();
+    assert!(!hits.is_empty() && hits.len() <= 2, "{found}");
+    assert_eq!(hits[0]["title"], "lecture.pdf");
+    assert_eq!(hits[0]["page"], 4);
+    assert!(hits[0]["text"].as_str().unwrap().contains("Taylor series"));
+    let text = kb(&env, &["search", "notes", "Taylor series"]).ok().stdout;
+    assert!(text.starts_with("[1] lecture.pdf, p. 4"), "{text}");
+}
+
+/// `deepsolve solve` against the mock running `kb-cite`, with `extra` flags; stdout.
+fn solve_citing(env: &Env, server: &MockServer, extra: &[&str]) -> Run {
+    let out = env
+        .command()
+        .args([
+            "solve",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+        ])
+        .args(extra)
+        .arg("Taylor series")
+        .output()
+        .expect("run deepsolve solve");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn a_solve_over_a_knowledge_base_cites_the_file_and_page() {
+    let env = Env::new();
+    notes_with_lecture(&env);
+    let server = MockServer::policy(KbCite);
+    let run = solve_citing(&env, &server, &["--kb", "notes"]).ok();
+    server.assert_clean();
+    let out = &run.stdout;
+    assert!(out.contains("By the notes' definition [1]"), "{out}");
+    let sources = out
+        .split_once("Sources\n")
+        .unwrap_or_else(|| panic!("no Sources list: {out}"))
+        .1;
+    assert!(
+        sources.lines().next().unwrap().trim() == "[1] lecture.pdf, p. 4",
+        "{sources}"
+    );
+
+    // The same turn as events: the answer carries the sources it cites.
+    let json = solve_citing(&env, &server, &["--kb", "notes", "--json"]).ok();
+    let answer: Value = json
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "answer")
+        .expect("an answer event");
+    assert_eq!(answer["sources"][0]["n"], 1);
+    assert_eq!(answer["sources"][0]["title"], "lecture.pdf");
+    assert_eq!(answer["sources"][0]["page"], 4);
+}
+
+#[test]
+fn an_attached_file_is_read_for_the_turn_and_cited() {
+    let env = Env::new();
+    let lecture = env.path().join("lecture.pdf");
+    std::fs::write(&lecture, documents::text_pdf(5)).unwrap();
+    let server = MockServer::policy(KbCite);
+    let run = solve_citing(&env, &server, &["--attach", lecture.to_str().unwrap()]).ok();
+    server.assert_clean();
+    assert!(
+        run.stderr.contains("lecture.pdf: extracting"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.contains("[1] lecture.pdf, p. 4"),
+        "{}",
+        run.stdout
+    );
+    // The turn's attachments are not a knowledge base of the user's.
+    let listed = kb(&env, &["list", "--json"]).ok().json();
+    assert_eq!(listed["knowledge_bases"], Value::Array(Vec::new()));
+
+    let broken = env.path().join("broken.pdf");
+    std::fs::write(&broken, documents::malformed_pdf()).unwrap();
+    let server = MockServer::policy(KbCite);
+    let failed = solve_citing(&env, &server, &["--attach", broken.to_str().unwrap()]);
+    assert_eq!(failed.code, 1, "{}", failed.stderr);
+    assert!(
+        failed
+            .stderr
+            .contains(&format!("error: {}: ", broken.display())),
+        "{}",
+        failed.stderr
+    );
+    assert!(
+        server.requests().is_empty(),
+        "no model call for a failed attachment"
+    );
+}
+
+#[test]
+fn a_solve_over_an_unknown_knowledge_base_lists_the_users_own() {
+    let env = Env::new();
+    kb(&env, &["create", "notes"]).ok();
+    let server = MockServer::policy(KbCite);
+    let run = solve_citing(&env, &server, &["--kb", "physics"]);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr
+            .contains("unknown knowledge base 'physics' (yours: notes)"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        server.requests().is_empty(),
+        "no model call for an unknown KB"
+    );
+}
+
+#[test]
+fn the_hidden_pdf_child_reads_a_pdf_on_stdin() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let env = Env::new();
+    let mut child = env
+        .std_command()
+        .args(["__pdf-child", "-", "--max-pages", "10"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn the PDF child");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&documents::text_pdf(3))
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["pages"], 3);
+    assert_eq!(lines.len(), 4, "a header and three pages: {lines:?}");
+    assert!(lines[3]["text"].as_str().unwrap().contains("Page 3"));
 }

@@ -10,6 +10,7 @@ mod did_you_mean;
 mod disabled_tools;
 mod gc;
 mod kb;
+mod kb_replicas;
 mod memory_probe;
 mod protocols;
 mod reply_memory;

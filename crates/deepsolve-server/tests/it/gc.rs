@@ -69,6 +69,7 @@ async fn interrupted_turn(s: &crate::support::TestServer) -> String {
         config: serde_json::Map::new(),
         context_window: 32_000,
         history: Vec::new(),
+        material: None,
     };
     store
         .create_turn(&NewTurn {

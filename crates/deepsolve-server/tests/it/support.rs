@@ -89,7 +89,10 @@ pub(crate) async fn launch(
     // The catalog's tools on the scripted model (no sandbox: no code tools), plus the test's.
     let registry =
         deepsolve_server::runner::ArtifactStore::new(store.clone(), config.max_artifact_bytes);
-    let mut app = AppBuilder::new(settings, model_for(&mock)).artifact_registry(registry);
+    let knowledge = test_knowledge(&settings, &store, dir.path());
+    let mut app = AppBuilder::new(settings, model_for(&mock))
+        .artifact_registry(registry)
+        .knowledge(knowledge);
     for tool in tools {
         app = app.extra_tool(tool);
     }
@@ -120,6 +123,25 @@ pub(crate) async fn launch(
         stop: Some(stop),
         task: Some(task),
     }
+}
+
+/// The knowledge service of a test server: its index in the test's directory, the PDF
+/// parser's child from this crate, and a zip-bomb guard small enough to test (4 MiB).
+pub(crate) fn test_knowledge(
+    settings: &Settings,
+    store: &Store,
+    dir: &std::path::Path,
+) -> deepsolve_kb::Knowledge {
+    let extract = deepsolve_kb::extract::Limits {
+        max_inflated_bytes: 4 * 1024 * 1024,
+        pdf_child: Some(deepsolve_kb::extract::ChildCommand {
+            program: env!("CARGO_BIN_EXE_deepsolve-server-pdf").into(),
+            args: Vec::new(),
+        }),
+        ..deepsolve_kb::extract::Limits::default()
+    };
+    deepsolve_kb::Knowledge::new(store.clone(), dir.join("kb-index"), None)
+        .with_limits(extract, deepsolve_app::kb_limits(settings))
 }
 
 impl TestServer {

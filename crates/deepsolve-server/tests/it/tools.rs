@@ -58,7 +58,7 @@ async fn a_tool_that_cannot_be_mounted_here_is_refused_with_the_reason() {
         message.starts_with("tools not available on this server: code_execution (no sandbox: "),
         "{message}"
     );
-    assert!(message.ends_with("(available: reason)"), "{message}");
+    assert!(message.contains("(available: reason"), "{message}");
     s.shutdown().await;
 }
 
