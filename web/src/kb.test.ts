@@ -33,7 +33,10 @@ describe("a document's status", () => {
     // Counters past the total (a late progress report) never read "11 of 10".
     expect(statusLine(doc({ status: "ingesting", pages_done: 11, pages_total: 10 }))).toMatchObject({ done: 10 });
     expect(statusLine(doc({ status: "ready", pages: 12 }))).toEqual({ key: "kb.status.readyPages", pages: 12 });
+    expect(statusLine(doc({ status: "ready", pages: 1 }))).toEqual({ key: "kb.status.readyPage" });
     expect(statusLine(doc({ status: "ready", pages: null }))).toEqual({ key: "kb.status.ready" });
+    // A Markdown file's one "page" is not worth saying.
+    expect(statusLine(doc({ status: "ready", kind: "markdown", pages: 1 }))).toEqual({ key: "kb.status.ready" });
     expect(statusLine(doc({ status: "failed", error: "a.pdf: not a PDF" }))).toEqual({ key: "kb.status.failed" });
   });
 

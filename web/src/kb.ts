@@ -40,10 +40,19 @@ export type StatusLine =
   | { key: "kb.status.ingesting" }
   | { key: "kb.status.ingestingPages"; done: number; total: number }
   | { key: "kb.status.ready" }
+  | { key: "kb.status.readyPage" }
   | { key: "kb.status.readyPages"; pages: number }
   | { key: "kb.status.failed" };
 
-export function statusLine(doc: Pick<DocumentView, "status" | "pages" | "pages_done" | "pages_total">): StatusLine {
+/**
+ * A document's page count worth showing: a PDF's. Other kinds report their text as one "page",
+ * which would read as "1 pages" of a Markdown file.
+ */
+export function pagesOf(doc: Pick<DocumentView, "kind" | "pages">): number | null {
+  return doc.kind === "pdf" && doc.pages ? doc.pages : null;
+}
+
+export function statusLine(doc: Pick<DocumentView, "status" | "kind" | "pages" | "pages_done" | "pages_total">): StatusLine {
   switch (doc.status) {
     case "queued":
       return { key: "kb.status.queued" };
@@ -53,8 +62,11 @@ export function statusLine(doc: Pick<DocumentView, "status" | "pages" | "pages_d
         ? { key: "kb.status.ingestingPages", done: Math.min(doc.pages_done, total), total }
         : { key: "kb.status.ingesting" };
     }
-    case "ready":
-      return doc.pages ? { key: "kb.status.readyPages", pages: doc.pages } : { key: "kb.status.ready" };
+    case "ready": {
+      const pages = pagesOf(doc);
+      if (pages === null) return { key: "kb.status.ready" };
+      return pages === 1 ? { key: "kb.status.readyPage" } : { key: "kb.status.readyPages", pages };
+    }
     case "failed":
       return { key: "kb.status.failed" };
   }

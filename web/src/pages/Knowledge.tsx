@@ -14,6 +14,7 @@ import {
   ingestFraction,
   knowledgeInfo,
   mergeDocuments,
+  pagesOf,
   pollDelayMs,
   statusLine,
   type DocumentView,
@@ -470,7 +471,8 @@ function DocumentItem(props: { doc: DocumentView; onRemove: () => void }) {
   const { key, ...params } = line;
   const fraction = ingestFraction(doc);
   const meta = [doc.kind.toUpperCase(), formatBytes(doc.size)];
-  if (doc.pages) meta.push(t("kb.pages", { n: doc.pages }));
+  const pages = pagesOf(doc);
+  if (pages !== null) meta.push(pages === 1 ? t("kb.page") : t("kb.pages", { n: pages }));
   return (
     <li class={`kb-doc ${doc.status}`} data-testid="kb-document" data-status={doc.status} data-name={doc.name}>
       <div class="kb-doc-main">
