@@ -108,6 +108,27 @@ record_cancelled() {
   echo "recorded $name ($(grep -c '^data:' "$tmp/$name.sse") events)"
 }
 
+# A turn over a knowledge base that cites it: a KB with one Markdown file, ready before the turn
+# starts; the answer event carries its sources.
+record_kb_cite() {
+  local name=$1
+  start_pair --policy kb-cite
+  curl -sf -X POST "$server/api/v1/knowledge-bases" -H 'content-type: application/json' -d '{"name":"notes"}' >/dev/null
+  printf '# Limits\n\n## The squeeze theorem\n\nIf a_n <= b_n <= c_n and a_n, c_n both tend to L, so does b_n: sin(n)/n tends to 0.\n' >"$tmp/limits.md"
+  curl -sf -X POST "$server/api/v1/knowledge-bases/notes/documents" -F "file=@$tmp/limits.md" >/dev/null
+  for _ in $(seq 200); do
+    curl -sf "$server/api/v1/knowledge-bases/notes" | grep -q '"status":"ready"' && break
+    sleep 0.1
+  done
+  local body turn
+  body='{"problem":"Use the squeeze theorem to find the limit of sin(n)/n","knowledge_bases":["notes"]}'
+  turn="$(curl -sf -X POST "$server/api/v1/turns" -H 'content-type: application/json' -d "$body" |
+    node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).turn_id))')"
+  curl -sfN --max-time 60 "$server/api/v1/turns/$turn/events" >"$tmp/$name.sse"
+  sse_to_json "$tmp/$name.sse" >"$out/$name.json"
+  echo "recorded $name ($(grep -c '^data:' "$tmp/$name.sse") events)"
+}
+
 record well-behaved-code "Sum the integers from 1 to 10." '["code_execution"]' \
   --policy well-behaved --steps 3 --work-tool code_execution
 record well-behaved-reason "Why is the sky blue?" '["reason"]' --policy well-behaved --steps 2 --work-tool reason
@@ -122,3 +143,4 @@ record tags "Add 2 and 3." '["reason"]' --policy tags --steps 2
 record flaky-429 "Multiply 6 by 7." '["reason"]' --policy flaky-429 --steps 1
 record reasoning-model "Square 12." '["reason"]' --policy reasoning-model --steps 1
 record_cancelled cancelled
+record_kb_cite kb-cite

@@ -43,6 +43,7 @@ describe("the recorded logs", () => {
       "reasoning-model",
       "answer-with-open-steps",
       "plan-skipper",
+      "kb-cite",
     ];
     for (const name of names) {
       const events = fixture(name);
