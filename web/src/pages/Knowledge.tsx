@@ -446,7 +446,10 @@ function UploadBox(props: { kbId: string; onAdded: (docs: DocumentView[]) => voi
           accept=".pdf,.docx,.html,.htm,.md,.markdown,.txt,application/pdf,text/*"
           onChange={(event) => void send(Array.from((event.currentTarget as HTMLInputElement).files ?? []))}
         />
-        <span class="muted small">{maxMb ? t("kb.dropHint", { mb: maxMb }) : t("kb.dropHintNoMax")}</span>
+        <span class="muted small">
+          <span class="drop-only">{t("kb.drop")} </span>
+          {maxMb ? t("kb.dropHint", { mb: maxMb }) : t("kb.dropHintNoMax")}
+        </span>
       </div>
       {upload && (
         <div class="kb-upload-progress" data-testid="kb-upload-progress" role="status">
