@@ -358,6 +358,10 @@ async fn hostile_uploads_fail_one_by_one_with_named_errors_and_the_server_serves
     assert_eq!(status, 415, "{err}");
     let (status, err) = upload(&s, None, "hostile", Vec::new()).await;
     assert!(status == 422 || status == 400, "{status} {err}");
+    let many: Vec<(&str, Vec<u8>)> = (0..21).map(|_| ("n.md", b"# n".to_vec())).collect();
+    let (status, err) = upload(&s, None, "hostile", many).await;
+    assert_eq!(status, 422, "{err}");
+    assert!(message(&err).contains("at most 20"), "{err}");
     // The server still serves: health, and a solve.
     assert_eq!(s.get("/healthz", None).await.0, 200);
     let (turn, _) = s.start_turn(json!({"problem": "1+1?"}), None).await;
@@ -421,6 +425,17 @@ async fn a_solve_over_a_knowledge_base_cites_the_document_and_page() {
             .as_array()
             .is_some_and(|t| t.contains(&json!("rag")))
     );
+    // The material is in the stored spec: a resume reads the same.
+    let stored = s
+        .state
+        .store
+        .turn(&turn, deepsolve_server::LOCAL_USER)
+        .await
+        .expect("read")
+        .expect("the turn");
+    let material = stored.spec.material.expect("material stored with the turn");
+    assert_eq!(material.knowledge_bases[0].name, "calculus");
+    assert_eq!(material.documents[0].id, doc.as_str().expect("id"));
     // Without material the knowledge tools are not offered, and nothing is cited.
     let (plain, _) = s.start_turn(json!({"problem": "1+1?"}), None).await;
     let view = s.wait_done(&plain, None).await;
@@ -454,9 +469,22 @@ async fn attachments_inline_or_multipart_are_cited_and_a_bad_one_refuses_the_tur
     );
     let view = s.wait_done(&turn, None).await;
     assert_eq!(view["sources"], json!(answer_sources));
-    // The turn's attachments are its own: no knowledge base of the user shows them.
+    // The turn's attachments are its own: no knowledge base of the user shows them, and the
+    // knowledge-base routes do not reach them.
     let (_, list) = s.get("/api/v1/knowledge-bases", None).await;
     assert_eq!(list["knowledge_bases"], json!([]), "{list}");
+    let stored = s
+        .state
+        .store
+        .turn(&turn, deepsolve_server::LOCAL_USER)
+        .await
+        .expect("read")
+        .expect("the turn");
+    let material = stored.spec.material.expect("material");
+    assert!(material.knowledge_bases[0].attachments, "{material:?}");
+    let hidden = format!("/api/v1/knowledge-bases/{}", material.knowledge_bases[0].id);
+    assert_eq!(s.get(&hidden, None).await.0, 404);
+    assert_eq!(s.delete(&hidden, None).await, 404);
 
     // Multipart: the turn's JSON in `request`, the files in `file`.
     let request = json!({"problem": "State the rule of Taylor series"}).to_string();
