@@ -71,6 +71,12 @@ async fn knowledge_bases_are_created_listed_named_and_deleted() {
         assert_eq!(detail["kb"]["id"], json!(id));
         assert_eq!(detail["documents"], json!([]));
     }
+    let (_, caps) = s.get("/api/v1/capabilities", ada).await;
+    assert_eq!(
+        caps["knowledge"],
+        json!({"available": true, "max_upload_mb": 50}),
+        "{caps}"
+    );
     assert_eq!(s.delete("/api/v1/knowledge-bases/notes", ada).await, 204);
     assert_eq!(s.delete("/api/v1/knowledge-bases/notes", ada).await, 404);
     let (status, _) = s.get(&format!("/api/v1/knowledge-bases/{id}"), ada).await;
