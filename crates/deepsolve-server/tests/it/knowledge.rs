@@ -635,3 +635,79 @@ async fn documents_a_dead_process_left_unfinished_are_failed_at_start() {
     );
     s.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_turn_reads_the_material_it_was_started_with() {
+    use deepsolve_protocol::{Material, MaterialDocument, MaterialKb, StoredTurnSpec};
+    use deepsolve_store::NewTurn;
+    let s = start(kb_cite(), Options::default()).await.server;
+    let docs = ready_kb(
+        &s,
+        None,
+        "calculus",
+        vec![("lecture.pdf", documents::text_pdf(5))],
+    )
+    .await;
+    let doc = &docs[0];
+    let id = |v: &Value| v.as_str().expect("id").to_string();
+    // A turn as a dead server left it: recorded with its material, nothing logged.
+    let material = Material {
+        knowledge_bases: vec![MaterialKb {
+            id: id(&doc["kb_id"]),
+            name: "calculus".into(),
+            documents: 1,
+            attachments: false,
+        }],
+        documents: vec![MaterialDocument {
+            id: id(&doc["id"]),
+            name: "lecture.pdf".into(),
+            kind: "pdf".into(),
+            pages: Some(5),
+            size: doc["size"].as_u64().expect("size"),
+            kb: id(&doc["kb_id"]),
+            attached: false,
+        }],
+    };
+    let store = &s.state.store;
+    let user = deepsolve_server::LOCAL_USER;
+    let problem = "State the rule of Taylor series";
+    let session = store.create_session(user, problem).await.expect("session");
+    let tools = s
+        .state
+        .app
+        .tools_for_turn_with::<&str>(&[], true)
+        .expect("tools");
+    let spec = StoredTurnSpec {
+        language: deepsolve_protocol::Language::En,
+        tools,
+        config: deepsolve_core::SolveConfig::default().to_map(),
+        context_window: 32_000,
+        history: Vec::new(),
+        material: Some(material),
+    };
+    let turn = "turn_with_material".to_string();
+    store
+        .create_turn(&NewTurn {
+            id: turn.clone(),
+            session_id: session.id,
+            user_id: user.into(),
+            problem: problem.into(),
+            spec,
+            owner: "gone".into(),
+        })
+        .await
+        .expect("turn");
+    store.mark_interrupted("gone").await.expect("interrupted");
+    let (status, body) = s
+        .post(&format!("/api/v1/turns/{turn}/resume"), json!({}), None)
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let events = s.events(&turn, None, None).await;
+    let (answer_sources, _) = cited(&events);
+    assert_eq!(
+        answer_sources[0]["document_id"], doc["id"],
+        "{answer_sources:?}"
+    );
+    assert_eq!(answer_sources[0]["page"], 4, "{answer_sources:?}");
+    s.shutdown().await;
+}
