@@ -251,6 +251,13 @@ async fn names_resolve_to_the_users_knowledge_bases_and_attachments_stay_hidden(
             .await
             .unwrap();
         assert_eq!(found.hits[0].title, "sheet.md");
+
+        // Deleting a KB takes its index with it; another user's KB is not theirs to delete.
+        assert!(!knowledge.delete_kb("u2", &attachments.id).await.unwrap());
+        assert!(dir.path().join("kb-index").join(&attachments.id).exists());
+        assert!(knowledge.delete_kb("u1", &attachments.id).await.unwrap());
+        assert!(!dir.path().join("kb-index").join(&attachments.id).exists());
+        assert!(!knowledge.delete_kb("u1", &attachments.id).await.unwrap());
     }
 }
 
