@@ -292,6 +292,8 @@ fn a_solve_over_a_knowledge_base_cites_the_file_and_page() {
     let run = solve_citing(&env, &server, &["--kb", "notes"]).ok();
     server.assert_clean();
     let out = &run.stdout;
+    // What each knowledge tool found, under its line, then the answer citing it.
+    assert!(out.contains("▸ [1] lecture.pdf, p. 4"), "{out}");
     assert!(out.contains("By the notes' definition [1]"), "{out}");
     let sources = out
         .split_once("Sources\n")
