@@ -281,9 +281,21 @@ impl Renderer for LiveRenderer {
                 content,
                 duration_ms,
                 artifacts,
+                sources,
                 ..
             } => {
                 self.tool_result(name, *ok, content, *duration_ms);
+                if let Some(first) = sources.first() {
+                    let more = match sources.len() - 1 {
+                        0 => String::new(),
+                        n => format!(" (+{n} more)"),
+                    };
+                    self.line(format!(
+                        "    {} {}{more}",
+                        style("▸").dim(),
+                        source_line(first)
+                    ));
+                }
                 for artifact in artifacts {
                     self.line(format!("    ▸ {}", self.artifact_line(artifact)));
                 }

@@ -32,16 +32,8 @@ pub(crate) fn load_settings(args: &ConfigArgs) -> anyhow::Result<Loaded> {
     Ok(loaded)
 }
 
-/// The app on the loaded settings (model clients, sandbox, mounted tools, engine).
-pub(crate) async fn build_app(
-    loaded: &Loaded,
-    session_capacity: Option<usize>,
-    artifacts: Option<Arc<dyn ArtifactRegistry>>,
-) -> anyhow::Result<App> {
-    build_app_with_knowledge(loaded, session_capacity, artifacts, None).await
-}
-
-/// [`build_app`] with the knowledge-base service behind `rag` and `read_source`.
+/// The app on the loaded settings (model clients, sandbox, mounted tools, engine), with the
+/// knowledge-base service behind `rag` and `read_source` when the caller has one.
 pub(crate) async fn build_app_with_knowledge(
     loaded: &Loaded,
     session_capacity: Option<usize>,

@@ -8,7 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use deepsolve_store::{
-    KbDocument, KbDocumentStatus, NewKbChunk, NewKbDocument, NewKbPage, Store, StoreError,
+    ChunkInsert, KbDocument, KbDocumentStatus, NewKbChunk, NewKbDocument, NewKbPage, Store,
+    StoreError,
 };
 
 use crate::chunk::{ChunkOptions, chunk};
@@ -240,10 +241,23 @@ impl Ingestor {
             .set_kb_pages(&doc.id, &doc.user_id, &page_rows(&extracted))
             .await
             .map_err(store)?;
-        self.store
-            .insert_kb_chunks(&doc.id, &doc.user_id, &chunks)
+        // Checked again where it is written: another document of the KB may have been
+        // stored since the count above.
+        let limit = self.limits.max_chunks_per_kb;
+        let inserted = self
+            .store
+            .insert_kb_chunks_within(&doc.id, &doc.user_id, &chunks, limit)
             .await
             .map_err(store)?;
+        if let ChunkInsert::OverLimit { existing } = inserted {
+            return Err(IngestError::TooManyChunks {
+                name: name.to_string(),
+                kb: self.kb_name(doc).await,
+                chunks: chunks.len() as u64,
+                existing,
+                limit,
+            });
+        }
         self.store
             .set_kb_document_progress(&doc.id, &doc.user_id, pages, Some(pages))
             .await

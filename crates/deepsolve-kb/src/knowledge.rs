@@ -258,6 +258,23 @@ impl Knowledge {
         Ok(material)
     }
 
+    /// Delete a KB of this user with its documents, and this replica's index of it (other
+    /// replicas find their copies behind the store and never open them again); `false`: no
+    /// such KB.
+    pub async fn delete_kb(&self, user_id: &str, kb_id: &str) -> Result<bool, KbError> {
+        if !self.store.delete_kb(kb_id, user_id).await? {
+            return Ok(false);
+        }
+        if let Err(e) = self.indexes.remove(kb_id).await {
+            // The rows are gone, which is what matters; the directory is only a cache.
+            tracing::warn!(
+                kb = kb_id,
+                "cannot remove a deleted knowledge base's index: {e}"
+            );
+        }
+        Ok(true)
+    }
+
     async fn unknown_kb(&self, user_id: &str, name: &str) -> KbError {
         let available = match self.store.list_kbs(user_id).await {
             Ok(kbs) => kbs.into_iter().map(|k| k.name).collect(),

@@ -1,7 +1,7 @@
 //! Ingest jobs: an uploaded document is recorded `queued` at once and ingested on a background
 //! task, a few at a time (extraction runs a child process per PDF; more at once would only
-//! contend for the same cores). Progress goes to the store as it happens, so any replica can
-//! answer `GET …/documents/{doc}`; a failure leaves the document `failed` with a message
+//! contend for the same cores). The ingestor records progress in the store as it goes, so
+//! any replica can answer `GET …/documents/{doc}`; a failure leaves the document `failed` with a message
 //! naming it and the problem (the ingestor's), and the server goes on.
 //!
 //! At start, documents left `queued` or `ingesting` by a process that died are marked
@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use deepsolve_kb::{IngestProgress, Knowledge};
 use deepsolve_store::{KbDocumentStatus, Store, StoreError};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::Semaphore;
 
 /// Ingests at once per replica.
 pub const DEFAULT_CONCURRENCY: usize = 2;
@@ -47,7 +47,6 @@ impl IngestJobs {
             let _permit = permits.acquire_owned().await.ok();
             let job = Job {
                 knowledge,
-                store: store.clone(),
                 user_id: user_id.clone(),
                 document_id: document_id.clone(),
             };
@@ -55,13 +54,18 @@ impl IngestJobs {
             let outcome = tokio::spawn(job.run(bytes)).await;
             if let Err(join) = outcome {
                 tracing::error!(document_id, error = %join, "the ingest task failed");
-                let message = "the ingest failed inside the server; upload it again";
+                let name = match store.kb_document(&document_id, &user_id).await {
+                    Ok(Some(doc)) => doc.name,
+                    _ => document_id.clone(),
+                };
+                let message =
+                    format!("{name}: the ingest failed inside the server; upload it again");
                 if let Err(e) = store
                     .set_kb_document_status(
                         &document_id,
                         &user_id,
                         KbDocumentStatus::Failed,
-                        Some(message),
+                        Some(&message),
                     )
                     .await
                 {
@@ -74,55 +78,31 @@ impl IngestJobs {
 
 struct Job {
     knowledge: Knowledge,
-    store: Store,
     user_id: String,
     document_id: String,
 }
 
 impl Job {
     async fn run(self, bytes: Vec<u8>) {
-        let (progress, watched) = watch::channel(None);
-        let recorder = tokio::spawn(record_progress(
-            self.store.clone(),
-            self.user_id.clone(),
-            self.document_id.clone(),
-            watched,
-        ));
-        let on_progress = move |p: IngestProgress| {
-            // Only the latest counts: a slow store skips ticks instead of queueing them.
-            let _ = progress.send(Some((p.pages_done, p.pages_total)));
+        // The ingestor records the progress in the store itself (any replica reads it); here
+        // it is only traced.
+        let on_progress = |p: IngestProgress| {
+            tracing::debug!(
+                document_id = p.document_id,
+                stage = p.stage,
+                pages_done = p.pages_done,
+                "ingest progress"
+            );
         };
         let result = self
             .knowledge
             .ingestor()
             .run(&self.user_id, &self.document_id, bytes, &on_progress)
             .await;
-        drop(on_progress);
-        let _ = recorder.await;
         match result {
             Ok(doc) => tracing::info!(document_id = doc.id, name = doc.name, "document ready"),
             // The ingestor has marked it failed with this message.
             Err(e) => tracing::warn!(document_id = self.document_id, error = %e, "ingest failed"),
-        }
-    }
-}
-
-/// Write the latest progress until the sender is gone.
-async fn record_progress(
-    store: Store,
-    user_id: String,
-    document_id: String,
-    mut watched: watch::Receiver<Option<(u32, Option<u32>)>>,
-) {
-    while watched.changed().await.is_ok() {
-        let Some((done, total)) = *watched.borrow_and_update() else {
-            continue;
-        };
-        if let Err(e) = store
-            .set_kb_document_progress(&document_id, &user_id, done, total)
-            .await
-        {
-            tracing::warn!(document_id, error = %e, "ingest progress not recorded");
         }
     }
 }

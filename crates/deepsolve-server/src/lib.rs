@@ -7,6 +7,9 @@
 //! - `GET /api/v1/turns/{id}`, `POST …/cancel`, `POST …/resume`; sessions list/get/delete
 //!   (a follow-up turn in a session sees the earlier answers and solve records); artifact
 //!   downloads; `/healthz`.
+//! - Knowledge bases ([`kb`]): CRUD, `multipart/form-data` uploads ([`upload`]) ingested in
+//!   the background ([`ingest`]), search; a turn names knowledge bases or brings attachments,
+//!   its answer's `sources` say which document and page each `[n]` is.
 //! - Errors are `{"error": {"code", "message"}}`; another user's data is a 404.
 //! - The web UI at `/` and its client-side routes, from assets embedded in the binary ([`ui`]).
 

@@ -58,7 +58,17 @@ async fn turn_request(
         // The route allows upload-sized bodies for multipart; JSON keeps the usual limit.
         let limit = state.config.max_body_bytes;
         let request = request.map(|body| Body::new(http_body_util::Limited::new(body, limit)));
-        let ApiJson(req) = ApiJson::<CreateTurn>::from_request(request, state).await?;
+        let req = match ApiJson::<CreateTurn>::from_request(request, state).await {
+            Ok(ApiJson(req)) => req,
+            Err(mut e) if e.status == StatusCode::PAYLOAD_TOO_LARGE => {
+                e.message = format!(
+                    "the request body is over {limit} bytes: send attachments as \
+                     multipart/form-data (a part 'request' with the JSON, parts 'file')"
+                );
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         return Ok((req, Vec::new()));
     }
     let multipart = Multipart::from_request(request, state)

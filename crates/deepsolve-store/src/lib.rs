@@ -42,8 +42,8 @@ use sqlx::{Executor, SqlSafeStr};
 pub use error::StoreError;
 pub use hub::{Hub, HubMsg, Received, Subscription};
 pub use kb::{
-    EmbeddingSpec, KbChunk, KbDocument, KbDocumentStatus, KbEmbedding, KbPage, KnowledgeBase,
-    NewKbChunk, NewKbDocument, NewKbPage,
+    ChunkInsert, EmbeddingSpec, KbChunk, KbDocument, KbDocumentStatus, KbEmbedding, KbPage,
+    KnowledgeBase, NewKbChunk, NewKbDocument, NewKbPage,
 };
 pub use model::{
     AppendEvent, ArtifactMeta, BrowserSession, IssuedBrowserSession, IssuedToken, NewArtifact,

@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use deepsolve_app::{AppBuilder, KnowledgeOptions, kb_limits, knowledge_from_settings};
-use deepsolve_core::ChatModel;
+use deepsolve_core::{ChatModel, EventKind, StopReason, TurnSpec, VecSink};
 use deepsolve_settings::{ModelRef, Settings};
 use deepsolve_store::{Store, StoreOptions};
 use deepsolve_testkit::{ScriptedModel, WellBehaved};
+use tokio_util::sync::CancellationToken;
 
 async fn store(dir: &tempfile::TempDir) -> Store {
     Store::open_sqlite(&dir.path().join("app.db"), StoreOptions::default())
@@ -96,4 +97,79 @@ async fn an_app_with_knowledge_offers_its_tools_to_turns_with_material() {
     assert!(bare.knowledge().is_none());
     let err = bare.tools_for_turn_with(none, true).unwrap_err();
     assert!(err.to_string().contains("no knowledge bases"), "{err}");
+}
+
+#[tokio::test]
+async fn a_turn_with_material_searches_reads_and_cites_its_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = KnowledgeOptions {
+        index_root: Some(dir.path().join("idx")),
+        pdf_child: None,
+    };
+    let store = store(&dir).await;
+    let knowledge = knowledge_from_settings(&Settings::default(), store.clone(), options).unwrap();
+    let kb = store.create_kb("u1", "Algebra").await.unwrap();
+    let text = deepsolve_testkit::documents::notes_markdown();
+    let doc = knowledge
+        .ingestor()
+        .add("u1", &kb.id, "notes.md", text.len() as u64)
+        .await
+        .unwrap();
+    let quiet = |_: deepsolve_kb::IngestProgress| {};
+    knowledge
+        .ingestor()
+        .run("u1", &doc.id, text.into_bytes(), &quiet)
+        .await
+        .unwrap();
+    let material = knowledge
+        .material("u1", std::slice::from_ref(&kb), None)
+        .await
+        .unwrap();
+
+    let model = Arc::new(ScriptedModel::new(deepsolve_testkit::policy::KbCite));
+    let app = AppBuilder::new(Settings::default(), model.clone())
+        .knowledge(knowledge)
+        .build()
+        .unwrap();
+    let none: &[&str] = &[];
+    let mut spec = TurnSpec::new(deepsolve_app::new_turn_id(), "What is an eigenvalue?");
+    spec.user_id = Some("u1".into());
+    spec.tools = app.tools_for_turn_with(none, true).unwrap();
+    spec.material = Some(Arc::new(material));
+    let sink = VecSink::default();
+    let outcome = app
+        .engine()
+        .run_turn(model.as_ref(), spec, &sink, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::Answered, "{outcome:?}");
+    let cited: Vec<(u32, Option<&str>)> = outcome
+        .sources
+        .iter()
+        .map(|s| (s.n, s.document_id.as_deref()))
+        .collect();
+    assert_eq!(
+        cited,
+        [(1, Some(doc.id.as_str())), (2, Some(doc.id.as_str()))]
+    );
+    assert_eq!(outcome.sources[0].title, "notes.md");
+    assert!(
+        outcome.sources[0].chunk_id.is_some(),
+        "[1] is the rag passage"
+    );
+    assert!(
+        outcome.sources[1].chunk_id.is_none(),
+        "[2] is what read_source read"
+    );
+    // Each tool result carries the sources it numbered.
+    let events = sink.0.lock().unwrap();
+    let numbered: Vec<u32> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { sources, .. } => Some(sources.iter().map(|s| s.n)),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(numbered, [1, 2]);
 }

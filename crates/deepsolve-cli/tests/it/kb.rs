@@ -158,12 +158,16 @@ fn each_user_sees_only_their_own_knowledge_bases() {
 
 /// A knowledge base `notes` holding `lecture.pdf` (five pages, one topic each: page 4 is
 /// "Taylor series"), added through `deepsolve kb add`.
-fn notes_with_lecture(env: &Env) -> std::path::PathBuf {
+fn notes_with_lecture(env: &Env) {
     kb(env, &["create", "notes"]).ok();
+    notes_with_lecture_in(env, "notes");
+}
+
+/// `lecture.pdf` added to the existing KB `name`.
+fn notes_with_lecture_in(env: &Env, name: &str) {
     let lecture = env.path().join("lecture.pdf");
     std::fs::write(&lecture, documents::text_pdf(5)).unwrap();
-    kb(env, &["add", "notes", lecture.to_str().unwrap()]).ok();
-    lecture
+    kb(env, &["add", name, lecture.to_str().unwrap()]).ok();
 }
 
 #[test]
@@ -288,6 +292,8 @@ fn a_solve_over_a_knowledge_base_cites_the_file_and_page() {
     let run = solve_citing(&env, &server, &["--kb", "notes"]).ok();
     server.assert_clean();
     let out = &run.stdout;
+    // What each knowledge tool found, under its line, then the answer citing it.
+    assert!(out.contains("▸ [1] lecture.pdf, p. 4"), "{out}");
     assert!(out.contains("By the notes' definition [1]"), "{out}");
     let sources = out
         .split_once("Sources\n")
@@ -398,4 +404,47 @@ fn the_hidden_pdf_child_reads_a_pdf_on_stdin() {
     assert_eq!(lines[0]["pages"], 3);
     assert_eq!(lines.len(), 4, "a header and three pages: {lines:?}");
     assert!(lines[3]["text"].as_str().unwrap().contains("Page 3"));
+}
+
+#[test]
+fn hostile_documents_are_refused_by_name_and_the_store_keeps_serving() {
+    let env = Env::new();
+    kb(&env, &["create", "notes"]).ok();
+    let files: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "huge.pdf",
+            documents::many_pages_pdf(10_000),
+            "10000 pages is over the limit of 2000",
+        ),
+        ("bomb.docx", documents::bomb_docx(300 << 20), "zip bomb"),
+        ("fake.pdf", b"hello, I am text".to_vec(), "not a PDF"),
+        ("big.md", vec![b'a'; 5 << 20], "over the limit of 3 MiB"),
+    ];
+    let mut args = vec!["add".to_string(), "notes".to_string()];
+    for (name, bytes, _) in &files {
+        let path = env.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        args.push(path.display().to_string());
+    }
+    args.extend(["--set".to_string(), "kb.max_file_mb=3".to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = kb(&env, &args);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    for (name, _, why) in &files {
+        let path = env.path().join(name);
+        let line = run
+            .stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("error: {}: ", path.display())))
+            .unwrap_or_else(|| panic!("no error for {name}: {}", run.stderr));
+        assert!(line.contains(why), "{line}");
+    }
+    // Nothing half-read is searchable, and the KB still takes a good document.
+    let shown = kb(&env, &["show", "notes", "--json"]).ok().json();
+    assert_eq!(shown["kb"]["ready"], 0, "{shown}");
+    notes_with_lecture_in(&env, "notes");
+    let found = kb(&env, &["search", "notes", "Taylor series", "--json"])
+        .ok()
+        .json();
+    assert_eq!(found["hits"][0]["page"], 4);
 }

@@ -158,7 +158,10 @@ async fn every_format_is_ingested_then_found_and_read_page_by_page() {
         ));
 
         // What a turn over this KB may read.
-        let material = knowledge.material("u1", &[kb.clone()], None).await.unwrap();
+        let material = knowledge
+            .material("u1", std::slice::from_ref(&kb), None)
+            .await
+            .unwrap();
         assert_eq!(material.knowledge_bases[0].documents, 5);
         assert!(!material.knowledge_bases[0].attachments);
         let names: Vec<&str> = material.documents.iter().map(|d| d.name.as_str()).collect();
@@ -224,7 +227,7 @@ async fn names_resolve_to_the_users_knowledge_bases_and_attachments_stay_hidden(
         result.unwrap();
         assert!(
             knowledge
-                .resolve_kbs("u1", &[attachments.name.clone()])
+                .resolve_kbs("u1", std::slice::from_ref(&attachments.name))
                 .await
                 .is_err()
         );
@@ -239,10 +242,22 @@ async fn names_resolve_to_the_users_knowledge_bases_and_attachments_stay_hidden(
         assert_eq!(material.documents.len(), 1);
         assert!(material.documents[0].attached);
         let found = knowledge
-            .search("u1", &[attachments.id.clone()], "harmonic series", None)
+            .search(
+                "u1",
+                std::slice::from_ref(&attachments.id),
+                "harmonic series",
+                None,
+            )
             .await
             .unwrap();
         assert_eq!(found.hits[0].title, "sheet.md");
+
+        // Deleting a KB takes its index with it; another user's KB is not theirs to delete.
+        assert!(!knowledge.delete_kb("u2", &attachments.id).await.unwrap());
+        assert!(dir.path().join("kb-index").join(&attachments.id).exists());
+        assert!(knowledge.delete_kb("u1", &attachments.id).await.unwrap());
+        assert!(!dir.path().join("kb-index").join(&attachments.id).exists());
+        assert!(!knowledge.delete_kb("u1", &attachments.id).await.unwrap());
     }
 }
 
@@ -357,7 +372,7 @@ async fn hostile_documents_fail_by_name_and_leave_the_others_searchable() {
             2
         );
         let found = knowledge
-            .search("u1", &[kb.id.clone()], "eigenvalue", None)
+            .search("u1", std::slice::from_ref(&kb.id), "eigenvalue", None)
             .await
             .unwrap();
         assert_eq!(found.hits.len(), 1);

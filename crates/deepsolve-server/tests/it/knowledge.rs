@@ -71,6 +71,12 @@ async fn knowledge_bases_are_created_listed_named_and_deleted() {
         assert_eq!(detail["kb"]["id"], json!(id));
         assert_eq!(detail["documents"], json!([]));
     }
+    let (_, caps) = s.get("/api/v1/capabilities", ada).await;
+    assert_eq!(
+        caps["knowledge"],
+        json!({"available": true, "max_upload_mb": 50}),
+        "{caps}"
+    );
     assert_eq!(s.delete("/api/v1/knowledge-bases/notes", ada).await, 204);
     assert_eq!(s.delete("/api/v1/knowledge-bases/notes", ada).await, 404);
     let (status, _) = s.get(&format!("/api/v1/knowledge-bases/{id}"), ada).await;
@@ -358,6 +364,10 @@ async fn hostile_uploads_fail_one_by_one_with_named_errors_and_the_server_serves
     assert_eq!(status, 415, "{err}");
     let (status, err) = upload(&s, None, "hostile", Vec::new()).await;
     assert!(status == 422 || status == 400, "{status} {err}");
+    let many: Vec<(&str, Vec<u8>)> = (0..21).map(|_| ("n.md", b"# n".to_vec())).collect();
+    let (status, err) = upload(&s, None, "hostile", many).await;
+    assert_eq!(status, 422, "{err}");
+    assert!(message(&err).contains("at most 20"), "{err}");
     // The server still serves: health, and a solve.
     assert_eq!(s.get("/healthz", None).await.0, 200);
     let (turn, _) = s.start_turn(json!({"problem": "1+1?"}), None).await;
@@ -421,6 +431,17 @@ async fn a_solve_over_a_knowledge_base_cites_the_document_and_page() {
             .as_array()
             .is_some_and(|t| t.contains(&json!("rag")))
     );
+    // The material is in the stored spec: a resume reads the same.
+    let stored = s
+        .state
+        .store
+        .turn(&turn, deepsolve_server::LOCAL_USER)
+        .await
+        .expect("read")
+        .expect("the turn");
+    let material = stored.spec.material.expect("material stored with the turn");
+    assert_eq!(material.knowledge_bases[0].name, "calculus");
+    assert_eq!(material.documents[0].id, doc.as_str().expect("id"));
     // Without material the knowledge tools are not offered, and nothing is cited.
     let (plain, _) = s.start_turn(json!({"problem": "1+1?"}), None).await;
     let view = s.wait_done(&plain, None).await;
@@ -454,9 +475,22 @@ async fn attachments_inline_or_multipart_are_cited_and_a_bad_one_refuses_the_tur
     );
     let view = s.wait_done(&turn, None).await;
     assert_eq!(view["sources"], json!(answer_sources));
-    // The turn's attachments are its own: no knowledge base of the user shows them.
+    // The turn's attachments are its own: no knowledge base of the user shows them, and the
+    // knowledge-base routes do not reach them.
     let (_, list) = s.get("/api/v1/knowledge-bases", None).await;
     assert_eq!(list["knowledge_bases"], json!([]), "{list}");
+    let stored = s
+        .state
+        .store
+        .turn(&turn, deepsolve_server::LOCAL_USER)
+        .await
+        .expect("read")
+        .expect("the turn");
+    let material = stored.spec.material.expect("material");
+    assert!(material.knowledge_bases[0].attachments, "{material:?}");
+    let hidden = format!("/api/v1/knowledge-bases/{}", material.knowledge_bases[0].id);
+    assert_eq!(s.get(&hidden, None).await.0, 404);
+    assert_eq!(s.delete(&hidden, None).await, 404);
 
     // Multipart: the turn's JSON in `request`, the files in `file`.
     let request = json!({"problem": "State the rule of Taylor series"}).to_string();
@@ -599,5 +633,81 @@ async fn documents_a_dead_process_left_unfinished_are_failed_at_start() {
         detail["kb"]["ready"], 1,
         "the ready one is untouched: {detail}"
     );
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_turn_reads_the_material_it_was_started_with() {
+    use deepsolve_protocol::{Material, MaterialDocument, MaterialKb, StoredTurnSpec};
+    use deepsolve_store::NewTurn;
+    let s = start(kb_cite(), Options::default()).await.server;
+    let docs = ready_kb(
+        &s,
+        None,
+        "calculus",
+        vec![("lecture.pdf", documents::text_pdf(5))],
+    )
+    .await;
+    let doc = &docs[0];
+    let id = |v: &Value| v.as_str().expect("id").to_string();
+    // A turn as a dead server left it: recorded with its material, nothing logged.
+    let material = Material {
+        knowledge_bases: vec![MaterialKb {
+            id: id(&doc["kb_id"]),
+            name: "calculus".into(),
+            documents: 1,
+            attachments: false,
+        }],
+        documents: vec![MaterialDocument {
+            id: id(&doc["id"]),
+            name: "lecture.pdf".into(),
+            kind: "pdf".into(),
+            pages: Some(5),
+            size: doc["size"].as_u64().expect("size"),
+            kb: id(&doc["kb_id"]),
+            attached: false,
+        }],
+    };
+    let store = &s.state.store;
+    let user = deepsolve_server::LOCAL_USER;
+    let problem = "State the rule of Taylor series";
+    let session = store.create_session(user, problem).await.expect("session");
+    let tools = s
+        .state
+        .app
+        .tools_for_turn_with::<&str>(&[], true)
+        .expect("tools");
+    let spec = StoredTurnSpec {
+        language: deepsolve_protocol::Language::En,
+        tools,
+        config: deepsolve_core::SolveConfig::default().to_map(),
+        context_window: 32_000,
+        history: Vec::new(),
+        material: Some(material),
+    };
+    let turn = "turn_with_material".to_string();
+    store
+        .create_turn(&NewTurn {
+            id: turn.clone(),
+            session_id: session.id,
+            user_id: user.into(),
+            problem: problem.into(),
+            spec,
+            owner: "gone".into(),
+        })
+        .await
+        .expect("turn");
+    store.mark_interrupted("gone").await.expect("interrupted");
+    let (status, body) = s
+        .post(&format!("/api/v1/turns/{turn}/resume"), json!({}), None)
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let events = s.events(&turn, None, None).await;
+    let (answer_sources, _) = cited(&events);
+    assert_eq!(
+        answer_sources[0]["document_id"], doc["id"],
+        "{answer_sources:?}"
+    );
+    assert_eq!(answer_sources[0]["page"], 4, "{answer_sources:?}");
     s.shutdown().await;
 }

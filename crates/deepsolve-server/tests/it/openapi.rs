@@ -54,6 +54,15 @@ fn every_reference_points_into_the_components_and_every_body_has_a_schema() {
         "ChatCompletion",
         "ChatCompletionChunk",
         "ModelList",
+        "KbView",
+        "KbList",
+        "KbDetail",
+        "DocumentView",
+        "DocumentsAccepted",
+        "SearchKb",
+        "SearchResults",
+        "TurnAttachment",
+        "KnowledgeView",
     ] {
         assert!(schemas.contains_key(name), "no component schema {name}");
     }
@@ -252,6 +261,38 @@ async fn what_the_server_sends_matches_the_schemas() {
         .await;
     assert_eq!(status, 200, "{login}");
     schemas.check("AuthSessionView", &login);
+    // Knowledge bases: every view, from a real upload and ingest.
+    let (status, kb) = s
+        .post("/api/v1/knowledge-bases", json!({"name": "notes"}), token)
+        .await;
+    assert_eq!(status, 201, "{kb}");
+    schemas.check("KbView", &kb);
+    let files = vec![(
+        "notes.md",
+        deepsolve_testkit::documents::notes_markdown().into_bytes(),
+    )];
+    let (status, accepted) = crate::knowledge::upload(&s, token, "notes", files).await;
+    assert_eq!(status, 202, "{accepted}");
+    schemas.check("DocumentsAccepted", &accepted);
+    let doc = accepted["documents"][0]["id"].as_str().expect("doc");
+    let view = crate::knowledge::settled(&s, token, "notes", doc).await;
+    schemas.check("DocumentView", &view);
+    let (_, list) = s.get("/api/v1/knowledge-bases", token).await;
+    schemas.check("KbList", &list);
+    let (_, detail) = s.get("/api/v1/knowledge-bases/notes", token).await;
+    schemas.check("KbDetail", &detail);
+    let (status, found) = s
+        .post(
+            "/api/v1/knowledge-bases/notes/search",
+            json!({"query": "eigenvalue"}),
+            token,
+        )
+        .await;
+    assert_eq!(status, 200, "{found}");
+    assert!(!found["hits"].as_array().expect("hits").is_empty());
+    schemas.check("SearchResults", &found);
+    schemas.check("CreateKb", &json!({"name": "n"}));
+    schemas.check("SearchKb", &json!({"query": "q", "top_k": 3}));
     let (_, models) = s.get("/v1/models", token).await;
     schemas.check("ModelList", &models);
     let (status, completion) = s

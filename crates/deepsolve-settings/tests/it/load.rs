@@ -453,3 +453,32 @@ fn tools_disabled_is_a_list_from_the_file_the_environment_or_set() {
     let e = load_err(&file("tools:\n  disabled: exec\n").path, &[], &[]);
     assert!(e.contains("'tools.disabled'"), "{e}");
 }
+
+#[test]
+fn knowledge_base_settings_come_from_every_layer_and_the_embedding_key_stays_a_name() {
+    let f = file("kb:\n  max_pages: 300\nmodels:\n  embedding:\n    model: bge-m3\n");
+    let loaded = load_ok(
+        &f.path,
+        &[
+            ("DEEPSOLVE_KB__MAX_FILE_MB", "20"),
+            ("DEEPSOLVE_MODELS__EMBEDDING__API_KEY_ENV", "EMBED_KEY"),
+            ("EMBED_KEY", "sk-embedding-secret"),
+        ],
+        &["kb.max_chunks=5000"],
+    );
+    let kb = &loaded.settings.kb;
+    assert_eq!(
+        (kb.max_file_mb, kb.max_pages, kb.max_chunks),
+        (20, 300, 5000)
+    );
+    let embedding = loaded.settings.models.embedding.clone().unwrap();
+    assert_eq!(embedding.model, "bge-m3");
+    assert_eq!(embedding.api_key_env.as_deref(), Some("EMBED_KEY"));
+    let shown = loaded.settings.redacted_value().to_string();
+    assert!(!shown.contains("sk-embedding-secret"), "{shown}");
+    let e = load_err(&f.path, &[("DEEPSOLVE_KB__MAX_PAGE", "3")], &[]);
+    assert!(
+        e.contains("'kb.max_page'") && e.contains("max_pages"),
+        "{e}"
+    );
+}

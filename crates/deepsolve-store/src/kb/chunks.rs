@@ -37,6 +37,15 @@ pub struct KbChunk {
     pub text: String,
 }
 
+/// What [`Store::insert_kb_chunks_within`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChunkInsert {
+    /// The new chunks' ids, in the order given.
+    Inserted(Vec<String>),
+    /// Nothing: the KB already holds `existing` chunks and these would take it over the limit.
+    OverLimit { existing: u64 },
+}
+
 /// A chunk's vector.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KbEmbedding {
@@ -151,6 +160,38 @@ impl Store {
         bump_generation(&mut tx, &kb_id, user_id).await?;
         tx.commit().await?;
         Ok(ids)
+    }
+
+    /// [`Store::insert_kb_chunks`] unless the KB would then hold more than `limit` chunks
+    /// (its documents in any status): counted and inserted in one transaction that holds the
+    /// KB's row (its generation is bumped first), so two documents ingested at once cannot
+    /// both slip under the limit.
+    pub async fn insert_kb_chunks_within(
+        &self,
+        document_id: &str,
+        user_id: &str,
+        chunks: &[NewKbChunk],
+        limit: u64,
+    ) -> Result<ChunkInsert, StoreError> {
+        let _gate = self.write_gate().await;
+        let mut tx = self.pool().begin().await?;
+        let kb_id = document_kb(&mut tx, document_id, user_id).await?;
+        bump_generation(&mut tx, &kb_id, user_id).await?;
+        let existing: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM kb_chunks WHERE kb_id = $1")
+            .bind(&kb_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let existing = u64::try_from(existing).unwrap_or(0);
+        if existing.saturating_add(chunks.len() as u64) > limit {
+            // Nothing was written but the bump; rolled back with the transaction.
+            return Ok(ChunkInsert::OverLimit { existing });
+        }
+        let mut ids = Vec::with_capacity(chunks.len());
+        for batch in chunks.chunks(INSERT_BATCH) {
+            insert_batch(&mut tx, document_id, &kb_id, batch, &mut ids).await?;
+        }
+        tx.commit().await?;
+        Ok(ChunkInsert::Inserted(ids))
     }
 
     /// The searchable chunks (of `ready` documents) of a KB of this user, in id order (the

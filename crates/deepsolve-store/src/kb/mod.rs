@@ -10,7 +10,7 @@ mod pages;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
-pub use chunks::{KbChunk, KbEmbedding, NewKbChunk};
+pub use chunks::{ChunkInsert, KbChunk, KbEmbedding, NewKbChunk};
 pub use documents::{KbDocument, KbDocumentStatus, NewKbDocument};
 pub use pages::{KbPage, NewKbPage};
 

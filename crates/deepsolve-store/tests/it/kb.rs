@@ -1,8 +1,8 @@
 //! Knowledge bases, documents, chunks and embeddings on every backend under test.
 
 use deepsolve_store::{
-    EmbeddingSpec, KbDocumentStatus, KbEmbedding, NewKbChunk, NewKbDocument, NewKbPage, Store,
-    StoreError,
+    ChunkInsert, EmbeddingSpec, KbDocumentStatus, KbEmbedding, NewKbChunk, NewKbDocument,
+    NewKbPage, Store, StoreError,
 };
 
 use crate::store::stores;
@@ -553,5 +553,51 @@ async fn a_turns_attachments_knowledge_base_is_one_per_turn_and_hidden_from_the_
         assert_eq!(read.turn_id.as_deref(), Some("turn_a"));
         assert!(store.kb(&first.id, "u2").await.unwrap().is_none());
         assert!(store.list_kbs("u1").await.unwrap()[0].turn_id.is_none());
+    }
+}
+
+#[tokio::test]
+async fn chunks_within_a_limit_are_all_inserted_or_none() {
+    for (store, _dir) in stores().await {
+        let kb = store.create_kb("u1", "Notes").await.unwrap();
+        let a = store
+            .add_kb_document(&kb.id, "u1", doc("a.md"))
+            .await
+            .unwrap();
+        let b = store
+            .add_kb_document(&kb.id, "u1", doc("b.md"))
+            .await
+            .unwrap();
+        let done = store
+            .insert_kb_chunks_within(&a.id, "u1", &chunks(3), 5)
+            .await
+            .unwrap();
+        assert!(
+            matches!(&done, ChunkInsert::Inserted(ids) if ids.len() == 3),
+            "{done:?}"
+        );
+        let before = generation(&store, &kb.id, "u1").await;
+        let over = store
+            .insert_kb_chunks_within(&b.id, "u1", &chunks(3), 5)
+            .await
+            .unwrap();
+        assert_eq!(over, ChunkInsert::OverLimit { existing: 3 });
+        assert_eq!(store.kb_chunk_count(&kb.id, "u1").await.unwrap(), 3);
+        assert_eq!(
+            generation(&store, &kb.id, "u1").await,
+            before,
+            "nothing changed"
+        );
+        let fits = store
+            .insert_kb_chunks_within(&b.id, "u1", &chunks(2), 5)
+            .await
+            .unwrap();
+        assert!(matches!(fits, ChunkInsert::Inserted(_)));
+        assert!(matches!(
+            store
+                .insert_kb_chunks_within(&b.id, "u2", &chunks(1), 100)
+                .await,
+            Err(StoreError::NotFound(_))
+        ));
     }
 }

@@ -235,9 +235,17 @@ async fn turns_and_events_written_by_the_untyped_server_read_back_typed() {
                 let event: TurnEvent = stored.decode().expect("decodes typed");
                 assert_eq!(event.kind.type_name(), stored.kind);
                 let original: Value = serde_json::from_str(&stored.data).expect("json");
+                let mut encoded = serde_json::to_value(&event).expect("encode");
+                // The one field added since these rows were written: a checkpoint's numbered
+                // sources, empty in a turn that cited nothing.
+                if let Some(checkpoint) =
+                    encoded.get_mut("checkpoint").and_then(Value::as_object_mut)
+                    && checkpoint.get("sources") == Some(&Value::Array(Vec::new()))
+                {
+                    checkpoint.remove("sources");
+                }
                 assert_eq!(
-                    serde_json::to_value(&event).expect("encode"),
-                    original,
+                    encoded, original,
                     "event {} of {turn} changed shape",
                     stored.seq
                 );

@@ -198,6 +198,14 @@ async fn rag_refuses_a_knowledge_base_the_turn_does_not_have_and_names_the_attac
         )
     );
     let zh = context(Some(rig.material.clone()), Language::Zh);
+    let out = call(&rag, json!({"query": "eigenvalue"}), &zh)
+        .await
+        .unwrap();
+    let expected = format!(
+        "[1] notes.md · Linear algebra › Eigenvalues (来源 {})",
+        rig.notes
+    );
+    assert!(out.content.starts_with(&expected), "{}", out.content);
     let err = call(&rag, json!({"query": "x", "kb": "Other"}), &zh)
         .await
         .unwrap_err();
