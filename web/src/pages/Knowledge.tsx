@@ -386,7 +386,7 @@ function checkText(t: Translate, check: Exclude<UploadCheck, { ok: true }>): str
 }
 
 function UploadBox(props: { kbId: string; onAdded: (docs: DocumentView[]) => void }) {
-  const { t } = useI18n();
+  const { t, lang } = useI18n();
   const { caps } = useCapabilities();
   const maxMb = knowledgeInfo(valueOf(caps))?.max_upload_mb ?? null;
   const [upload, setUpload] = useState<Upload | null>(null);
@@ -447,7 +447,11 @@ function UploadBox(props: { kbId: string; onAdded: (docs: DocumentView[]) => voi
           onChange={(event) => void send(Array.from((event.currentTarget as HTMLInputElement).files ?? []))}
         />
         <span class="muted small">
-          <span class="drop-only">{t("kb.drop")} </span>
+          {/* Chinese sentences follow each other without a space. */}
+          <span class="drop-only">
+            {t("kb.drop")}
+            {lang === "zh" ? "" : " "}
+          </span>
           {maxMb ? t("kb.dropHint", { mb: maxMb }) : t("kb.dropHintNoMax")}
         </span>
       </div>
