@@ -78,6 +78,11 @@ test("a knowledge base from creation to an answer whose [1] names the file and t
   const sources = page.getByTestId("sources");
   await expect(sources.getByTestId("source").first()).toContainText("lecture-03.pdf");
   await expect(sources.getByTestId("source").first()).toContainText("p. 2");
+  // Following [1] goes to its entry there, in this tab.
+  await cite.click();
+  await expect(page).toHaveURL(/#src-turn_[^-]+-1$/);
+  await expect(sources.getByTestId("source").first()).toBeInViewport();
+  expect(page.context().pages()).toHaveLength(1);
 
   // What the page showed is what the log carries.
   const events = await eventLog(app.base, await latestTurnId(app.base));
