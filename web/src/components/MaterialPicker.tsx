@@ -108,7 +108,7 @@ export function MaterialPicker(props: Props) {
                     />
                     <label for={id}>
                       <span class="material-kb-name">{kb.name}</span>{" "}
-                      <span class="muted small">{kb.ready === 1 ? t("material.kbDocsOne") : t("material.kbDocs", { n: kb.ready })}</span>
+                      <span class="muted small">{kb.ready === 0 ? t("kb.countsNone") : kb.ready === 1 ? t("material.kbDocsOne") : t("material.kbDocs", { n: kb.ready })}</span>
                     </label>
                   </li>
                 );
