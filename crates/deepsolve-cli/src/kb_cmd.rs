@@ -279,11 +279,7 @@ fn status_text(doc: &KbDocument) -> String {
 async fn remove(cx: &KbContext, name: &str, document: Option<&str>) -> anyhow::Result<ExitCode> {
     let kb = find_kb(cx, name).await?;
     let Some(document) = document else {
-        cx.store.delete_kb(&kb.id, &cx.user_id).await?;
-        // The index is only a cache of the store: failing to remove it is worth a warning.
-        if let Err(e) = cx.knowledge.indexes().remove(&kb.id).await {
-            eprintln!("warning: the knowledge base's index stays on disk: {e}");
-        }
+        cx.knowledge.delete_kb(&cx.user_id, &kb.id).await?;
         if cx.json {
             print_json(&serde_json::json!({ "removed": { "kb": kb.id } }))?;
         } else {

@@ -99,7 +99,7 @@ async fn prepare_material(
         for file in &args.attachments {
             if let Err(failure) = ingest_file(&knowledge, &user, &kb, file).await {
                 eprintln!("{} {}", console::style("error:").red(), failure.message);
-                let _ = knowledge.store().delete_kb(&kb.id, &user).await;
+                let _ = knowledge.delete_kb(&user, &kb.id).await;
                 return Ok(Err(ExitCode::from(1)));
             }
         }
@@ -130,10 +130,9 @@ impl Prepared {
     /// deleted with it rather than left in the store unseen.
     async fn forget_attachments(self) {
         let Some(kb) = self.attachments else { return };
-        if let Err(e) = self.knowledge.store().delete_kb(&kb.id, &self.user).await {
+        if let Err(e) = self.knowledge.delete_kb(&self.user, &kb.id).await {
             eprintln!("warning: the turn's attachments stay in the store: {e}");
         }
-        let _ = self.knowledge.indexes().remove(&kb.id).await;
     }
 }
 

@@ -142,7 +142,15 @@ pub async fn delete_kb(
     Path(key): Path<String>,
 ) -> ApiResult<StatusCode> {
     let kb = caller_kb(&state, &caller, &key).await?;
-    if state.store.delete_kb(&kb.id, &caller.user_id).await? {
+    // Through the service when there is one: it drops this replica's index with the rows.
+    let deleted = match state.app.knowledge() {
+        Some(knowledge) => knowledge
+            .delete_kb(&caller.user_id, &kb.id)
+            .await
+            .map_err(kb_error)?,
+        None => state.store.delete_kb(&kb.id, &caller.user_id).await?,
+    };
+    if deleted {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found("knowledge base"))

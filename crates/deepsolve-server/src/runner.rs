@@ -108,7 +108,10 @@ async fn start(
 
 /// A refused turn keeps no attachments.
 async fn drop_attachments(state: &AppState, caller: &Caller, kb_id: &str) {
-    if let Err(e) = state.store.delete_kb(kb_id, &caller.user_id).await {
+    let Some(knowledge) = state.app.knowledge() else {
+        return;
+    };
+    if let Err(e) = knowledge.delete_kb(&caller.user_id, kb_id).await {
         tracing::warn!(kb_id, error = %e, "a refused turn's attachments were not deleted");
     }
 }

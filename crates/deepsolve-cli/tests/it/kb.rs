@@ -260,6 +260,16 @@ fn search_finds_the_page_that_answers() {
     assert!(hits[0]["text"].as_str().unwrap().contains("Taylor series"));
     let text = kb(&env, &["search", "notes", "Taylor series"]).ok().stdout;
     assert!(text.starts_with("[1] lecture.pdf, p. 4"), "{text}");
+
+    // The search built this machine's index; removing the KB removes it too.
+    let id = kb(&env, &["show", "notes", "--json"]).ok().json()["kb"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let index = env.data().join("deepsolve/kb-index").join(&id);
+    assert!(index.is_dir(), "no index at {}", index.display());
+    kb(&env, &["remove", "notes"]).ok();
+    assert!(!index.exists(), "the index of a removed KB stays");
 }
 
 /// `deepsolve solve` against the mock running `kb-cite`, with `extra` flags; stdout.
