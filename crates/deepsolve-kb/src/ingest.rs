@@ -6,6 +6,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use deepsolve_store::{
     ChunkInsert, KbDocument, KbDocumentStatus, NewKbChunk, NewKbDocument, NewKbPage, Store,
@@ -15,6 +16,12 @@ use deepsolve_store::{
 use crate::chunk::{ChunkOptions, chunk};
 use crate::extract::{self, ExtractError, Extracted, Input, Kind};
 use crate::retrieve::{Embedder, embed_missing};
+
+/// How often a running ingest touches its document while it waits on a long step (the PDF
+/// child's up to 120 s, embedding calls): a server's sweep fails only documents untouched for
+/// far longer (`deepsolve_server::ingest::STALE_AFTER`), so a live ingest is never taken
+/// for a dead one.
+pub const INGEST_HEARTBEAT: Duration = Duration::from_secs(30);
 
 /// Longest document name kept (characters); longer ones keep their end (the extension).
 const NAME_CHARS: usize = 200;
@@ -184,11 +191,38 @@ impl Ingestor {
                 source,
             })?
             .ok_or_else(|| IngestError::UnknownDocument(document_id.to_string()))?;
-        match self.read_in(&doc, bytes, on_progress).await {
+        match self
+            .with_heartbeat(&doc, self.read_in(&doc, bytes, on_progress))
+            .await
+        {
             Ok(()) => self.finish(&doc).await,
             Err(e) => {
                 self.fail(&doc, &e).await;
                 Err(e)
+            }
+        }
+    }
+
+    /// Run `work`, touching the document every [`INGEST_HEARTBEAT`] until it ends.
+    async fn with_heartbeat<T>(
+        &self,
+        doc: &KbDocument,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        tokio::pin!(work);
+        let mut beat = tokio::time::interval(INGEST_HEARTBEAT);
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The first tick is immediate; the status write at the start already touched it.
+        beat.tick().await;
+        loop {
+            tokio::select! {
+                out = &mut work => return out,
+                _ = beat.tick() => {
+                    if let Err(e) = self.store.touch_kb_document(&doc.id, &doc.user_id).await {
+                        // Only the sweep's view suffers; the ingest itself goes on.
+                        tracing::warn!(document = %doc.name, "cannot record ingest progress: {e}");
+                    }
+                }
             }
         }
     }
