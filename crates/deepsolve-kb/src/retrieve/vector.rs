@@ -252,7 +252,7 @@ impl Ord for Entry<'_> {
         other
             .0
             .total_cmp(&self.0)
-            .then_with(|| self.1.cmp(&other.1))
+            .then_with(|| self.1.cmp(other.1))
     }
 }
 
