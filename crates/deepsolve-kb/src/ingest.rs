@@ -6,6 +6,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use deepsolve_store::{
     ChunkInsert, KbDocument, KbDocumentStatus, NewKbChunk, NewKbDocument, NewKbPage, Store,
@@ -15,6 +16,17 @@ use deepsolve_store::{
 use crate::chunk::{ChunkOptions, chunk};
 use crate::extract::{self, ExtractError, Extracted, Input, Kind};
 use crate::retrieve::{Embedder, embed_missing};
+
+/// How often a running ingest touches its document while it waits on a long step (the PDF
+/// child's up to 120 s, embedding calls): a server's sweep fails only documents untouched for
+/// far longer (`deepsolve_server::ingest::STALE_AFTER`), so a live ingest is never taken
+/// for a dead one.
+pub const INGEST_HEARTBEAT: Duration = Duration::from_secs(30);
+
+/// Progress steps while a document's chunks are stored: pages are stored in this many groups
+/// at most (a page per group up to 20 pages), each group one store transaction and
+/// a generation bump, so a 2 000-page document does not make 2 000 of them.
+const PROGRESS_STEPS: usize = 20;
 
 /// Longest document name kept (characters); longer ones keep their end (the extension).
 const NAME_CHARS: usize = 200;
@@ -184,11 +196,38 @@ impl Ingestor {
                 source,
             })?
             .ok_or_else(|| IngestError::UnknownDocument(document_id.to_string()))?;
-        match self.read_in(&doc, bytes, on_progress).await {
+        match self
+            .with_heartbeat(&doc, self.read_in(&doc, bytes, on_progress))
+            .await
+        {
             Ok(()) => self.finish(&doc).await,
             Err(e) => {
                 self.fail(&doc, &e).await;
                 Err(e)
+            }
+        }
+    }
+
+    /// Run `work`, touching the document every [`INGEST_HEARTBEAT`] until it ends.
+    async fn with_heartbeat<T>(
+        &self,
+        doc: &KbDocument,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        tokio::pin!(work);
+        let mut beat = tokio::time::interval(INGEST_HEARTBEAT);
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The first tick is immediate; the status write at the start already touched it.
+        beat.tick().await;
+        loop {
+            tokio::select! {
+                out = &mut work => return out,
+                _ = beat.tick() => {
+                    if let Err(e) = self.store.touch_kb_document(&doc.id, &doc.user_id).await {
+                        // Only the sweep's view suffers; the ingest itself goes on.
+                        tracing::warn!(document = %doc.name, "cannot record ingest progress: {e}");
+                    }
+                }
             }
         }
     }
@@ -241,23 +280,38 @@ impl Ingestor {
             .set_kb_pages(&doc.id, &doc.user_id, &page_rows(&extracted))
             .await
             .map_err(store)?;
-        // Checked again where it is written: another document of the KB may have been
-        // stored since the count above.
-        let limit = self.limits.max_chunks_per_kb;
-        let inserted = self
-            .store
-            .insert_kb_chunks_within(&doc.id, &doc.user_id, &chunks, limit)
-            .await
-            .map_err(store)?;
-        if let ChunkInsert::OverLimit { existing } = inserted {
-            return Err(IngestError::TooManyChunks {
-                name: name.to_string(),
-                kb: self.kb_name(doc).await,
-                chunks: chunks.len() as u64,
-                existing,
-                limit,
-            });
+        // Stored a group of pages at a time, so a long document's progress moves page by page
+        // ("page 7 of 31") rather than jumping at the end. Nothing is searched before the
+        // document is `ready`, and a failure clears what was stored ([`Ingestor::fail`]),
+        // so the groups need not be one transaction.
+        let numbers: Vec<u32> = extracted.pages.iter().map(|p| p.number).collect();
+        let step = numbers.len().div_ceil(PROGRESS_STEPS).max(1);
+        let mut stored = 0;
+        let mut pages_done = 0;
+        for group in numbers.chunks(step) {
+            pages_done += group.len();
+            let end = if pages_done == numbers.len() {
+                chunks.len()
+            } else {
+                let last = group.last().copied().unwrap_or(0);
+                stored
+                    + chunks[stored..]
+                        .iter()
+                        .take_while(|c| c.page.is_some_and(|p| p <= last))
+                        .count()
+            };
+            self.store_chunks(doc, &chunks, stored, end).await?;
+            stored = end;
+            let done = u32::try_from(pages_done).unwrap_or(u32::MAX);
+            self.store
+                .set_kb_document_progress(&doc.id, &doc.user_id, done, Some(pages))
+                .await
+                .map_err(store)?;
+            progress(done, Some(pages), "storing");
         }
+        // A document without pages still has its chunks stored (none are, as a rule).
+        self.store_chunks(doc, &chunks, stored, chunks.len())
+            .await?;
         self.store
             .set_kb_document_progress(&doc.id, &doc.user_id, pages, Some(pages))
             .await
@@ -267,6 +321,38 @@ impl Ingestor {
             self.embed(doc, embedder.as_ref()).await;
         }
         progress(pages, Some(pages), "ready");
+        Ok(())
+    }
+
+    /// Store `chunks[from..to]` (nothing when empty), within the KB's chunk limit: checked
+    /// again where it is written, as another document of the KB may have been stored since
+    /// the count before chunking.
+    async fn store_chunks(
+        &self,
+        doc: &KbDocument,
+        chunks: &[NewKbChunk],
+        from: usize,
+        to: usize,
+    ) -> Result<(), IngestError> {
+        let Some(batch) = chunks.get(from..to).filter(|b| !b.is_empty()) else {
+            return Ok(());
+        };
+        let limit = self.limits.max_chunks_per_kb;
+        let inserted = self
+            .store
+            .insert_kb_chunks_within(&doc.id, &doc.user_id, batch, limit)
+            .await
+            .map_err(IngestError::store(&doc.name))?;
+        if let ChunkInsert::OverLimit { existing } = inserted {
+            return Err(IngestError::TooManyChunks {
+                name: doc.name.clone(),
+                kb: self.kb_name(doc).await,
+                chunks: chunks.len() as u64,
+                // This document's own earlier groups are not what was there before it.
+                existing: existing.saturating_sub(from as u64),
+                limit,
+            });
+        }
         Ok(())
     }
 

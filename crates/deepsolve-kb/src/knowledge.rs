@@ -265,6 +265,7 @@ impl Knowledge {
         if !self.store.delete_kb(kb_id, user_id).await? {
             return Ok(false);
         }
+        self.retriever.vector_cache().forget(kb_id);
         if let Err(e) = self.indexes.remove(kb_id).await {
             // The rows are gone, which is what matters; the directory is only a cache.
             tracing::warn!(

@@ -16,6 +16,6 @@ pub mod ingest;
 mod knowledge;
 pub mod retrieve;
 
-pub use ingest::{IngestError, IngestProgress, Ingestor, KbLimits};
+pub use ingest::{INGEST_HEARTBEAT, IngestError, IngestProgress, Ingestor, KbLimits};
 pub use knowledge::{ATTACHMENTS, KbError, Knowledge, SourceText};
 pub use retrieve::{Embedder, Hit, Retrieval};

@@ -4,14 +4,19 @@
 //! any replica can answer `GET …/documents/{doc}`; a failure leaves the document `failed` with a message
 //! naming it and the problem (the ingestor's), and the server goes on.
 //!
-//! At start, documents left `queued` or `ingesting` by a process that died are marked
-//! `failed` ([`sweep_interrupted`]): their bytes were only in that process's memory.
+//! At start and then every minute, documents left `queued` or `ingesting` by a process that
+//! died are marked `failed` ([`sweep_interrupted`]): their bytes were only in that process's
+//! memory. A document counts as left behind when its ingest has not touched it for
+//! [`STALE_AFTER`], so other live processes' ingests on the same store are spared.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use deepsolve_kb::{IngestProgress, Knowledge};
 use deepsolve_store::{KbDocumentStatus, Store, StoreError};
 use tokio::sync::Semaphore;
+
+use crate::state::AppState;
 
 /// Ingests at once per replica.
 pub const DEFAULT_CONCURRENCY: usize = 2;
@@ -107,37 +112,49 @@ impl Job {
     }
 }
 
-/// Mark every document still `queued` or `ingesting` as `failed` ([`INTERRUPTED`]): called
-/// once at start, before this process queues anything. Returns how many.
-pub async fn sweep_interrupted(store: &Store) -> Result<usize, StoreError> {
-    let mut users: Vec<String> = store
-        .list_users()
-        .await?
-        .into_iter()
-        .map(|u| u.id)
-        .collect();
-    users.push(crate::auth::LOCAL_USER.to_string());
-    let mut swept = 0;
-    for user_id in &users {
-        for kb in store.list_kbs(user_id).await? {
-            for doc in store.kb_documents(&kb.id, user_id).await? {
-                if matches!(
-                    doc.status,
-                    KbDocumentStatus::Queued | KbDocumentStatus::Ingesting
-                ) {
-                    let message = format!("{}: {INTERRUPTED}", doc.name);
-                    store
-                        .set_kb_document_status(
-                            &doc.id,
-                            user_id,
-                            KbDocumentStatus::Failed,
-                            Some(&message),
-                        )
-                        .await?;
-                    swept += 1;
-                }
-            }
+/// How long a document may sit `queued` or `ingesting` without its ingest touching it before
+/// it counts as interrupted. A live ingest touches it at every step and at least every
+/// [`deepsolve_kb::INGEST_HEARTBEAT`] while it waits (on the PDF child, on the embedder), far
+/// more often than this.
+pub const STALE_AFTER: Duration = Duration::from_secs(10 * 60);
+
+/// How often a server looks for interrupted ingests after its start.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// Mark every document still `queued` or `ingesting` whose ingest has not touched it for
+/// [`STALE_AFTER`] as `failed` ("NAME: [`INTERRUPTED`]"): their ingest died with its process
+/// (the bytes were only in its memory). Another replica's live ingest, or a `deepsolve kb add`
+/// running beside the server, keeps touching its document and is left alone. Returns how many.
+pub async fn sweep_interrupted(store: &Store) -> Result<u64, StoreError> {
+    let stale_before =
+        now_ms().saturating_sub(i64::try_from(STALE_AFTER.as_millis()).unwrap_or(i64::MAX));
+    store
+        .fail_stale_kb_documents_unscoped(INTERRUPTED, stale_before)
+        .await
+}
+
+/// [`sweep_interrupted`] every [`SWEEP_EVERY`] until the server's state is dropped: an ingest
+/// that died on another replica (or in this one's previous run, started within the staleness
+/// limit) is failed within about [`STALE_AFTER`], not only at the next restart.
+pub(crate) async fn sweep_periodically(state: Weak<AppState>) {
+    loop {
+        tokio::time::sleep(SWEEP_EVERY).await;
+        let Some(current) = state.upgrade() else {
+            return;
+        };
+        match sweep_interrupted(&current.store).await {
+            Ok(0) => {}
+            Ok(count) => tracing::warn!(
+                count,
+                "documents whose ingest stopped making progress are now failed (upload them again)"
+            ),
+            Err(e) => tracing::warn!(error = %e, "the interrupted-ingest sweep failed"),
         }
     }
-    Ok(swept)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

@@ -72,8 +72,8 @@ pub enum ServerError {
 
 /// Prepare the shared state around `app` (engine, model, mounted tools: `deepsolve-app`):
 /// pick the auth mode, mark turns this instance left running as interrupted and documents
-/// left unfinished as failed ([`ingest::sweep_interrupted`]), start the event writer and (on
-/// PostgreSQL) the notification listener.
+/// whose ingest stopped making progress as failed ([`ingest::sweep_interrupted`], now and then
+/// every minute), start the event writer and (on PostgreSQL) the notification listener.
 pub async fn prepare(
     store: Store,
     app: Arc<App>,
@@ -95,7 +95,7 @@ pub async fn prepare(
     if swept > 0 {
         tracing::warn!(
             count = swept,
-            "documents left queued or ingesting by a previous run are now failed (upload them again)"
+            "documents whose ingest stopped making progress are now failed (upload them again)"
         );
     }
     store.start_listener().await?;
@@ -103,6 +103,7 @@ pub async fn prepare(
     let writer = writer::EventWriter::spawn(store.clone(), metrics.clone());
     let state = Arc::new(AppState::new(store, app, config, auth, writer, metrics));
     tokio::spawn(relay_cancellations(Arc::downgrade(&state)));
+    tokio::spawn(ingest::sweep_periodically(Arc::downgrade(&state)));
     Ok(state)
 }
 

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 pub use embed::{EmbedError, Embedder, OpenAiEmbedder, OpenAiEmbedderConfig};
 pub use fusion::{RRF_K, reciprocal_rank_fusion};
-pub use vector::cosine;
+pub use vector::{DEFAULT_VECTOR_CACHE_BYTES, VectorCache, cosine};
 
 use crate::index::{IndexError, KbIndexes};
 
@@ -82,12 +82,13 @@ pub fn needs_reindex(kb: &KnowledgeBase, model: &str, dimension: Option<usize>) 
     }
 }
 
-/// Searches knowledge bases; cheap to clone.
+/// Searches knowledge bases; cheap to clone (clones share the vector cache).
 #[derive(Clone)]
 pub struct Retriever {
     store: Store,
     indexes: Arc<KbIndexes>,
     embedder: Option<Arc<dyn Embedder>>,
+    vectors: Arc<VectorCache>,
 }
 
 impl Retriever {
@@ -100,7 +101,20 @@ impl Retriever {
             store,
             indexes,
             embedder,
+            vectors: Arc::new(VectorCache::new(DEFAULT_VECTOR_CACHE_BYTES)),
         }
+    }
+
+    /// The same, with its decoded vectors bounded by `bytes` instead of the default (0 keeps
+    /// none: every query reads them from the store).
+    pub fn with_vector_cache_bytes(mut self, bytes: usize) -> Retriever {
+        self.vectors = Arc::new(VectorCache::new(bytes));
+        self
+    }
+
+    /// The decoded vectors kept for this retriever and its clones.
+    pub fn vector_cache(&self) -> &VectorCache {
+        &self.vectors
     }
 
     /// The best `top_k` (default 5, clamped 1–20) passages of `kbs` for `query`.
@@ -167,7 +181,7 @@ impl Retriever {
                 continue;
             }
             if let Some(q) = &query_vector {
-                let near = vector::nearest(&self.store, kb, q, candidates).await?;
+                let near = vector::nearest(&self.store, &self.vectors, kb, q, candidates).await?;
                 out.rankings
                     .push((i, near.into_iter().map(|(id, _)| id).collect()));
             }

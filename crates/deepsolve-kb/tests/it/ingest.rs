@@ -415,3 +415,28 @@ async fn a_document_retried_after_a_failure_is_read_afresh() {
         assert!(matches!(err, IngestError::UnknownDocument(_)), "{err:?}");
     }
 }
+
+#[tokio::test]
+async fn progress_moves_page_by_page_while_a_long_pdf_is_stored() {
+    for (store, dir) in stores().await {
+        let knowledge = knowledge(&store, &dir, KbLimits::default());
+        let kb = store.create_kb("u1", "Long").await.unwrap();
+        let (result, progress, _) =
+            ingest(&knowledge, &kb.id, "long.pdf", fixtures::text_pdf(31)).await;
+        let doc = result.unwrap();
+        assert_eq!((doc.pages, doc.pages_done), (Some(31), 31));
+        let storing: Vec<u32> = progress
+            .iter()
+            .filter(|p| p.stage == "storing")
+            .map(|p| p.pages_done)
+            .collect();
+        // 31 pages in groups of two: 2, 4, …, 30, then 31.
+        let mut expected: Vec<u32> = (1..=15).map(|i| i * 2).collect();
+        expected.push(31);
+        assert_eq!(storing[1..], expected[..], "{progress:?}");
+        assert!(progress.iter().skip(1).all(|p| p.pages_total == Some(31)));
+        let done: Vec<u32> = progress.iter().map(|p| p.pages_done).collect();
+        assert!(done.windows(2).all(|w| w[0] <= w[1]), "{done:?}");
+        assert_eq!(done.last(), Some(&31));
+    }
+}

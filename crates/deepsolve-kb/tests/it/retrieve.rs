@@ -231,3 +231,66 @@ async fn a_failing_embeddings_endpoint_leaves_bm25_answering() {
     assert_eq!(found.hits.len(), 1);
     assert_eq!(found.hits[0].chunk_id, ids[0]);
 }
+
+#[tokio::test]
+async fn cached_vectors_answer_as_the_store_does_and_follow_a_new_embedding() {
+    use deepsolve_store::KbEmbedding;
+
+    for (store, dir) in stores().await {
+        let kb = store.create_kb("u1", "Cached").await.unwrap();
+        let chunk_ids = ready_document(&store, &kb, "a.txt", &[ENGLISH, OTHER, CHINESE]).await;
+        let hasher = HashEmbedder::new("hash-64", 64);
+        embed_missing(&store, &kb, &hasher).await.unwrap();
+        let kb = store.kb(&kb.id, "u1").await.unwrap().unwrap();
+        let indexes = Arc::new(KbIndexes::new(dir.path().join("i")));
+        let embedder: Arc<dyn Embedder> = Arc::new(HashEmbedder::new("hash-64", 64));
+        let cached = Retriever::new(store.clone(), indexes.clone(), Some(embedder.clone()));
+        // A clone shares the cache: what one fills, the other reads.
+        let clone = cached.clone();
+        let uncached =
+            Retriever::new(store.clone(), indexes, Some(embedder)).with_vector_cache_bytes(0);
+        let kbs = [kb.clone()];
+        let query = "how fast does the function change";
+
+        let first = cached.retrieve(&kbs, query, None).await.unwrap();
+        assert!(clone.vector_cache().bytes() > 0, "the first query fills it");
+        let again = clone.retrieve(&kbs, query, None).await.unwrap();
+        let direct = uncached.retrieve(&kbs, query, None).await.unwrap();
+        assert_eq!(uncached.vector_cache().bytes(), 0);
+        assert_eq!(first.hits, direct.hits);
+        assert_eq!(again.hits, direct.hits);
+        // The photosynthesis chunk shares no word with the query: at best second by cosine.
+        let other_score = |hits: &[deepsolve_kb::retrieve::Hit]| {
+            hits.iter()
+                .find(|h| h.chunk_id == chunk_ids[1])
+                .map_or(0.0, |h| h.score)
+        };
+        assert!(
+            other_score(&first.hits) < 1.0 / (RRF_K + 1.5),
+            "{:?}",
+            first.hits
+        );
+
+        // The photosynthesis chunk is given the query's own vector: BM25 still does not find
+        // it, so only a reread of the vectors can rank it first by cosine.
+        store
+            .set_kb_chunk_embeddings(
+                &kb.id,
+                "u1",
+                &[KbEmbedding {
+                    chunk_id: chunk_ids[1].clone(),
+                    vector: hasher.vector(query),
+                }],
+            )
+            .await
+            .unwrap();
+        let after = clone.retrieve(&kbs, query, None).await.unwrap();
+        let direct = uncached.retrieve(&kbs, query, None).await.unwrap();
+        assert_eq!(after.hits, direct.hits);
+        assert!(
+            (other_score(&after.hits) - 1.0 / (RRF_K + 1.0)).abs() < 1e-12,
+            "{:?}",
+            after.hits
+        );
+    }
+}

@@ -578,7 +578,7 @@ async fn the_openai_facade_ends_a_cited_answer_with_its_sources() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn documents_a_dead_process_left_unfinished_are_failed_at_start() {
+async fn documents_a_dead_process_left_unfinished_are_failed_at_start_and_live_ones_kept() {
     use deepsolve_store::NewKbDocument;
     let s = start(WellBehaved::new(1), Options::default()).await.server;
     let docs = ready_kb(&s, None, "kept", vec![("a.md", b"# a\n\ntext".to_vec())]).await;
@@ -607,8 +607,32 @@ async fn documents_a_dead_process_left_unfinished_are_failed_at_start() {
         )
         .await
         .expect("status");
+    // Another process's live ingest: it touched its document just now.
+    let live = store
+        .add_kb_document(kb, deepsolve_server::LOCAL_USER, new("live.md"))
+        .await
+        .expect("live");
+    store
+        .set_kb_document_status(
+            &live.id,
+            deepsolve_server::LOCAL_USER,
+            deepsolve_store::KbDocumentStatus::Ingesting,
+            None,
+        )
+        .await
+        .expect("status");
+    // The dead ones stopped making progress longer ago than the staleness limit.
+    let stale = live.updated_at
+        - i64::try_from(deepsolve_server::ingest::STALE_AFTER.as_millis()).expect("ms")
+        - 1_000;
+    for id in [&queued.id, &ingesting.id] {
+        store
+            .set_kb_document_updated_at(id, deepsolve_server::LOCAL_USER, stale)
+            .await
+            .expect("set back");
+    }
     // A second server starting on the same database: what the first left unfinished is
-    // failed, with a reason.
+    // failed, with a reason; the live ingest is left to finish.
     let again = deepsolve_server::prepare(
         store.clone(),
         s.state.app.clone(),
@@ -628,6 +652,13 @@ async fn documents_a_dead_process_left_unfinished_are_failed_at_start() {
         let error = view["error"].as_str().unwrap_or("");
         assert!(error.contains(name) && error.contains("restart"), "{view}");
     }
+    let (_, view) = s
+        .get(
+            &format!("/api/v1/knowledge-bases/kept/documents/{}", live.id),
+            None,
+        )
+        .await;
+    assert_eq!(view["status"], "ingesting", "{view}");
     let (_, detail) = s.get("/api/v1/knowledge-bases/kept", None).await;
     assert_eq!(
         detail["kb"]["ready"], 1,

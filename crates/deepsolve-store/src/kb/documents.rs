@@ -63,10 +63,13 @@ pub struct KbDocument {
     pub pages_done: u32,
     pub pages_total: Option<u32>,
     pub created_at: i64,
+    /// When its ingest last made progress (every status and progress write touches it): how
+    /// [`Store::fail_stale_kb_documents_unscoped`] tells a dead ingest from a live one.
+    pub updated_at: i64,
 }
 
 const DOC_COLUMNS: &str = "id, kb_id, user_id, name, kind, size, pages, status, error, \
-                           pages_done, pages_total, created_at";
+                           pages_done, pages_total, created_at, updated_at";
 
 fn opt_u32(v: Option<i64>) -> Option<u32> {
     v.map(|v| u32::try_from(v).unwrap_or(u32::MAX))
@@ -88,6 +91,7 @@ fn doc_from_row(row: &AnyRow) -> Result<KbDocument, StoreError> {
         pages_done: opt_u32(Some(row.try_get("pages_done")?)).unwrap_or(0),
         pages_total: opt_u32(row.try_get("pages_total")?),
         created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
     })
 }
 
@@ -116,6 +120,7 @@ impl Store {
         let _gate = self.write_gate().await;
         let mut tx = self.pool().begin().await?;
         bump_generation(&mut tx, kb_id, user_id).await?;
+        let now = now_ms();
         let doc = KbDocument {
             id: new_id("kbd"),
             kb_id: kb_id.to_string(),
@@ -128,12 +133,13 @@ impl Store {
             error: None,
             pages_done: 0,
             pages_total: new.pages,
-            created_at: now_ms(),
+            created_at: now,
+            updated_at: now,
         };
         sqlx::query(
             "INSERT INTO kb_documents (id, kb_id, user_id, name, kind, size, pages, status, \
-             error, pages_done, pages_total, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, $9, $10)",
+             error, pages_done, pages_total, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, $9, $10, $10)",
         )
         .bind(&doc.id)
         .bind(&doc.kb_id)
@@ -196,12 +202,15 @@ impl Store {
         let mut tx = self.pool().begin().await?;
         let kb_id = document_kb(&mut tx, id, user_id).await?;
         let error = error.filter(|_| status == KbDocumentStatus::Failed);
-        sqlx::query("UPDATE kb_documents SET status = $1, error = $2 WHERE id = $3")
-            .bind(status.as_str())
-            .bind(error)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "UPDATE kb_documents SET status = $1, error = $2, updated_at = $3 WHERE id = $4",
+        )
+        .bind(status.as_str())
+        .bind(error)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
         bump_generation(&mut tx, &kb_id, user_id).await?;
         tx.commit().await?;
         Ok(())
@@ -218,10 +227,12 @@ impl Store {
     ) -> Result<(), StoreError> {
         let _gate = self.write_gate().await;
         let done = sqlx::query(
-            "UPDATE kb_documents SET pages_done = $1, pages_total = $2 WHERE id = $3 AND user_id = $4",
+            "UPDATE kb_documents SET pages_done = $1, pages_total = $2, updated_at = $3 \
+             WHERE id = $4 AND user_id = $5",
         )
         .bind(i64::from(pages_done))
         .bind(pages_total.map(i64::from))
+        .bind(now_ms())
         .bind(id)
         .bind(user_id)
         .execute(self.pool())
@@ -243,11 +254,12 @@ impl Store {
     ) -> Result<(), StoreError> {
         let _gate = self.write_gate().await;
         let done = sqlx::query(
-            "UPDATE kb_documents SET kind = $1, pages = $2, pages_total = $2 \
-             WHERE id = $3 AND user_id = $4",
+            "UPDATE kb_documents SET kind = $1, pages = $2, pages_total = $2, updated_at = $3 \
+             WHERE id = $4 AND user_id = $5",
         )
         .bind(kind)
         .bind(pages.map(i64::from))
+        .bind(now_ms())
         .bind(id)
         .bind(user_id)
         .execute(self.pool())
@@ -293,21 +305,68 @@ impl Store {
         Ok(to_u64(n))
     }
 
-    /// Mark every document still `queued` or `ingesting` as `failed` with `error`, of every
-    /// user: for a server starting after a crash, whose ingest jobs died with it. Returns
-    /// how many were marked. Server bookkeeping only (unscoped).
-    pub async fn fail_unfinished_kb_documents_unscoped(
+    /// Record that a document's ingest is still alive (while it waits on a long step, such
+    /// as the PDF child or an embedding call): only the progress time moves.
+    pub async fn touch_kb_document(&self, id: &str, user_id: &str) -> Result<(), StoreError> {
+        self.set_kb_document_updated_at(id, user_id, now_ms()).await
+    }
+
+    /// Set when a document's ingest last made progress. [`Store::touch_kb_document`] is what
+    /// an ingest calls; an explicit time is for tests of the staleness rule.
+    pub async fn set_kb_document_updated_at(
         &self,
-        error: &str,
+        id: &str,
+        user_id: &str,
+        updated_at: i64,
+    ) -> Result<(), StoreError> {
+        let _gate = self.write_gate().await;
+        let done =
+            sqlx::query("UPDATE kb_documents SET updated_at = $1 WHERE id = $2 AND user_id = $3")
+                .bind(updated_at)
+                .bind(id)
+                .bind(user_id)
+                .execute(self.pool())
+                .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("document"));
+        }
+        Ok(())
+    }
+
+    /// Mark every document still `queued` or `ingesting` whose ingest made no progress since
+    /// `stale_before` (ms since the epoch) as `failed`, of every user, with the error
+    /// "NAME: `reason`": their ingest died with its process. A live ingest, of this process
+    /// or another replica's, touches its document far more often, so it is left alone; the
+    /// check and the update are one statement, so a touch cannot slip between them. Returns
+    /// how many were marked. Server bookkeeping only (unscoped).
+    pub async fn fail_stale_kb_documents_unscoped(
+        &self,
+        reason: &str,
+        stale_before: i64,
     ) -> Result<u64, StoreError> {
         let _gate = self.write_gate().await;
-        let done = sqlx::query(
-            "UPDATE kb_documents SET status = 'failed', error = $1 \
-             WHERE status IN ('queued', 'ingesting')",
+        let mut tx = self.pool().begin().await?;
+        // Readiness decides what is searched, so their KBs move on a generation (a KB bumped
+        // for a document touched meanwhile only costs a rebuild).
+        sqlx::query(
+            "UPDATE knowledge_bases SET generation = generation + 1, updated_at = $1 \
+             WHERE id IN (SELECT kb_id FROM kb_documents \
+             WHERE status IN ('queued', 'ingesting') AND updated_at < $2)",
         )
-        .bind(error)
-        .execute(self.pool())
+        .bind(now_ms())
+        .bind(stale_before)
+        .execute(&mut *tx)
         .await?;
+        let done = sqlx::query(
+            "UPDATE kb_documents SET status = 'failed', error = name || $1, updated_at = $2 \
+             WHERE status IN ('queued', 'ingesting') AND updated_at < $3",
+        )
+        .bind(format!(": {reason}"))
+        .bind(now_ms())
+        .bind(stale_before)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
         Ok(done.rows_affected())
     }
 

@@ -506,25 +506,80 @@ async fn extraction_results_are_recorded_and_unfinished_documents_can_be_failed(
             .set_kb_document_status(&c.id, "u1", KbDocumentStatus::Ready, None)
             .await
             .unwrap();
+        // A progress write touches the document: one set far back comes forward.
+        store
+            .set_kb_document_updated_at(&b.id, "u1", 0)
+            .await
+            .unwrap();
+        store
+            .set_kb_document_progress(&b.id, "u1", 1, Some(3))
+            .await
+            .unwrap();
+        let ten_minutes = 10 * 60 * 1000;
+        let stale_before = now_ms() - ten_minutes;
+        let touched = store.kb_document(&b.id, "u1").await.unwrap().unwrap();
+        assert!(touched.updated_at >= stale_before, "{touched:?}");
+
+        // Two whose ingest stopped long ago (one queued, one ingesting), and a ready one as old.
+        let d = store
+            .add_kb_document(&kb.id, "u1", doc("d.md"))
+            .await
+            .unwrap();
+        let e = store
+            .add_kb_document(&kb.id, "u1", doc("e.md"))
+            .await
+            .unwrap();
+        store
+            .set_kb_document_status(&d.id, "u1", KbDocumentStatus::Ingesting, None)
+            .await
+            .unwrap();
+        for id in [&d.id, &e.id, &c.id] {
+            store
+                .set_kb_document_updated_at(id, "u1", stale_before - 1)
+                .await
+                .unwrap();
+        }
+        let before = generation(&store, &kb.id, "u1").await;
         let marked = store
-            .fail_unfinished_kb_documents_unscoped("interrupted by a restart: upload it again")
+            .fail_stale_kb_documents_unscoped(
+                "interrupted by a restart: upload it again",
+                stale_before,
+            )
             .await
             .unwrap();
         assert_eq!(marked, 2);
+        assert!(generation(&store, &kb.id, "u1").await > before);
         for (id, status) in [
-            (&a.id, KbDocumentStatus::Failed),
-            (&b.id, KbDocumentStatus::Failed),
+            (&a.id, KbDocumentStatus::Queued),
+            (&b.id, KbDocumentStatus::Ingesting),
             (&c.id, KbDocumentStatus::Ready),
+            (&d.id, KbDocumentStatus::Failed),
+            (&e.id, KbDocumentStatus::Failed),
         ] {
-            let d = store.kb_document(id, "u1").await.unwrap().unwrap();
-            assert_eq!(d.status, status);
+            let doc = store.kb_document(id, "u1").await.unwrap().unwrap();
+            assert_eq!(doc.status, status, "{doc:?}");
         }
-        let b = store.kb_document(&b.id, "u1").await.unwrap().unwrap();
+        let d = store.kb_document(&d.id, "u1").await.unwrap().unwrap();
         assert_eq!(
-            b.error.as_deref(),
-            Some("interrupted by a restart: upload it again")
+            d.error.as_deref(),
+            Some("d.md: interrupted by a restart: upload it again")
+        );
+        // A limit in the future takes the two live ones, not the failed ones again.
+        assert_eq!(
+            store
+                .fail_stale_kb_documents_unscoped("again", now_ms() + ten_minutes)
+                .await
+                .unwrap(),
+            2
         );
     }
+}
+
+fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    i64::try_from(since.as_millis()).unwrap()
 }
 
 #[tokio::test]
