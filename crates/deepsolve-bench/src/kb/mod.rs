@@ -528,7 +528,8 @@ async fn quality_table(store: &Store, dir: &Path, limits: &Limits) -> anyhow::Re
          recall. A real embedding model (models.embedding) is what would lift the paraphrase \
          and cross-lingual rows, where no query term occurs on the answering page; it costs one \
          embedding call per query (tens of ms over the network) and one per chunk at ingest, \
-         and the cosine scan grows with the KB (4 bytes per dimension per chunk read per query)."
+         and the cosine scan grows with the KB (4 bytes per dimension per chunk, held in memory \
+         per KB generation after the first query)."
     );
     Ok(())
 }
