@@ -249,10 +249,7 @@ impl PartialOrd for Entry<'_> {
 impl Ord for Entry<'_> {
     // Reversed, so the heap's top is the worst kept entry; equal scores keep the earlier id.
     fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .0
-            .total_cmp(&self.0)
-            .then_with(|| self.1.cmp(other.1))
+        other.0.total_cmp(&self.0).then_with(|| self.1.cmp(other.1))
     }
 }
 
