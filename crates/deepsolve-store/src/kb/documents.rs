@@ -95,6 +95,15 @@ fn doc_from_row(row: &AnyRow) -> Result<KbDocument, StoreError> {
     })
 }
 
+/// An update of one document of this user: `NotFound` when it touched none (another user's,
+/// or gone).
+fn one_document(rows_affected: u64) -> Result<(), StoreError> {
+    if rows_affected == 0 {
+        return Err(StoreError::NotFound("document"));
+    }
+    Ok(())
+}
+
 /// The KB a document of this user belongs to, inside the caller's transaction.
 pub(super) async fn document_kb(
     conn: &mut sqlx::AnyConnection,
@@ -237,10 +246,7 @@ impl Store {
         .bind(user_id)
         .execute(self.pool())
         .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("document"));
-        }
-        Ok(())
+        one_document(done.rows_affected())
     }
 
     /// Record what extraction found: the document's format (by its bytes, which may differ
@@ -264,10 +270,7 @@ impl Store {
         .bind(user_id)
         .execute(self.pool())
         .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("document"));
-        }
-        Ok(())
+        one_document(done.rows_affected())
     }
 
     /// Drop a document's chunks and pages (before a retried ingest, after a failed one),
@@ -327,10 +330,7 @@ impl Store {
                 .bind(user_id)
                 .execute(self.pool())
                 .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("document"));
-        }
-        Ok(())
+        one_document(done.rows_affected())
     }
 
     /// Mark every document still `queued` or `ingesting` whose ingest made no progress since
