@@ -3,59 +3,13 @@
 //! index, rebuilt from the store when it falls behind). Skipped without
 //! `DEEPSOLVE_TEST_POSTGRES_URL` (`scripts/start-postgres`).
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use deepsolve_testkit::policy::KbCite;
 use deepsolve_testkit::{MockServer, documents};
 use serde_json::{Value, json};
 
-use crate::support::listening_url;
-
-/// A replica: `deepsolve serve` with a clean environment and its own data directory (so its
-/// own index) under `home`.
-struct Replica {
-    child: Child,
-    base: String,
-}
-
-impl Replica {
-    fn start(home: &Path, db: &str, model_url: &str, instance: &str) -> Replica {
-        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("deepsolve"));
-        for (key, _) in std::env::vars() {
-            if key.starts_with("DEEPSOLVE_") || key == "OPENAI_API_KEY" {
-                cmd.env_remove(key);
-            }
-        }
-        let settings = home.join("settings.yaml");
-        std::fs::write(&settings, "").expect("settings");
-        let log_path = home.join(format!("{instance}.log"));
-        let log = std::fs::File::create(&log_path).expect("log file");
-        cmd.env("DEEPSOLVE_CONFIG", settings)
-            .env("HOME", home)
-            .env("XDG_DATA_HOME", home.join("data"))
-            .args(["serve", "--addr", "127.0.0.1:0", "--database", db])
-            .args(["--instance-id", instance, "--base-url", model_url])
-            .args(["--model", "mock-model"])
-            .stdout(Stdio::piped())
-            .stderr(log);
-        let mut child = cmd.spawn().expect("spawn deepsolve serve");
-        let base = listening_url(&mut child, &log_path);
-        Replica { child, base }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::Server;
 
 /// A `multipart/form-data` body with one part `file` (built by hand: the upload is the
 /// server's to parse, the client only has to send the bytes).
@@ -107,8 +61,8 @@ async fn a_document_uploaded_through_one_replica_is_cited_through_the_other() {
     let home_a = tempfile::tempdir().expect("home");
     let home_b = tempfile::tempdir().expect("home");
     let mock = MockServer::policy(KbCite);
-    let a = Replica::start(home_a.path(), &db, &mock.url(), "kb-a");
-    let b = Replica::start(home_b.path(), &db, &mock.url(), "kb-b");
+    let a = Server::start(home_a.path(), &db, &mock.url(), "kb-a");
+    let b = Server::start(home_b.path(), &db, &mock.url(), "kb-b");
     let http = reqwest::Client::new();
 
     let (status, kb) = post(

@@ -2,69 +2,14 @@
 //! and SSE, SIGKILL in the middle of a turn and its resume, tokens, and the loopback-only rule.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use deepsolve_testkit::{FnPolicy, MockServer, Policy, PolicyRequest, Reply, WellBehaved};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::support::listening_url;
-
-/// A `deepsolve` command with a clean environment: no settings, no keys, data under `home`.
-fn deepsolve(home: &Path) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("deepsolve"));
-    for (key, _) in std::env::vars() {
-        if key.starts_with("DEEPSOLVE_") || key == "OPENAI_API_KEY" {
-            cmd.env_remove(key);
-        }
-    }
-    let settings = home.join("settings.yaml");
-    std::fs::write(&settings, "").expect("settings");
-    cmd.env("DEEPSOLVE_CONFIG", settings)
-        .env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("data"));
-    cmd
-}
-
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Server {
-    /// Start `deepsolve serve` on a free loopback port and wait until it listens.
-    fn start(home: &Path, db: &str, model_url: &str, instance: &str) -> Server {
-        let mut cmd = deepsolve(home);
-        let log_path = home.join(format!("{instance}.log"));
-        let log = std::fs::File::create(&log_path).expect("log file");
-        cmd.args(["serve", "--addr", "127.0.0.1:0", "--database", db])
-            .args(["--instance-id", instance, "--base-url", model_url])
-            .args(["--model", "mock-model"])
-            .stdout(Stdio::piped())
-            .stderr(log);
-        let mut child = cmd.spawn().expect("spawn deepsolve serve");
-        let base = listening_url(&mut child, &log_path);
-        Server { child, base }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
-    fn kill9(&mut self) {
-        // std's kill() is SIGKILL: no shutdown hook runs.
-        self.child.kill().expect("kill");
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::{Server, deepsolve};
 
 fn parse_block(block: &str) -> Option<(u64, Value)> {
     let mut id = None;

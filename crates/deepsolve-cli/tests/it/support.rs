@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Child;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 pub(crate) struct Isolated {
@@ -74,5 +74,60 @@ pub(crate) fn listening_url(child: &mut Child, log: &Path) -> String {
             let log = std::fs::read_to_string(log).unwrap_or_default();
             panic!("unexpected first line {first:?}; stderr:\n{log}")
         }
+    }
+}
+
+/// A `deepsolve` command with a clean environment: no settings, no keys, data under `home`.
+pub(crate) fn deepsolve(home: &Path) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("deepsolve"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("DEEPSOLVE_") || key == "OPENAI_API_KEY" {
+            cmd.env_remove(key);
+        }
+    }
+    let settings = home.join("settings.yaml");
+    std::fs::write(&settings, "").expect("settings");
+    cmd.env("DEEPSOLVE_CONFIG", settings)
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"));
+    cmd
+}
+
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) base: String,
+}
+
+impl Server {
+    /// Start `deepsolve serve` on a free loopback port and wait until it listens.
+    pub(crate) fn start(home: &Path, db: &str, model_url: &str, instance: &str) -> Server {
+        let mut cmd = deepsolve(home);
+        let log_path = home.join(format!("{instance}.log"));
+        let log = std::fs::File::create(&log_path).expect("log file");
+        cmd.args(["serve", "--addr", "127.0.0.1:0", "--database", db])
+            .args(["--instance-id", instance, "--base-url", model_url])
+            .args(["--model", "mock-model"])
+            .stdout(Stdio::piped())
+            .stderr(log);
+        let mut child = cmd.spawn().expect("spawn deepsolve serve");
+        let base = listening_url(&mut child, &log_path);
+        Server { child, base }
+    }
+
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub(crate) fn kill9(&mut self) {
+        // std's kill() is SIGKILL: no shutdown hook runs.
+        self.child.kill().expect("kill");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
