@@ -42,6 +42,7 @@ mod server;
 pub mod sse;
 pub mod stamp;
 pub mod tags;
+pub mod web;
 pub mod wire;
 
 use std::fmt;

@@ -23,6 +23,7 @@ pub mod code;
 pub mod knowledge;
 pub mod reason;
 pub mod toolset;
+pub mod web;
 
 pub use toolset::{
     DISABLED, Deps, DisabledError, Factory, PlaybookLine, Policy, ToolEntry, ToolRequestError,
@@ -90,5 +91,23 @@ pub const CATALOG: &[ToolEntry] = &[
         section: &[],
         needs_workspace: false,
         build: knowledge::build_read_source,
+    },
+    ToolEntry {
+        name: web::WEB_SEARCH,
+        policy: Policy::OptIn,
+        playbook: web::search::PLAYBOOK,
+        settings: &["tools.web_search"],
+        section: &[],
+        needs_workspace: false,
+        build: web::search::build,
+    },
+    ToolEntry {
+        name: web::WEB_FETCH,
+        policy: Policy::OptIn,
+        playbook: web::fetch::PLAYBOOK,
+        settings: &["kb.max_file_mb"],
+        section: &[],
+        needs_workspace: false,
+        build: web::fetch::build,
     },
 ];

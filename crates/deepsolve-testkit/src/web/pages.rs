@@ -1,0 +1,1 @@
+//! The pages web_fetch meets (TODO(helper net)).

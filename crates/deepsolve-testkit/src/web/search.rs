@@ -1,0 +1,1 @@
+//! Search vendors response shapes (TODO(helper search)).
