@@ -89,9 +89,21 @@ export function cleanKbName(name: string): string {
 /** The short place of a source: "p. 12 · 3.2 Limits" (the page label given by the caller). */
 export function sourcePlace(source: CitedSource, pageLabel: (page: number) => string): string {
   const parts: string[] = [];
+  const host = webHost(source.url);
+  if (host) parts.push(host);
   if (source.page != null) parts.push(pageLabel(source.page));
   if (source.section) parts.push(source.section);
   return parts.join(" · ");
+}
+
+/** The host of a web source's http(s) URL (what a reader checks first); none otherwise. */
+export function webHost(url: string | null | undefined): string {
+  if (!url || !/^https?:\/\//i.test(url)) return "";
+  try {
+    return new URL(url).host;
+  } catch {
+    return "";
+  }
 }
 
 /** What the server says about knowledge bases (`capabilities.knowledge`; an older server: nothing). */

@@ -75,6 +75,14 @@ describe("citations in an answer", () => {
     expect(root.querySelector("a")?.getAttribute("href")).toBe("https://example.com/x");
   });
 
+  it("a web source's card names its host, and a non-web URL names none", () => {
+    const web: CitedSource = { n: 1, title: "Squeeze theorem", url: "https://math.example.org/squeeze?x=1", excerpt: "Squeezed." };
+    const odd: CitedSource = { n: 2, title: "odd", url: "javascript:alert(1)" };
+    const root = dom(renderMarkdown("See [1] and [2].", citations([web, odd])));
+    const places = [...root.querySelectorAll(".cite-card")].map((c) => c.querySelector(".cite-place")?.textContent ?? "");
+    expect(places).toEqual(["math.example.org", ""]);
+  });
+
   it("a title or an excerpt with HTML in it shows as text", () => {
     const hostile: CitedSource = {
       n: 1,

@@ -11,7 +11,7 @@ import json from "highlight.js/lib/languages/json";
 import plaintext from "highlight.js/lib/languages/plaintext";
 import python from "highlight.js/lib/languages/python";
 import typescript from "highlight.js/lib/languages/typescript";
-import type { CitedSource } from "../kb";
+import { sourcePlace, type CitedSource } from "../kb";
 
 // Only the languages tool calls and answers use, to keep the bundle small.
 hljs.registerLanguage("python", python);
@@ -176,10 +176,7 @@ function clip(text: string, max: number): string {
 
 function citeHtml(source: CitedSource, options: Citations, occurrence: number): string {
   const cardId = `cite-${options.cardScope ?? options.scope}-${source.n}-${occurrence}`;
-  const place = [
-    source.page != null ? options.pageLabel(source.page) : "",
-    source.section ?? "",
-  ].filter(Boolean).join(" · ");
+  const place = sourcePlace(source, options.pageLabel);
   const parts = [`<span class="cite-title">${escapeHtml(source.title)}</span>`];
   if (place) parts.push(`<span class="cite-place">${escapeHtml(place)}</span>`);
   if (source.excerpt) parts.push(`<span class="cite-excerpt">${escapeHtml(clip(source.excerpt, EXCERPT_MAX))}</span>`);
