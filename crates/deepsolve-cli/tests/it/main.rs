@@ -17,3 +17,4 @@ mod reply_memory;
 mod serve;
 mod support;
 mod tool_settings;
+mod web;

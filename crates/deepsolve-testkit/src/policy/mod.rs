@@ -15,12 +15,14 @@ pub(crate) mod moves;
 mod script;
 mod showcase;
 mod solver;
+mod web_cite;
 mod wrappers;
 
 use std::sync::Arc;
 
 pub use bench::{CODE_NARRATION, FIRST_CODE, FirstCodeCall};
 pub use kb_cite::{FirstHit, KB_CITE_GOALS, KbCite, first_hit};
+pub use web_cite::{WEB_CITE_GOALS, WebCite, result_urls};
 pub use markup::{NoNativeTools, ReasoningModel, THINK_MARKER, TagsMode, VendorMarkup};
 pub use misbehave::{
     AnswerWithOpenSteps, IdenticalLoop, MalformedArgs, NeverEnding, OutOfOrderFinisher,
@@ -141,7 +143,8 @@ pub const POLICY_NAMES: &[&str] = &[
 ];
 
 /// Policies [`by_name`] also knows that exist for benchmarks, the web UI's browser tests and
-/// the knowledge-base tests (`kb-cite` needs `rag` and `read_source`), not for the engine's
+/// the knowledge-base and web tests (`kb-cite` needs `rag` and `read_source`, `web-cite`
+/// `web_search` and `web_fetch`), not for the engine's
 /// behaviour tests (which replay every one of [`POLICY_NAMES`] and pin their requests byte
 /// for byte).
 pub const BENCH_POLICY_NAMES: &[&str] = &[
@@ -150,6 +153,7 @@ pub const BENCH_POLICY_NAMES: &[&str] = &[
     "showcase",
     "showcase-hostile",
     "showcase-long",
+    "web-cite",
 ];
 
 /// A policy by its kebab-case name, solving `steps` steps with `work_tool` where the
@@ -193,6 +197,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "showcase" => Box::new(Showcase::new(ShowcaseVariant::Plain)),
         "showcase-hostile" => Box::new(Showcase::new(ShowcaseVariant::Hostile)),
         "showcase-long" => Box::new(Showcase::new(ShowcaseVariant::Long)),
+        "web-cite" => Box::new(WebCite),
         _ => return None,
     };
     Some(policy)
