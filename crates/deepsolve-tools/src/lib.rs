@@ -103,7 +103,7 @@ pub const CATALOG: &[ToolEntry] = &[
     },
     ToolEntry {
         name: web::WEB_FETCH,
-        policy: Policy::OptIn,
+        policy: Policy::WithTool(web::WEB_SEARCH),
         playbook: web::fetch::PLAYBOOK,
         settings: &["kb.max_file_mb"],
         section: &[],

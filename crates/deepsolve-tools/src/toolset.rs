@@ -14,7 +14,8 @@
 //!    [`Policy::OptIn`] tool is offered only when requested. A [`Policy::WithMaterial`] tool
 //!    (`rag`, `read_source`) is offered exactly when the turn has material (knowledge bases or
 //!    attachments: [`Toolset::for_turn_with`]), never by request: naming it is accepted and
-//!    changes nothing.
+//!    changes nothing. A [`Policy::WithTool`] tool (`web_fetch`) follows its leader: offered
+//!    on every turn that is offered that tool, and on request.
 //! 3. Requesting a name that is not in the catalog, or a tool that is unavailable, is an error
 //!    naming the known or the available tools ([`ToolRequestError`]); the turn does not start.
 //! 4. A tool named in `tools.disabled` is never built: it is unavailable ("disabled by
@@ -45,6 +46,9 @@ pub enum Policy {
     OptIn,
     /// Exactly on turns that have material (knowledge bases or attachments) to read.
     WithMaterial,
+    /// On every turn that is offered the named tool (`web_fetch` with `web_search`: a search
+    /// is worth little if its pages cannot be read), and on turns that ask for it.
+    WithTool(&'static str),
 }
 
 impl Policy {
@@ -53,13 +57,17 @@ impl Policy {
             Policy::Automatic => "automatic",
             Policy::OptIn => "opt-in",
             Policy::WithMaterial => "with-material",
+            Policy::WithTool(_) => "with-tool",
         }
     }
 }
 
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        match self {
+            Policy::WithTool(leader) => write!(f, "with {leader}"),
+            _ => f.write_str(self.as_str()),
+        }
     }
 }
 
@@ -301,11 +309,24 @@ impl Toolset {
             }
         }
         if error.unknown.is_empty() && error.unavailable.is_empty() {
+            self.add_companions(&mut offered);
             return Ok(offered);
         }
         error.available = self.available();
         error.known = self.status().iter().map(|s| s.name.to_string()).collect();
         Err(error)
+    }
+
+    /// Every mounted [`Policy::WithTool`] tool whose leader is offered, after the offered ones.
+    fn add_companions(&self, offered: &mut Vec<String>) {
+        for m in &self.mounted {
+            let Policy::WithTool(leader) = m.policy else {
+                continue;
+            };
+            if offered.iter().any(|o| o == leader) && !offered.contains(&m.name) {
+                offered.push(m.name.clone());
+            }
+        }
     }
 
     /// Whether `name` is offered by the turn's material alone.

@@ -68,7 +68,7 @@ fn a_broken_reasoning_model_makes_only_its_tools_unavailable() {
 fn tools_enabled_is_checked_when_the_app_is_built() {
     let model: Arc<dyn ChatModel> = scripted(WellBehaved::new(1));
     let mut settings = Settings::default();
-    settings.tools.enabled = vec!["web_search".into()];
+    settings.tools.enabled = vec!["browser".into()];
     let err = AppBuilder::new(settings, model)
         .build()
         .err()
@@ -76,7 +76,7 @@ fn tools_enabled_is_checked_when_the_app_is_built() {
     assert!(matches!(err, AppError::Enabled(_)), "{err}");
     assert!(
         err.to_string()
-            .starts_with("tools.enabled: unknown tool 'web_search' (known: "),
+            .starts_with("tools.enabled: unknown tool 'browser' (known: "),
         "{err}"
     );
 }

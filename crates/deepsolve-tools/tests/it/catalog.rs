@@ -96,7 +96,11 @@ async fn a_turn_gets_the_automatic_tools_then_what_it_asks_for() {
     let offered = set.for_turn(&asked).unwrap();
     let mut expected = automatic.clone();
     expected.extend(opt_in.iter().map(|n| n.to_string()));
-    assert_eq!(offered, expected, "each once, automatic first");
+    assert_eq!(
+        offered,
+        with_companions(expected),
+        "each once, automatic first, companions last"
+    );
     // Asking for an automatic tool changes nothing.
     assert_eq!(set.for_turn(&automatic).unwrap(), automatic);
     assert!(set.needs_workspace(&automatic));
@@ -114,7 +118,19 @@ async fn tools_enabled_in_the_settings_are_requested_by_every_turn() {
     deps.settings.tools.enabled = opt_in.clone();
     let set = Toolset::mount(CATALOG, &deps);
     let none: &[&str] = &[];
-    assert_eq!(set.for_turn(none).unwrap(), opt_in);
+    assert_eq!(set.for_turn(none).unwrap(), with_companions(opt_in));
+}
+
+/// `names`, then the catalog's [`Policy::WithTool`] tools whose leader is among them.
+fn with_companions(mut names: Vec<String>) -> Vec<String> {
+    for entry in CATALOG {
+        if let Policy::WithTool(leader) = entry.policy {
+            if names.iter().any(|n| n == leader) && !names.iter().any(|n| n == entry.name) {
+                names.push(entry.name.to_string());
+            }
+        }
+    }
+    names
 }
 
 #[tokio::test]
@@ -147,11 +163,11 @@ async fn without_a_sandbox_the_code_tools_are_unavailable_and_say_why() {
 #[tokio::test]
 async fn unknown_tools_are_named_with_the_known_ones() {
     let set = Toolset::mount(CATALOG, &deps(no_sandbox()));
-    let err = set.for_turn(&["rm_rf", "web_search", "rm_rf"]).unwrap_err();
-    assert_eq!(err.unknown, ["rm_rf", "web_search"]);
+    let err = set.for_turn(&["rm_rf", "browser", "rm_rf"]).unwrap_err();
+    assert_eq!(err.unknown, ["rm_rf", "browser"]);
     let text = err.to_string();
     assert!(
-        text.starts_with("unknown tools 'rm_rf', 'web_search' (known: "),
+        text.starts_with("unknown tools 'rm_rf', 'browser' (known: "),
         "{text}"
     );
     for entry in CATALOG {
@@ -192,4 +208,49 @@ fn the_settings_an_entry_declares_exist() {
             );
         }
     }
+}
+
+/// A tool that only has a name, for the mounting rule's tests.
+struct Named(ToolSpec);
+
+#[async_trait]
+impl Tool for Named {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+
+    async fn run(&self, _: serde_json::Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::ok("ran"))
+    }
+}
+
+fn named(name: &str) -> ToolRef {
+    Arc::new(Named(ToolSpec {
+        name: name.into(),
+        description: String::new(),
+        parameters: serde_json::json!({"type": "object"}),
+    }))
+}
+
+#[test]
+fn a_companion_follows_its_leader_and_comes_on_request() {
+    let set = Toolset::default()
+        .with_tool(named("search"), Policy::OptIn)
+        .with_tool(named("fetch"), Policy::WithTool("search"))
+        .with_tool(named("other"), Policy::OptIn);
+    let none: &[&str] = &[];
+    assert!(set.for_turn(none).unwrap().is_empty());
+    assert_eq!(set.for_turn(&["search"]).unwrap(), ["search", "fetch"]);
+    assert_eq!(set.for_turn(&["fetch", "search"]).unwrap(), ["fetch", "search"]);
+    assert_eq!(set.for_turn(&["fetch"]).unwrap(), ["fetch"]);
+    assert_eq!(set.for_turn(&["other"]).unwrap(), ["other"]);
+    assert_eq!(Policy::WithTool("search").to_string(), "with search");
+}
+
+#[test]
+fn web_fetch_comes_with_web_search() {
+    let entry = CATALOG.iter().find(|e| e.name == "web_fetch").expect("web_fetch");
+    assert_eq!(entry.policy, Policy::WithTool("web_search"));
+    let leader = CATALOG.iter().find(|e| e.name == "web_search").expect("web_search");
+    assert_eq!(leader.policy, Policy::OptIn);
 }
