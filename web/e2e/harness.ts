@@ -85,11 +85,52 @@ export class Mock {
   }
 }
 
+/**
+ * `deepsolve-webfixture` on loopback: a Brave-shaped search API whose results point back to
+ * it (a page that redirects to the cloud metadata address, a page that redirects to an
+ * article on a second port). Loopback is what the server's `web_fetch` refuses; the search,
+ * whose address the operator configures, is allowed.
+ */
+export class WebFixture {
+  private constructor(
+    /** The search site, e.g. http://127.0.0.1:41234. */
+    readonly searchBase: string,
+    readonly articleBase: string,
+    readonly key: string,
+    private readonly child: ChildProcess,
+  ) {}
+
+  static async start(): Promise<WebFixture> {
+    const key = `e2e-brave-key-${process.pid}`;
+    const log = join(mkdtempSync(join(tmpdir(), "deepsolve-web-")), "requests.jsonl");
+    const args = ["--addr", "127.0.0.1:0", "--addr", "127.0.0.1:0", "--key", key, "--log", log];
+    const { child, stderr } = start("deepsolve-webfixture", args, process.env);
+    const line = await firstLine(child, "deepsolve-webfixture", stderr);
+    const match = /^serving on (\S+) (\S+)$/.exec(line);
+    if (!match) throw new Error(`deepsolve-webfixture said ${JSON.stringify(line)}`);
+    return new WebFixture(match[1], match[2], key, child);
+  }
+
+  /** What a server needs to search it with Brave's provider. */
+  serverOptions(): ServerOptions {
+    return {
+      set: ["tools.web_search.provider=brave", `tools.web_search.brave.base_url=${this.searchBase}`, "tools.web_search.brave.api_key_env=E2E_BRAVE_KEY"],
+      env: { E2E_BRAVE_KEY: this.key },
+    };
+  }
+
+  stop() {
+    this.child.kill("SIGKILL");
+  }
+}
+
 export type ServerOptions = {
   /** Settings file contents (YAML). */
   settings?: string;
   /** Extra `--set KEY=VALUE` overrides. */
   set?: string[];
+  /** Extra environment variables (e.g. the one a search provider's key is read from). */
+  env?: Record<string, string>;
 };
 
 /** `deepsolve serve` in a private home; restartable on the same port, id and database. */
@@ -120,7 +161,7 @@ export class Server {
   /** Start (or restart, on the same port) the server. */
   async start(): Promise<string> {
     const args = ["serve", "--addr", `127.0.0.1:${this.port}`, "--instance-id", "e2e", ...this.commonArgs()];
-    const { child, stderr } = start("deepsolve", args, privateEnv(this.home));
+    const { child, stderr } = start("deepsolve", args, { ...privateEnv(this.home), ...this.options.env });
     this.child = child;
     this.stderr = stderr;
     const line = await firstLine(child, "deepsolve serve", stderr);

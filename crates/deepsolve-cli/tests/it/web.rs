@@ -104,7 +104,9 @@ fn a_solve_searches_fetches_through_public_hops_refuses_the_metadata_hop_and_cit
     let page = format!("http://{ARTICLE_HOST}/squeeze");
     assert!(out.contains("converges to that limit too"), "{out}");
     assert!(
-        out.contains(&format!("[1] Squeeze theorem (mirror), http://{SEARCH_HOST}/trap")),
+        out.contains(&format!(
+            "[1] Squeeze theorem (mirror), http://{SEARCH_HOST}/trap"
+        )),
         "{out}"
     );
     let cited_page = out
@@ -121,16 +123,26 @@ fn a_solve_searches_fetches_through_public_hops_refuses_the_metadata_hop_and_cit
         .collect();
     let uris: Vec<String> = requests
         .iter()
-        .map(|r| format!("{}{}", r["host"].as_str().unwrap_or(""), r["uri"].as_str().unwrap_or("")))
+        .map(|r| {
+            format!(
+                "{}{}",
+                r["host"].as_str().unwrap_or(""),
+                r["uri"].as_str().unwrap_or("")
+            )
+        })
         .collect();
     assert!(
-        uris.iter().any(|u| u.starts_with(&format!("{SEARCH_HOST}/res/v1/web/search?"))),
+        uris.iter()
+            .any(|u| u.starts_with(&format!("{SEARCH_HOST}/res/v1/web/search?"))),
         "{uris:?}"
     );
     for wanted in ["/trap", "/moved"] {
         assert!(uris.contains(&format!("{SEARCH_HOST}{wanted}")), "{uris:?}");
     }
-    assert!(uris.contains(&format!("{ARTICLE_HOST}/squeeze")), "{uris:?}");
+    assert!(
+        uris.contains(&format!("{ARTICLE_HOST}/squeeze")),
+        "{uris:?}"
+    );
     for request in &requests {
         let carries_key = request["headers"].to_string().contains(BRAVE_KEY)
             || request["uri"].to_string().contains(BRAVE_KEY);

@@ -26,7 +26,10 @@ use serde_json::json;
 use deepsolve_testkit::web::FixtureServer;
 
 #[derive(Debug, Parser)]
-#[command(name = "deepsolve-webfixture", about = "A small web for end-to-end tests")]
+#[command(
+    name = "deepsolve-webfixture",
+    about = "A small web for end-to-end tests"
+)]
 struct Args {
     /// An address to serve on (twice: the search and redirects, then the article).
     #[arg(long, required = true, num_args = 1)]
@@ -53,14 +56,18 @@ const ARTICLE: &str = r#"<!doctype html>
 <footer>Copyright, cookie banner and other chrome.</footer>
 </body></html>"#;
 
-fn site(key: String, first: SocketAddr, second: SocketAddr) -> Router {
+/// The first address: the search API, whose results point back to this host (as the request
+/// named it), and two redirects.
+fn search_site(key: String, article: SocketAddr) -> Router {
     Router::new()
         .route(
             "/res/v1/web/search",
-            get(move |headers: HeaderMap, query: Query<Vec<(String, String)>>| {
-                let key = key.clone();
-                async move { search(&key, first, &headers, &query) }
-            }),
+            get(
+                move |headers: HeaderMap, query: Query<Vec<(String, String)>>| {
+                    let key = key.clone();
+                    async move { search(&key, &headers, &query) }
+                },
+            ),
         )
         .route(
             "/trap",
@@ -68,23 +75,35 @@ fn site(key: String, first: SocketAddr, second: SocketAddr) -> Router {
         )
         .route(
             "/moved",
-            get(move || async move { redirect(&format!("http://{second}/squeeze")) }),
+            get(move || async move { redirect(&format!("http://{}/squeeze", authority(article))) }),
         )
-        .route("/squeeze", get(|| async { Html(ARTICLE) }))
 }
 
-fn search(
-    key: &str,
-    first: SocketAddr,
-    headers: &HeaderMap,
-    query: &[(String, String)],
-) -> Response {
+/// The second address: the article.
+fn article_site() -> Router {
+    Router::new().route("/squeeze", get(|| async { Html(ARTICLE) }))
+}
+
+/// `host` or `host:port` as a URL writes it (port 80 left out).
+fn authority(addr: SocketAddr) -> String {
+    if addr.port() == 80 {
+        addr.ip().to_string()
+    } else {
+        addr.to_string()
+    }
+}
+
+fn search(key: &str, headers: &HeaderMap, query: &[(String, String)]) -> Response {
     let sent = headers
         .get("x-subscription-token")
         .and_then(|v| v.to_str().ok());
     if sent != Some(key) {
         return (StatusCode::UNAUTHORIZED, "invalid subscription token").into_response();
     }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("localhost");
     let q = query
         .iter()
         .find(|(k, _)| k == "q")
@@ -93,9 +112,9 @@ fn search(
     axum::Json(json!({
         "query": {"original": q},
         "web": {"results": [
-            {"title": "Squeeze theorem (mirror)", "url": format!("http://{first}/trap"),
+            {"title": "Squeeze theorem (mirror)", "url": format!("http://{host}/trap"),
              "description": "A copy of the article on squeezing sequences."},
-            {"title": "The squeeze theorem", "url": format!("http://{first}/moved"),
+            {"title": "The squeeze theorem", "url": format!("http://{host}/moved"),
              "description": "If a sequence lies between two sequences with the same limit…"}
         ]}
     }))
@@ -112,36 +131,30 @@ fn main() -> std::process::ExitCode {
         eprintln!("give two addresses: --addr A --addr B");
         return std::process::ExitCode::from(2);
     };
-    let router = site(args.key.clone(), first, second);
-    let mut servers = Vec::new();
-    for addr in &args.addr {
-        match FixtureServer::start_on(*addr, router.clone()) {
-            Ok(server) => servers.push(server),
-            Err(e) => {
-                eprintln!("cannot serve on {addr}: {e}");
-                return std::process::ExitCode::from(1);
-            }
+    // The article first: the search site's redirect names its bound address.
+    let article = match FixtureServer::start_on(second, article_site()) {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("cannot serve on {second}: {e}");
+            return std::process::ExitCode::from(1);
         }
-    }
-    println!("serving on {:?}", args.addr);
+    };
+    let search = match FixtureServer::start_on(first, search_site(args.key.clone(), article.addr()))
+    {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("cannot serve on {first}: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    println!("serving on {} {}", search.url(), article.url());
+    let servers = [search, article];
     // Until killed: the log is rewritten as requests arrive.
     let mut written = 0;
     loop {
         let requests: Vec<_> = servers.iter().flat_map(FixtureServer::requests).collect();
         if requests.len() != written {
-            let lines: String = requests
-                .iter()
-                .map(|r| {
-                    let headers: serde_json::Map<_, _> = (r.headers.iter())
-                        .map(|(n, v)| (n.clone(), json!(v)))
-                        .collect();
-                    format!(
-                        "{}\n",
-                        json!({"method": r.method, "host": r.host, "uri": r.uri, "headers": headers})
-                    )
-                })
-                .collect();
-            if let Err(e) = std::fs::write(&args.log, lines) {
+            if let Err(e) = std::fs::write(&args.log, log_lines(&requests)) {
                 eprintln!("cannot write {}: {e}", args.log.display());
                 return std::process::ExitCode::from(1);
             }
@@ -149,4 +162,19 @@ fn main() -> std::process::ExitCode {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// One JSON object per request: method, host, uri, headers.
+fn log_lines(requests: &[deepsolve_testkit::web::Recorded]) -> String {
+    requests
+        .iter()
+        .map(|r| {
+            let headers: serde_json::Map<_, _> = (r.headers.iter())
+                .map(|(n, v)| (n.clone(), json!(v)))
+                .collect();
+            let line =
+                json!({"method": r.method, "host": r.host, "uri": r.uri, "headers": headers});
+            format!("{line}\n")
+        })
+        .collect()
 }

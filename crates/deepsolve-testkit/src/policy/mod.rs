@@ -22,7 +22,6 @@ use std::sync::Arc;
 
 pub use bench::{CODE_NARRATION, FIRST_CODE, FirstCodeCall};
 pub use kb_cite::{FirstHit, KB_CITE_GOALS, KbCite, first_hit};
-pub use web_cite::{WEB_CITE_GOALS, WebCite, result_urls};
 pub use markup::{NoNativeTools, ReasoningModel, THINK_MARKER, TagsMode, VendorMarkup};
 pub use misbehave::{
     AnswerWithOpenSteps, IdenticalLoop, MalformedArgs, NeverEnding, OutOfOrderFinisher,
@@ -34,6 +33,7 @@ pub use showcase::{
     HOSTILE_MARKUP, SHOWCASE_CODE, SHOWCASE_PROBLEM, SHOWCASE_ROOTS_LINE, Showcase, ShowcaseVariant,
 };
 pub use solver::WellBehaved;
+pub use web_cite::{WEB_CITE_GOALS, WebCite, result_urls};
 pub use wrappers::{CutBeforeOutput, FlakyStatus, NoIndexDeltas, RepeatedIdName, WithStyle};
 
 use crate::reply::Reply;

@@ -120,7 +120,9 @@ impl WebCite {
             let line = first_quoted(&read.content);
             return finish_call_for(&step.id, &format!("read [{n}]: {}", short(&line, 120)));
         }
-        let next = urls.get(attempts.len()).filter(|_| attempts.len() < MAX_FETCHES);
+        let next = urls
+            .get(attempts.len())
+            .filter(|_| attempts.len() < MAX_FETCHES);
         match next {
             Some(url) if req.offers(WEB_FETCH) => Reply::Turn(
                 Turn::calls(vec![(WEB_FETCH, json!({"url": url}))]).with_text("Reading the page."),
@@ -221,6 +223,9 @@ mod tests {
             ]
         );
         assert!(result_urls_in_summary("no results").is_empty());
-        assert_eq!(first_quoted("[3] t — u\n>\n> The limit is 1.\n"), "The limit is 1.");
+        assert_eq!(
+            first_quoted("[3] t — u\n>\n> The limit is 1.\n"),
+            "The limit is 1."
+        );
     }
 }

@@ -241,7 +241,10 @@ fn a_companion_follows_its_leader_and_comes_on_request() {
     let none: &[&str] = &[];
     assert!(set.for_turn(none).unwrap().is_empty());
     assert_eq!(set.for_turn(&["search"]).unwrap(), ["search", "fetch"]);
-    assert_eq!(set.for_turn(&["fetch", "search"]).unwrap(), ["fetch", "search"]);
+    assert_eq!(
+        set.for_turn(&["fetch", "search"]).unwrap(),
+        ["fetch", "search"]
+    );
     assert_eq!(set.for_turn(&["fetch"]).unwrap(), ["fetch"]);
     assert_eq!(set.for_turn(&["other"]).unwrap(), ["other"]);
     assert_eq!(Policy::WithTool("search").to_string(), "with search");
@@ -249,8 +252,14 @@ fn a_companion_follows_its_leader_and_comes_on_request() {
 
 #[test]
 fn web_fetch_comes_with_web_search() {
-    let entry = CATALOG.iter().find(|e| e.name == "web_fetch").expect("web_fetch");
+    let entry = CATALOG
+        .iter()
+        .find(|e| e.name == "web_fetch")
+        .expect("web_fetch");
     assert_eq!(entry.policy, Policy::WithTool("web_search"));
-    let leader = CATALOG.iter().find(|e| e.name == "web_search").expect("web_search");
+    let leader = CATALOG
+        .iter()
+        .find(|e| e.name == "web_search")
+        .expect("web_search");
     assert_eq!(leader.policy, Policy::OptIn);
 }
