@@ -54,7 +54,11 @@ fn a_broken_reasoning_model_makes_only_its_tools_unavailable() {
         .reasoning_model(Err(Unavailable("cannot use models.reason: bad url".into())))
         .build()
         .expect("app");
-    for name in opt_in() {
+    let on_the_reasoning_model = CATALOG
+        .iter()
+        .filter(|e| e.settings.contains(&"models.reason"))
+        .map(|e| e.name);
+    for name in on_the_reasoning_model {
         let err = app.tools_for_turn(&[name]).expect_err("unavailable");
         assert!(
             err.to_string()
@@ -89,7 +93,13 @@ async fn a_turn_s_playbook_lists_each_offered_tool_by_its_own_line() {
             .build()
             .expect("app");
         let offered = app.tools_for_turn(&opt_in()).expect("offered");
-        assert_eq!(offered, opt_in());
+        // The opt-in tools, then the ones that come with them (`web_fetch` with `web_search`).
+        let companions = CATALOG
+            .iter()
+            .filter(|e| matches!(e.policy, Policy::WithTool(leader) if opt_in().contains(&leader)))
+            .map(|e| e.name);
+        let expected: Vec<&str> = opt_in().into_iter().chain(companions).collect();
+        assert_eq!(offered, expected);
         let mut spec = TurnSpec::new(deepsolve_app::new_turn_id(), "Solve x + 1 = 3.");
         spec.language = language;
         spec.tools = offered;
@@ -108,7 +118,7 @@ async fn a_turn_s_playbook_lists_each_offered_tool_by_its_own_line() {
             let line = entry.playbook.get(language);
             assert_eq!(
                 system.contains(line),
-                entry.policy == Policy::OptIn,
+                expected.contains(&entry.name),
                 "{}: {system}",
                 entry.name
             );
