@@ -85,6 +85,8 @@ pub(crate) struct Call<'a> {
     pub(crate) query: &'a str,
     pub(crate) n: usize,
     pub(crate) timeout: Duration,
+    /// What a 401/403 from a keyless endpoint most likely means (`""`: nothing to add).
+    pub(crate) keyless_refusal_hint: &'static str,
 }
 
 impl Call<'_> {
@@ -172,9 +174,15 @@ impl Call<'_> {
     pub(crate) fn status_error(&self, status: StatusCode, body: &[u8]) -> ProviderError {
         let code = status.as_u16();
         match code {
-            401 | 403 => ProviderError::KeyRefused {
+            401 | 403 if !self.key_env.is_empty() => ProviderError::KeyRefused {
                 status: code,
-                key_env: self.key_env_or_vendor(),
+                key_env: self.key_env.to_string(),
+            },
+            // A keyless endpoint that refuses: a SearXNG without the JSON format enabled, or
+            // behind an authenticating proxy.
+            401 | 403 => ProviderError::Refused {
+                status: code,
+                detail: self.keyless_refusal_hint.to_string(),
             },
             429 => ProviderError::RateLimited(code),
             500..=599 => ProviderError::ServiceFailed(code),
@@ -190,16 +198,6 @@ impl Call<'_> {
                     },
                 }
             }
-        }
-    }
-
-    /// The variable to check when a key is refused; a keyless vendor (a SearXNG behind an
-    /// authenticating proxy) says its base URL.
-    fn key_env_or_vendor(&self) -> String {
-        if self.key_env.is_empty() {
-            "tools.web_search base_url and the instance's access rules".to_string()
-        } else {
-            self.key_env.to_string()
         }
     }
 

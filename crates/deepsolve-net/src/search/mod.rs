@@ -207,7 +207,7 @@ impl ProviderConfig {
         match (self.provider, &self.base_url, &self.key) {
             (Provider::Searxng, Some(base), _) => format!("instance at {base}"),
             (Provider::Searxng, None, _) => {
-                "no instance: set tools.web_search.searxng.base_url".to_string()
+                "tools.web_search.searxng.base_url is not set".to_string()
             }
             (Provider::DuckDuckGo, _, _) => {
                 "keyless HTML search, always the last resort".to_string()
@@ -447,10 +447,14 @@ impl SearchChain {
                         reason: ProviderError::NoResults.to_string(),
                     });
                 }
-                Err(e) => failures.push(ProviderFailure {
-                    provider,
-                    reason: e.to_string(),
-                }),
+                Err(e) => {
+                    // The reason never holds a key (see `ProviderError`).
+                    tracing::info!(provider = provider.as_str(), reason = %e, "search provider failed");
+                    failures.push(ProviderFailure {
+                        provider,
+                        reason: e.to_string(),
+                    });
+                }
             }
         }
         match first_empty {
@@ -494,6 +498,12 @@ impl SearchChain {
             query,
             n,
             timeout,
+            keyless_refusal_hint: match provider {
+                Provider::Searxng => {
+                    ": is json in the instance's search.formats (settings.yml), and may this host use it?"
+                }
+                _ => "",
+            },
         };
         let mut results = match provider {
             Provider::Searxng => searxng::search(&call).await,

@@ -114,7 +114,10 @@ async fn a_refused_key_names_the_variable_to_check() {
                 "{}",
                 vendor.name()
             ),
-            None => assert!(reason.starts_with("the key was refused (401)"), "{reason}"),
+            None => assert!(
+                reason.starts_with("it refused the request (401)"),
+                "{reason}"
+            ),
         }
     }
 }
@@ -224,6 +227,50 @@ async fn a_redirect_is_not_followed_so_a_custom_key_header_stays_home() {
 }
 
 #[tokio::test]
+async fn a_searxng_that_refuses_says_what_to_check() {
+    let (found, _server) = ask(Vendor::Searxng, Behaviour::Unauthorized).await;
+    assert_eq!(
+        found.unwrap_err().to_string(),
+        "it refused the request (401): is json in the instance's search.formats (settings.yml), and may this host use it?"
+    );
+}
+
+#[tokio::test]
+async fn the_calls_deadline_bounds_the_chain() {
+    let tavily = fixture(Vendor::Tavily, Behaviour::Stall(Duration::from_secs(10)));
+    let ddg = fixture(Vendor::DuckDuckGo, Behaviour::Success);
+    let config = SearchConfig::default()
+        .with_provider(configured(Vendor::Tavily, &tavily))
+        .with_provider(configured(Vendor::DuckDuckGo, &ddg));
+    let chain = SearchChain::new(config).unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(800);
+    let started = std::time::Instant::now();
+    let e = chain
+        .search_before(QUERY, 3, Some(deadline))
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let SearchError::AllFailed(failures) = e else {
+        panic!("{e:?}")
+    };
+    assert!(
+        failures[0]
+            .to_string()
+            .starts_with("tavily: no answer within 0."),
+        "{failures:?}"
+    );
+    assert_eq!(
+        failures[1].to_string(),
+        "duckduckgo: not asked: the call ran out of time"
+    );
+    assert!(ddg.requests().is_empty());
+}
+
+#[tokio::test]
 async fn the_chain_falls_through_to_duckduckgo_and_records_each_failure() {
     let brave = fixture(Vendor::Brave, Behaviour::RateLimited);
     let tavily = fixture(Vendor::Tavily, Behaviour::Unavailable);
@@ -303,7 +350,7 @@ async fn when_every_provider_fails_the_error_names_each_failure() {
         [Provider::Searxng, Provider::Jina, Provider::DuckDuckGo]
     );
     let text = e.to_string();
-    assert!(text.starts_with("every search provider failed: searxng: not configured (no instance: set tools.web_search.searxng.base_url); jina: the key was refused (401): check JINA_API_KEY; duckduckgo: unreadable response: "), "{text}");
+    assert!(text.starts_with("every search provider failed: searxng: not configured (tools.web_search.searxng.base_url is not set); jina: the key was refused (401): check JINA_API_KEY; duckduckgo: unreadable response: "), "{text}");
     assert!(!text.contains("jina-key-XYZ"));
 }
 
