@@ -255,3 +255,48 @@ pub(crate) fn short(text: &str, max: usize) -> String {
     cut.push('…');
     cut
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_body_is_quoted_short_and_without_the_key() {
+        let client = client(Duration::from_secs(1)).unwrap();
+        let key = SecretString::from("sk-echoed-back");
+        let call = Call {
+            client: &client,
+            url: Url::parse("https://api.example/search").unwrap(),
+            key: Some(&key),
+            key_env: "EXAMPLE_KEY",
+            query: "q",
+            n: 3,
+            timeout: Duration::from_secs(1),
+            keyless_refusal_hint: "",
+        };
+        let body = format!("bad request from key sk-echoed-back: {}", "x".repeat(500));
+        let e = call.status_error(StatusCode::BAD_REQUEST, body.as_bytes());
+        let text = e.to_string();
+        assert!(
+            text.starts_with("it refused the request (400): bad request from key ***: xxx"),
+            "{text}"
+        );
+        assert!(!text.contains("sk-echoed-back"));
+        assert!(text.chars().count() < 260, "{text}");
+        assert_eq!(
+            call.status_error(StatusCode::FORBIDDEN, b"").to_string(),
+            "the key was refused (403): check EXAMPLE_KEY"
+        );
+        assert_eq!(
+            call.unreadable("expected value at sk-echoed-back")
+                .to_string(),
+            "unreadable response: expected value at ***"
+        );
+    }
+
+    #[test]
+    fn durations_read_as_seconds() {
+        assert_eq!(seconds(Duration::from_secs(20)), "20 s");
+        assert_eq!(seconds(Duration::from_millis(300)), "0.3 s");
+    }
+}

@@ -8,6 +8,7 @@
 //! once, when the tool is built, into a `SecretString`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use deepsolve_core::{
@@ -25,6 +26,9 @@ use crate::knowledge::{excerpt, quoted};
 use crate::toolset::{Deps, PlaybookLine, Unavailable};
 
 pub const WEB_SEARCH: &str = "web_search";
+
+/// How long before the call's deadline the chain stops asking.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(1);
 
 /// Its line in the playbook.
 pub(crate) const PLAYBOOK: PlaybookLine = PlaybookLine {
@@ -319,8 +323,10 @@ impl Tool for WebSearchTool {
         let n = (args["max_results"].as_u64())
             .map(|n| n.clamp(1, MAX_RESULTS as u64) as usize)
             .unwrap_or(self.chain.config().max_results);
+        // Done a little before the engine stops waiting, so the failures reach the model.
+        let deadline = (ctx.deadline).map(|d| d.checked_sub(DEADLINE_MARGIN).unwrap_or(d));
         let searched = tokio::select! {
-            searched = self.chain.search_before(query, n, ctx.deadline) => searched,
+            searched = self.chain.search_before(query, n, deadline) => searched,
             () = ctx.cancel.cancelled() => return Err(ToolError::actionable(words.cancelled)),
         };
         let outcome = match searched {

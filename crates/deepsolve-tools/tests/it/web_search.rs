@@ -357,3 +357,50 @@ async fn the_catalog_builds_it_from_the_default_settings() {
     let tool = (entry.build)(&deps).unwrap();
     assert_eq!(tool.spec().name, WEB_SEARCH);
 }
+
+#[tokio::test]
+async fn a_cancelled_call_stops_waiting_for_the_provider() {
+    let ddg = VendorFixture::new(
+        Vendor::DuckDuckGo,
+        Behaviour::Stall(std::time::Duration::from_secs(30)),
+    )
+    .start()
+    .unwrap();
+    let loaded = load("", &pointing_at(&[(Vendor::DuckDuckGo, &ddg)])).unwrap();
+    let tool = WebSearchTool::from_settings(&loaded.settings, &env(&[])).unwrap();
+    let ctx = ctx(Language::En, Arc::default());
+    let cancel = ctx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        cancel.cancel();
+    });
+    let started = std::time::Instant::now();
+    let e = tool.run(json!({"query": "q"}), &ctx).await.unwrap_err();
+    assert_eq!(e.message(), "the search was cancelled");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
+
+#[tokio::test]
+async fn the_calls_deadline_leaves_time_to_report_the_failures() {
+    let ddg = VendorFixture::new(
+        Vendor::DuckDuckGo,
+        Behaviour::Stall(std::time::Duration::from_secs(30)),
+    )
+    .start()
+    .unwrap();
+    let loaded = load("", &pointing_at(&[(Vendor::DuckDuckGo, &ddg)])).unwrap();
+    let tool = WebSearchTool::from_settings(&loaded.settings, &env(&[])).unwrap();
+    let mut ctx = ctx(Language::En, Arc::default());
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(2500);
+    ctx.deadline = Some(deadline);
+    let e = tool.run(json!({"query": "q"}), &ctx).await.unwrap_err();
+    assert!(
+        tokio::time::Instant::now() < deadline,
+        "returned before the engine's deadline"
+    );
+    assert!(
+        e.message().contains("duckduckgo: no answer within 1."),
+        "{}",
+        e.message()
+    );
+}
