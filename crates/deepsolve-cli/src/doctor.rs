@@ -35,6 +35,7 @@ pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
         }
     );
     let mut healthy = sandbox_ok & tools_section(&loaded, &client, sandbox);
+    web_search_section(&loaded.settings);
     match client.list_models().await {
         Ok(models) => {
             ok(&format!(
@@ -207,6 +208,43 @@ fn tools_section(
         }
     }
     true
+}
+
+/// `web_search`'s providers: the order a search asks them in, then each one configured or
+/// not and why. Never unhealthy: the tool is opt-in and DuckDuckGo needs nothing.
+fn web_search_section(settings: &deepsolve_settings::Settings) {
+    let status = match deepsolve_tools::web::search::search_status(settings) {
+        Ok(status) => status,
+        Err(e) => {
+            println!("web search not usable");
+            warn(&e.to_string());
+            return;
+        }
+    };
+    let order: Vec<String> = status.order.iter().map(ToString::to_string).collect();
+    println!(
+        "web search {} (opt-in: --tool web_search)",
+        order.join(" → ")
+    );
+    for provider in &status.providers {
+        let state = match (provider.configured, provider.preferred) {
+            (true, true) => "configured, preferred",
+            (true, false) => "configured",
+            (false, _) => "not configured",
+        };
+        println!(
+            "           {:<11} {state}: {}",
+            provider.provider.to_string(),
+            provider.why
+        );
+    }
+    let unusable = (status.providers.iter()).find(|p| p.preferred && !p.configured);
+    if let Some(preferred) = unusable {
+        warn(&format!(
+            "tools.web_search.provider is {}, which is not configured ({}): searches go to the others",
+            preferred.provider, preferred.why
+        ));
+    }
 }
 
 fn ok(msg: &str) {

@@ -97,7 +97,7 @@ pub const CATALOG: &[ToolEntry] = &[
         policy: Policy::OptIn,
         playbook: web::search::PLAYBOOK,
         settings: &["tools.web_search"],
-        section: &[],
+        section: web::search::SETTINGS,
         needs_workspace: false,
         build: web::search::build,
     },

@@ -536,6 +536,53 @@ fn doctor_checks_the_endpoint_model_and_tool_calling() {
 }
 
 #[test]
+fn doctor_lists_each_web_search_provider_configured_or_not_and_why() {
+    let server = MockServer::policy(FnPolicy(|req: &PolicyRequest| {
+        let tool = req.tools.first().cloned().unwrap_or_default();
+        Reply::calls(vec![(tool, serde_json::json!({}))])
+    }));
+    let env = Env::new();
+    std::fs::write(
+        &env.config,
+        "tools:\n  web_search:\n    provider: tavily\n    searxng:\n      base_url: https://searx.example\n    serper:\n      api_key_env: MY_SERPER\n",
+    )
+    .unwrap();
+    let mut cmd = env.command();
+    for (name, _) in std::env::vars() {
+        if name.ends_with("_API_KEY") || name == "MY_SERPER" {
+            cmd.env_remove(name);
+        }
+    }
+    let out = cmd
+        .env("MY_SERPER", "serper-secret-1")
+        .env("BRAVE_API_KEY", "")
+        .args([
+            "doctor",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    for line in [
+        "web search searxng → serper → duckduckgo (opt-in: --tool web_search)",
+        "searxng     configured: instance at https://searx.example",
+        "brave       not configured: BRAVE_API_KEY is not set",
+        "tavily      not configured: TAVILY_API_KEY is not set",
+        "serper      configured: key from MY_SERPER",
+        "zhipu       not configured: ZHIPU_API_KEY is not set",
+        "duckduckgo  configured: keyless HTML search, always the last resort",
+        "tools.web_search.provider is tavily, which is not configured (TAVILY_API_KEY is not set)",
+    ] {
+        assert!(stdout.contains(line), "{line:?} in:\n{stdout}");
+    }
+    assert!(!stdout.contains("serper-secret-1"), "{stdout}");
+}
+
+#[test]
 fn ctrl_c_cancels_the_turn_cleanly() {
     use std::io::{BufRead, BufReader};
     use std::time::Duration;
