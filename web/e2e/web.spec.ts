@@ -11,13 +11,15 @@ test("a web search cited as [1]: its card names the host, its source links to th
     const pageErrors: string[] = [];
     page.on("pageerror", (error) => pageErrors.push(error.message));
     await page.goto(app.base + "/");
+    await page.locator("details.options > summary").click();
     const toggle = page.locator('input[id$="-tool-web_search"]');
     await expect(toggle).toBeEnabled();
     await toggle.check();
     await submitProblem(page, "What does the squeeze theorem say?");
     await waitForFooter(page);
 
-    // Both fetches went to loopback: refused, each card says why.
+    // Both fetches went to loopback: refused, each card says why (the reading step's work).
+    await page.getByTestId("step").nth(1).locator(".step-toggle").click();
     const fetches = page.getByTestId("tool-card").filter({ hasText: "web_fetch" });
     await expect(fetches).toHaveCount(2);
     for (const card of await fetches.all()) {

@@ -111,9 +111,17 @@ fn a_solve_searches_fetches_through_public_hops_refuses_the_metadata_hop_and_cit
     );
     let cited_page = out
         .lines()
+        .map(str::trim)
         .find(|l| l.starts_with('[') && l.ends_with(&page))
         .unwrap_or_else(|| panic!("no source line for {page}:\n{out}"));
     assert!(cited_page.contains("The squeeze theorem"), "{cited_page}");
+
+    // The metadata hop was refused, and the model was told why.
+    let shown = format!("{out}{err}");
+    assert!(
+        shown.contains("redirected to a refused address: http://169.254.169.254/"),
+        "{shown}"
+    );
 
     // What the web saw: the key went to the search host only; the metadata hop never left
     // the binary (nothing listens there, and the guard refused it before connecting).
