@@ -45,6 +45,18 @@ test("a web search cited as [1]: its card names the host, its source links to th
     // The key is the server's: it reaches no event.
     expect(JSON.stringify(events)).not.toContain(web.key);
     expect(pageErrors).toEqual([]);
+
+    // At 360 px, in Chinese: the refusals wrap and the page keeps to the width.
+    const phone = await page.context().browser()!.newContext({ viewport: { width: 360, height: 780 }, isMobile: true, hasTouch: true });
+    const small = await phone.newPage();
+    await small.addInitScript(() => localStorage.setItem("deepsolve.lang", "zh"));
+    await small.goto(page.url());
+    await waitForFooter(small, /.+/);
+    await small.getByTestId("step").nth(1).locator(".step-toggle").click();
+    await expect(small.getByTestId("tool-card").filter({ hasText: "web_fetch" })).toHaveCount(2);
+    expect(await small.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
+    await small.screenshot({ path: screenshotPath("web-answer-phone-zh"), fullPage: true });
+    await phone.close();
   } finally {
     web.stop();
   }
