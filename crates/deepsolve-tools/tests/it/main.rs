@@ -7,3 +7,4 @@ mod catalog;
 mod code;
 mod knowledge;
 mod reason;
+mod web_fetch;
