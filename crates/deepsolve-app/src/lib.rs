@@ -37,6 +37,7 @@ use std::sync::Arc;
 
 use deepsolve_core::{ChatModel, Engine, EngineError, ToolRef};
 use deepsolve_settings::{Loaded, Settings, ToolSection};
+use deepsolve_kb::extract::ChildCommand;
 use deepsolve_tools::{CATALOG, Deps, Knowledge, Sandbox, SandboxError, Toolset};
 
 pub use artifacts::ArtifactRegistry;
@@ -156,6 +157,7 @@ pub struct AppBuilder {
     reasoning_model: Option<Result<Arc<dyn ChatModel>, Unavailable>>,
     sandbox: Result<Sandbox, Unavailable>,
     knowledge: Option<Knowledge>,
+    pdf_child: Option<ChildCommand>,
     catalog: &'static [ToolEntry],
     extra_tools: Vec<ToolRef>,
     session_capacity: Option<usize>,
@@ -172,6 +174,7 @@ impl AppBuilder {
             reasoning_model: None,
             sandbox: Err(Unavailable("no sandbox was set up".into())),
             knowledge: None,
+            pdf_child: None,
             catalog: CATALOG,
             extra_tools: Vec::new(),
             session_capacity: None,
@@ -207,6 +210,13 @@ impl AppBuilder {
     /// unavailable); see [`knowledge_from_settings`].
     pub fn knowledge(mut self, knowledge: Knowledge) -> Self {
         self.knowledge = Some(knowledge);
+        self
+    }
+
+    /// The program that parses PDFs out of process (`web_fetch` reads PDFs with it; the
+    /// knowledge-base service has its own, see [`KnowledgeOptions`]).
+    pub fn pdf_child(mut self, child: Option<ChildCommand>) -> Self {
+        self.pdf_child = child;
         self
     }
 
@@ -250,6 +260,7 @@ impl AppBuilder {
             knowledge: self.knowledge.clone().ok_or_else(|| {
                 Unavailable("no knowledge bases: this front end has no store for them".into())
             }),
+            pdf_child: self.pdf_child,
             settings: self.settings,
         };
         let mut tools = Toolset::mount(self.catalog, &deps);

@@ -40,7 +40,9 @@ pub(crate) async fn build_app_with_knowledge(
     artifacts: Option<Arc<dyn ArtifactRegistry>>,
     knowledge: Option<Knowledge>,
 ) -> anyhow::Result<App> {
-    let mut builder = AppBuilder::from_settings(loaded).await?;
+    let mut builder = AppBuilder::from_settings(loaded)
+        .await?
+        .pdf_child(crate::kb_cmd::pdf_child());
     if let Some(knowledge) = knowledge {
         builder = builder.knowledge(knowledge);
     }

@@ -195,7 +195,14 @@ impl PinnedResolver {
                 reason: "no addresses".into(),
             });
         }
-        for addr in &addrs {
+        self.check_all(host, &addrs)?;
+        Ok(addrs)
+    }
+
+    /// Whether every address `host` resolved to is allowed: one that is not refuses the
+    /// name (none is dropped to let the rest through).
+    pub fn check_all(&self, host: &str, addrs: &[SocketAddr]) -> Result<(), ResolveFailure> {
+        for addr in addrs {
             self.guard
                 .check_ip(addr.ip())
                 .map_err(|reason| ResolveFailure::NotPublic {
@@ -203,7 +210,7 @@ impl PinnedResolver {
                     reason,
                 })?;
         }
-        Ok(addrs)
+        Ok(())
     }
 }
 

@@ -105,7 +105,7 @@ pub const CATALOG: &[ToolEntry] = &[
         name: web::WEB_FETCH,
         policy: Policy::WithTool(web::WEB_SEARCH),
         playbook: web::fetch::PLAYBOOK,
-        settings: &["kb.max_file_mb"],
+        settings: &[],
         section: &[],
         needs_workspace: false,
         build: web::fetch::build,

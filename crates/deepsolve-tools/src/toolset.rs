@@ -107,6 +107,9 @@ pub struct Deps {
     pub sandbox: Result<Sandbox, Unavailable>,
     /// The knowledge-base service behind `rag` and `read_source`, or why there is none.
     pub knowledge: Result<deepsolve_kb::Knowledge, Unavailable>,
+    /// The program that parses PDFs out of process (`deepsolve __pdf-child` for the binary);
+    /// `None`: a `deepsolve-kb-pdf` beside the executable, else `pdftotext`.
+    pub pdf_child: Option<deepsolve_kb::extract::ChildCommand>,
 }
 
 /// Builds a tool from what the app provides, or says why it cannot.
@@ -465,6 +468,7 @@ impl fmt::Debug for Deps {
             )
             .field("sandbox", &self.sandbox.as_ref().map(Sandbox::describe))
             .field("knowledge", &self.knowledge.is_ok())
+            .field("pdf_child", &self.pdf_child)
             .finish_non_exhaustive()
     }
 }

@@ -1,9 +1,6 @@
 //! The search chain against each vendor's fixture: every provider in every answer shape, the
 //! chain falling through, and no key reaching a host that is not its vendor's.
 
-// Test code: a failed setup step should stop the test loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::time::Duration;
 
 use deepsolve_net::search::{

@@ -27,19 +27,17 @@ pub(crate) const PLAYBOOK: PlaybookLine = PlaybookLine {
 
 /// `max_chars`: the bounds and the default.
 pub const MIN_CHARS: u64 = 500;
-pub const MAX_CHARS: u64 = 50_000;
-pub const DEFAULT_CHARS: u64 = 8_000;
+pub const MAX_CHARS: u64 = 200_000;
+pub const DEFAULT_CHARS: u64 = 50_000;
 
-/// The catalog's factory: public addresses only, the default limits, the PDF parser found
-/// the way the knowledge bases' default finds it (the `deepsolve-kb-pdf` binary next to the
-/// running one, else `pdftotext` alone).
-pub(crate) fn build(_deps: &Deps) -> Result<ToolRef, Unavailable> {
+/// The catalog's factory: public addresses only, the default limits, the app's PDF parser
+/// (else the way the knowledge bases' default finds one: the `deepsolve-kb-pdf` binary next to
+/// the running one, else `pdftotext` alone).
+pub(crate) fn build(deps: &Deps) -> Result<ToolRef, Unavailable> {
     let fetcher = Fetcher::new(EgressGuard::public_only(), FetchLimits::default())
         .map_err(|e| Unavailable(e.to_string()))?;
-    Ok(Arc::new(WebFetchTool::new(
-        fetcher,
-        extract::Limits::default().pdf_child,
-    )))
+    let pdf_child = (deps.pdf_child.clone()).or_else(|| extract::Limits::default().pdf_child);
+    Ok(Arc::new(WebFetchTool::new(fetcher, pdf_child)))
 }
 
 pub struct WebFetchTool {
@@ -65,7 +63,7 @@ impl WebFetchTool {
                     "type": "object",
                     "properties": {
                         "url": {"type": "string", "minLength": 1, "description": "The page's full address, http:// or https://."},
-                        "max_chars": {"type": "integer", "minimum": MIN_CHARS, "maximum": MAX_CHARS, "description": "The most characters of the page's text to return (default 8000)."}
+                        "max_chars": {"type": "integer", "minimum": MIN_CHARS, "maximum": MAX_CHARS, "description": format!("The most characters of the page's text to return (default {DEFAULT_CHARS}).")}
                     },
                     "required": ["url"],
                     "additionalProperties": false

@@ -39,6 +39,7 @@ pub(crate) fn deps(sandbox: Result<Sandbox, Unavailable>) -> Deps {
         reasoning_model: Ok(model),
         sandbox,
         knowledge: Err(Unavailable("no store in these tests".into())),
+        pdf_child: None,
     }
 }
 

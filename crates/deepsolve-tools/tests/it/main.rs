@@ -7,4 +7,5 @@ mod catalog;
 mod code;
 mod knowledge;
 mod reason;
+mod web_fetch;
 mod web_search;

@@ -107,6 +107,7 @@ fn built_from(sets: &[&str], model: Arc<Recorder>) -> ToolRef {
         reasoning_model: Ok(model),
         sandbox: Err(deepsolve_tools::Unavailable("not in these tests".into())),
         knowledge: Err(deepsolve_tools::Unavailable("not in these tests".into())),
+        pdf_child: None,
     };
     (entry.build)(&deps).unwrap()
 }
