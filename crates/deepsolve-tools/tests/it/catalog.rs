@@ -61,11 +61,6 @@ async fn every_entry_builds_the_tool_it_names_with_its_playbook_line() {
             let named = format!("`{}`", entry.name);
             assert!(line.is_some_and(|l| l.starts_with(&named)), "{line:?}");
         }
-        assert!(
-            !entry.settings.is_empty(),
-            "{} reads no settings",
-            entry.name
-        );
     }
     let mut names: Vec<&str> = CATALOG.iter().map(|e| e.name).collect();
     names.sort_unstable();
