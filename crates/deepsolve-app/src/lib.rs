@@ -36,8 +36,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use deepsolve_core::{ChatModel, Engine, EngineError, ToolRef};
-use deepsolve_settings::{Loaded, Settings, ToolSection};
 use deepsolve_kb::extract::ChildCommand;
+use deepsolve_settings::{Loaded, Settings, ToolSection};
 use deepsolve_tools::{CATALOG, Deps, Knowledge, Sandbox, SandboxError, Toolset};
 
 pub use artifacts::ArtifactRegistry;

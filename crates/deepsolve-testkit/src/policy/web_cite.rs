@@ -145,10 +145,11 @@ impl WebCite {
             Some((n, _)) => format!("The search found it [{n}]."),
             None => "The web had nothing on it; from first principles, 42.".to_string(),
         };
-        if let Some(rest) = read.strip_prefix("read [") {
-            if let Some((n, line)) = rest.split_once("]: ") {
-                text.push_str(&format!(" The page says: {line} [{n}]."));
-            }
+        if let Some((n, line)) = read
+            .strip_prefix("read [")
+            .and_then(|rest| rest.split_once("]: "))
+        {
+            text.push_str(&format!(" The page says: {line} [{n}]."));
         }
         Reply::text(format!("**Answer:** {text}"))
     }

@@ -120,10 +120,11 @@ async fn tools_enabled_in_the_settings_are_requested_by_every_turn() {
 /// `names`, then the catalog's [`Policy::WithTool`] tools whose leader is among them.
 fn with_companions(mut names: Vec<String>) -> Vec<String> {
     for entry in CATALOG {
-        if let Policy::WithTool(leader) = entry.policy {
-            if names.iter().any(|n| n == leader) && !names.iter().any(|n| n == entry.name) {
-                names.push(entry.name.to_string());
-            }
+        if let Policy::WithTool(leader) = entry.policy
+            && names.iter().any(|n| n == leader)
+            && !names.iter().any(|n| n == entry.name)
+        {
+            names.push(entry.name.to_string());
         }
     }
     names

@@ -117,7 +117,8 @@ async fn a_pdf_is_its_text() {
     // The PDF's own title where the parser reads it (the PDF child), else its file name
     // (`pdftotext` alone, when no child is built beside the tests).
     assert!(
-        out.content.starts_with("[1] Lecture 3: Integration by Parts — ")
+        out.content
+            .starts_with("[1] Lecture 3: Integration by Parts — ")
             || out.content.starts_with("[1] lecture.pdf — "),
         "{}",
         out.content
