@@ -93,7 +93,7 @@ fn mistakes_in_a_tool_section_are_named_with_their_source() {
     assert!(!out.status.success());
     let stderr = stderr_of(&out);
     assert!(
-        stderr.contains("unknown setting 'tools.reasn.max_tokens' on the command line (known in tools: enabled, disabled, sandbox, reason)")
+        stderr.contains("unknown setting 'tools.reasn.max_tokens' on the command line (known in tools: enabled, disabled, sandbox, reason, web_search)")
             && stderr.ends_with(" — did you mean 'tools.reason.max_tokens'?"),
         "{stderr}"
     );

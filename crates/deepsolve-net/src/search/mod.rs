@@ -65,6 +65,17 @@ impl Provider {
         Provider::DuckDuckGo,
     ];
 
+    /// The names of [`Provider::ALL`], in the same order (what settings accept).
+    pub const NAMES: [&'static str; 8] = {
+        let mut names = [""; 8];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Provider::ALL[i].as_str();
+            i += 1;
+        }
+        names
+    };
+
     /// Its name in settings and messages.
     pub const fn as_str(self) -> &'static str {
         match self {
