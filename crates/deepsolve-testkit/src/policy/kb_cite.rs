@@ -1,14 +1,15 @@
 //! [`KbCite`]: a solve from a knowledge base that cites what it read, for the server's, the
 //! CLI's and the web UI's tests of knowledge bases.
 
-use deepsolve_core::solve::spine::SOLVE_PLAN;
 use serde_json::json;
 
 use crate::policy::Policy;
-use crate::policy::moves::{finish_call_for, short};
+use crate::policy::moves::{
+    finish_call_for, leading_number, plan_of, results_of, short, step_summary,
+};
 use crate::progress::PlanStep;
 use crate::reply::{Reply, Turn};
-use crate::request::{PolicyRequest, ToolResultView};
+use crate::request::PolicyRequest;
 
 /// The search tool and the reader it uses.
 const RAG: &str = "rag";
@@ -78,13 +79,6 @@ fn labelled_id(line: &str) -> Option<String> {
     (!id.is_empty()).then(|| id.to_string())
 }
 
-/// `n` of a line that starts with `[n]`.
-fn leading_number(line: &str) -> Option<u32> {
-    let rest = line.strip_prefix('[')?;
-    let end = rest.find(']')?;
-    rest[..end].parse().ok()
-}
-
 /// The first `[n]` anywhere in `text`.
 fn first_number(text: &str) -> Option<u32> {
     text.match_indices('[')
@@ -98,26 +92,18 @@ fn summary_source_id(summary: &str) -> Option<String> {
 
 impl KbCite {
     fn plan(&self, req: &PolicyRequest) -> Reply {
-        let steps: Vec<_> = KB_CITE_GOALS.iter().map(|g| json!({"goal": g})).collect();
-        Reply::calls(vec![(
-            SOLVE_PLAN,
-            json!({
-                "analysis": format!("Look it up in the notes and cite them: {}", short(&req.problem(), 60)),
-                "steps": steps,
-            }),
-        )])
-    }
-
-    fn results(req: &PolicyRequest, tool: &str) -> Vec<ToolResultView> {
-        req.tool_results()
-            .into_iter()
-            .filter(|r| r.name.as_deref() == Some(tool))
-            .collect()
+        plan_of(
+            format!(
+                "Look it up in the notes and cite them: {}",
+                short(&req.problem(), 60)
+            ),
+            &KB_CITE_GOALS,
+        )
     }
 
     /// `S1`: search, then record the first hit.
     fn search_move(&self, req: &PolicyRequest, step: &PlanStep) -> Reply {
-        let results = Self::results(req, RAG);
+        let results = results_of(req, RAG);
         if results.is_empty() && req.offers(RAG) {
             return Reply::Turn(
                 Turn::calls(vec![(RAG, json!({"query": req.problem()}))])
@@ -138,7 +124,7 @@ impl KbCite {
 
     /// `S2`: read the first hit's source, then record the number the reader gave it.
     fn read_move(&self, req: &PolicyRequest, step: &PlanStep, found: Option<&str>) -> Reply {
-        let results = Self::results(req, READ_SOURCE);
+        let results = results_of(req, READ_SOURCE);
         if let (true, true, Some(id)) = (results.is_empty(), req.offers(READ_SOURCE), found) {
             return Reply::Turn(
                 Turn::calls(vec![(READ_SOURCE, json!({"source_id": id}))])
@@ -155,13 +141,10 @@ impl KbCite {
     /// The answer from the summaries: it cites what they numbered.
     fn answer(&self, req: &PolicyRequest) -> Reply {
         let plan = req.plan();
-        let summary = |i: usize| {
-            plan.as_ref()
-                .and_then(|p| p.steps.get(i))
-                .and_then(|s| s.summary.clone())
-                .unwrap_or_default()
-        };
-        let (found, read) = (summary(0), summary(1));
+        let (found, read) = (
+            step_summary(plan.as_ref(), 0),
+            step_summary(plan.as_ref(), 1),
+        );
         let mut text = match first_number(&found) {
             Some(n) => {
                 let passage = found.split_once("): ").map_or("", |(_, p)| p);

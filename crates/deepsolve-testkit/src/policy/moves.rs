@@ -140,6 +140,37 @@ fn excerpt(content: &str) -> String {
 }
 
 /// At most `max` characters of `text` on one line, with `…` when cut.
+/// A plan of `goals` with `analysis`: the first move of the citing policies.
+pub(crate) fn plan_of(analysis: String, goals: &[&str]) -> Reply {
+    let steps: Vec<_> = goals.iter().map(|g| json!({"goal": g})).collect();
+    Reply::calls(vec![(
+        SOLVE_PLAN,
+        json!({"analysis": analysis, "steps": steps}),
+    )])
+}
+
+/// The visible results of calls to `tool`, in order.
+pub(crate) fn results_of(req: &PolicyRequest, tool: &str) -> Vec<ToolResultView> {
+    req.tool_results()
+        .into_iter()
+        .filter(|r| r.name.as_deref() == Some(tool))
+        .collect()
+}
+
+/// The summary of the plan's step `i` (empty while it has none).
+pub(crate) fn step_summary(plan: Option<&PlanView>, i: usize) -> String {
+    plan.and_then(|p| p.steps.get(i))
+        .and_then(|s| s.summary.clone())
+        .unwrap_or_default()
+}
+
+/// `n` of a line that starts with `[n]`.
+pub(crate) fn leading_number(line: &str) -> Option<u32> {
+    let rest = line.strip_prefix('[')?;
+    let end = rest.find(']')?;
+    rest[..end].parse().ok()
+}
+
 pub(crate) fn short(text: &str, max: usize) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() <= max {

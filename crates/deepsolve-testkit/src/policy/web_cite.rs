@@ -1,14 +1,15 @@
 //! [`WebCite`]: a solve that checks a fact on the web — searches, reads a page, cites both —
 //! for the web tools' end-to-end tests through the real binary.
 
-use deepsolve_core::solve::spine::SOLVE_PLAN;
 use serde_json::json;
 
 use crate::policy::Policy;
-use crate::policy::moves::{finish_call_for, short};
+use crate::policy::moves::{
+    finish_call_for, leading_number, plan_of, results_of, short, step_summary,
+};
 use crate::progress::PlanStep;
 use crate::reply::{Reply, Turn};
-use crate::request::{PolicyRequest, ToolResultView};
+use crate::request::PolicyRequest;
 
 const WEB_SEARCH: &str = "web_search";
 const WEB_FETCH: &str = "web_fetch";
@@ -53,13 +54,6 @@ fn is_url(word: &str) -> bool {
     word.starts_with("http://") || word.starts_with("https://")
 }
 
-/// `n` of a line that starts with `[n]`.
-fn leading_number(line: &str) -> Option<u32> {
-    let rest = line.strip_prefix('[')?;
-    let end = rest.find(']')?;
-    rest[..end].parse().ok()
-}
-
 /// The first quoted line of a result (`> …`), unquoted.
 fn first_quoted(content: &str) -> String {
     content
@@ -73,26 +67,18 @@ fn first_quoted(content: &str) -> String {
 
 impl WebCite {
     fn plan(&self, req: &PolicyRequest) -> Reply {
-        let steps: Vec<_> = WEB_CITE_GOALS.iter().map(|g| json!({"goal": g})).collect();
-        Reply::calls(vec![(
-            SOLVE_PLAN,
-            json!({
-                "analysis": format!("Check it on the web and cite it: {}", short(&req.problem(), 60)),
-                "steps": steps,
-            }),
-        )])
-    }
-
-    fn results(req: &PolicyRequest, tool: &str) -> Vec<ToolResultView> {
-        req.tool_results()
-            .into_iter()
-            .filter(|r| r.name.as_deref() == Some(tool))
-            .collect()
+        plan_of(
+            format!(
+                "Check it on the web and cite it: {}",
+                short(&req.problem(), 60)
+            ),
+            &WEB_CITE_GOALS,
+        )
     }
 
     /// `S1`: search, then record every result's number and URL.
     fn search_move(&self, req: &PolicyRequest, step: &PlanStep) -> Reply {
-        let results = Self::results(req, WEB_SEARCH);
+        let results = results_of(req, WEB_SEARCH);
         if results.is_empty() && req.offers(WEB_SEARCH) {
             return Reply::Turn(
                 Turn::calls(vec![(WEB_SEARCH, json!({"query": req.problem()}))])
@@ -114,7 +100,7 @@ impl WebCite {
 
     /// `S2`: read the results' pages in order until one is read.
     fn read_move(&self, req: &PolicyRequest, step: &PlanStep, urls: &[String]) -> Reply {
-        let attempts = Self::results(req, WEB_FETCH);
+        let attempts = results_of(req, WEB_FETCH);
         if let Some(read) = attempts.iter().find(|r| r.content.starts_with('[')) {
             let n = leading_number(&read.content).unwrap_or_default();
             let line = first_quoted(&read.content);
@@ -134,13 +120,10 @@ impl WebCite {
     /// The answer from the summaries: it cites what they numbered.
     fn answer(&self, req: &PolicyRequest) -> Reply {
         let plan = req.plan();
-        let summary = |i: usize| {
-            plan.as_ref()
-                .and_then(|p| p.steps.get(i))
-                .and_then(|s| s.summary.clone())
-                .unwrap_or_default()
-        };
-        let (found, read) = (summary(0), summary(1));
+        let (found, read) = (
+            step_summary(plan.as_ref(), 0),
+            step_summary(plan.as_ref(), 1),
+        );
         let mut text = match result_urls_in_summary(&found).first() {
             Some((n, _)) => format!("The search found it [{n}]."),
             None => "The web had nothing on it; from first principles, 42.".to_string(),
