@@ -49,7 +49,7 @@ for port in {SEARCH_HOST}:80 {ARTICLE_HOST}:80 127.0.0.1:{MOCK_PORT}; do
   done
 done
 set +e
-'{deepsolve}' solve --tool web_search --tool web_fetch \
+'{deepsolve}' solve --tool web_search \
   --base-url http://127.0.0.1:{MOCK_PORT}/v1 --model mock '{problem}' > '{d}/out.txt' 2> '{d}/err.txt'
 echo $? > '{d}/status'
 sleep 0.1
