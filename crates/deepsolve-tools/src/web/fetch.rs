@@ -158,25 +158,9 @@ fn url_title(url: &Url) -> String {
 
 /// `%20` → ` ` (a title for people; invalid UTF-8 left as written).
 fn percent_decode(segment: &str) -> String {
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| segment.to_owned())
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8()
+        .map_or_else(|_| segment.to_owned(), |decoded| decoded.into_owned())
 }
 
 /// At most `max` characters of `text`, and whether it was cut.
@@ -255,5 +239,21 @@ impl Tool for WebFetchTool {
             metadata,
             ..ToolOutput::ok(content)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_without_a_title_is_named_by_its_path_decoded_or_its_host() {
+        let title = |u: &str| url_title(&Url::parse(u).expect("a URL"));
+        assert_eq!(
+            title("http://h.example/notes/limits%20and%20series/"),
+            "limits and series"
+        );
+        assert_eq!(title("http://h.example/bad%ff"), "bad%ff");
+        assert_eq!(title("http://h.example/"), "h.example");
     }
 }
