@@ -1,14 +1,16 @@
 //! [`KbCite`]: a solve from a knowledge base that cites what it read, for the server's, the
 //! CLI's and the web UI's tests of knowledge bases.
 
+use std::ops::ControlFlow;
+
 use serde_json::json;
 
 use crate::policy::Policy;
 use crate::policy::moves::{
-    finish_call_for, leading_number, plan_of, results_of, short, step_summary,
+    call_once, call_with, finish_call_for, leading_number, plan_of, results_of, short, step_summary,
 };
 use crate::progress::PlanStep;
-use crate::reply::{Reply, Turn};
+use crate::reply::Reply;
 use crate::request::PolicyRequest;
 
 /// The search tool and the reader it uses.
@@ -103,13 +105,11 @@ impl KbCite {
 
     /// `S1`: search, then record the first hit.
     fn search_move(&self, req: &PolicyRequest, step: &PlanStep) -> Reply {
-        let results = results_of(req, RAG);
-        if results.is_empty() && req.offers(RAG) {
-            return Reply::Turn(
-                Turn::calls(vec![(RAG, json!({"query": req.problem()}))])
-                    .with_text("Searching the notes."),
-            );
-        }
+        let query = || json!({"query": req.problem()});
+        let results = match call_once(req, RAG, query, "Searching the notes.") {
+            ControlFlow::Continue(results) => results,
+            ControlFlow::Break(call) => return call,
+        };
         let summary = match results.iter().find_map(|r| first_hit(&r.content)) {
             Some(hit) => format!(
                 "passage [{}] (source {}): {}",
@@ -126,10 +126,7 @@ impl KbCite {
     fn read_move(&self, req: &PolicyRequest, step: &PlanStep, found: Option<&str>) -> Reply {
         let results = results_of(req, READ_SOURCE);
         if let (true, true, Some(id)) = (results.is_empty(), req.offers(READ_SOURCE), found) {
-            return Reply::Turn(
-                Turn::calls(vec![(READ_SOURCE, json!({"source_id": id}))])
-                    .with_text("Reading the source."),
-            );
+            return call_with(READ_SOURCE, json!({"source_id": id}), "Reading the source.");
         }
         let summary = match results.iter().find_map(|r| first_number(&r.content)) {
             Some(n) => format!("read the source, cited as [{n}]"),

@@ -3,6 +3,8 @@
 //! Text is deterministic and built from the step goals and tool results, so tests can assert
 //! that what the engine fed back (results, summaries, the progress block) reached the answer.
 
+use std::ops::ControlFlow;
+
 use deepsolve_core::solve::spine::{SOLVE_FINISH_STEP, SOLVE_PLAN, SOLVE_REPLAN};
 use serde_json::{Map, Value, json};
 
@@ -155,6 +157,26 @@ pub(crate) fn results_of(req: &PolicyRequest, tool: &str) -> Vec<ToolResultView>
         .into_iter()
         .filter(|r| r.name.as_deref() == Some(tool))
         .collect()
+}
+
+/// One call of `tool` with `args`, narrated.
+pub(crate) fn call_with(tool: &str, args: Value, narration: &str) -> Reply {
+    Reply::Turn(Turn::calls(vec![(tool, args)]).with_text(narration))
+}
+
+/// A step that works with `tool` once: break with the call (while it has no result and `tool`
+/// is offered), else go on with the results to summarise.
+pub(crate) fn call_once(
+    req: &PolicyRequest,
+    tool: &str,
+    args: impl FnOnce() -> Value,
+    narration: &str,
+) -> ControlFlow<Reply, Vec<ToolResultView>> {
+    let results = results_of(req, tool);
+    if results.is_empty() && req.offers(tool) {
+        return ControlFlow::Break(call_with(tool, args(), narration));
+    }
+    ControlFlow::Continue(results)
 }
 
 /// The summary of the plan's step `i` (empty while it has none).

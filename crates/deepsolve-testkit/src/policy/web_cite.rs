@@ -1,14 +1,16 @@
 //! [`WebCite`]: a solve that checks a fact on the web — searches, reads a page, cites both —
 //! for the web tools' end-to-end tests through the real binary.
 
+use std::ops::ControlFlow;
+
 use serde_json::json;
 
 use crate::policy::Policy;
 use crate::policy::moves::{
-    finish_call_for, leading_number, plan_of, results_of, short, step_summary,
+    call_once, call_with, finish_call_for, leading_number, plan_of, results_of, short, step_summary,
 };
 use crate::progress::PlanStep;
-use crate::reply::{Reply, Turn};
+use crate::reply::Reply;
 use crate::request::PolicyRequest;
 
 const WEB_SEARCH: &str = "web_search";
@@ -78,13 +80,11 @@ impl WebCite {
 
     /// `S1`: search, then record every result's number and URL.
     fn search_move(&self, req: &PolicyRequest, step: &PlanStep) -> Reply {
-        let results = results_of(req, WEB_SEARCH);
-        if results.is_empty() && req.offers(WEB_SEARCH) {
-            return Reply::Turn(
-                Turn::calls(vec![(WEB_SEARCH, json!({"query": req.problem()}))])
-                    .with_text("Searching the web."),
-            );
-        }
+        let query = || json!({"query": req.problem()});
+        let results = match call_once(req, WEB_SEARCH, query, "Searching the web.") {
+            ControlFlow::Continue(results) => results,
+            ControlFlow::Break(call) => return call,
+        };
         let found: Vec<String> = results
             .iter()
             .flat_map(|r| result_urls(&r.content))
@@ -110,9 +110,9 @@ impl WebCite {
             .get(attempts.len())
             .filter(|_| attempts.len() < MAX_FETCHES);
         match next {
-            Some(url) if req.offers(WEB_FETCH) => Reply::Turn(
-                Turn::calls(vec![(WEB_FETCH, json!({"url": url}))]).with_text("Reading the page."),
-            ),
+            Some(url) if req.offers(WEB_FETCH) => {
+                call_with(WEB_FETCH, json!({"url": url}), "Reading the page.")
+            }
             _ => finish_call_for(&step.id, "could not read any page"),
         }
     }
