@@ -14,6 +14,7 @@ mod context;
 mod dispatch;
 mod engine;
 pub mod event;
+mod image;
 mod json_repair;
 mod material;
 mod message;
@@ -33,6 +34,7 @@ pub use citations::{Citations, cited};
 pub use config::{ClampWarning, ConfigError, SolveConfig};
 pub use engine::{DEFAULT_CONTEXT_WINDOW, Engine, EngineError, PriorTurn, TurnError, TurnSpec};
 pub use event::{EventKind, EventSink, NullSink, TurnEvent, VecSink};
+pub use image::TurnImage;
 pub use json_repair::{JsonError, parse_lenient};
 pub use message::{Message, Role, ToolCall};
 pub use model::{

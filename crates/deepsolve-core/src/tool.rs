@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::citations::Citations;
 use crate::config::SolveConfig;
+use crate::image::TurnImage;
 use crate::model::{ToolSpec, Usage};
 use crate::solve::Language;
 
@@ -35,6 +36,9 @@ pub struct ToolContext {
     /// The turn's citation numbering: a tool that finds sources registers them here, so the
     /// same passage has the same `[n]` in every call of the turn.
     pub citations: Arc<Citations>,
+    /// The images the turn was given (empty for most turns): a tool that reads figures
+    /// (`geogebra_analysis`) takes them from here, never from the model's arguments.
+    pub images: Arc<[TurnImage]>,
 }
 
 impl ToolContext {

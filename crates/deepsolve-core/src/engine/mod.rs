@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::SolveConfig;
 use crate::dispatch::{Mounted, Toolbox};
 use crate::event::EventSink;
+use crate::image::TurnImage;
 use crate::model::{ChatModel, Protocol};
 use crate::outcome::{Checkpoint, TurnOutcome};
 use crate::solve::{Language, SolveSession, SolveSessionStore, StoreError};
@@ -80,6 +81,9 @@ pub struct TurnSpec {
     pub resume: Option<Checkpoint>,
     /// What the turn may read: listed in the system prompt, handed to every tool call.
     pub material: Option<Arc<Material>>,
+    /// The images the turn was given: sent to a model that can see them, and handed to
+    /// every tool call (`ToolContext::images`).
+    pub images: Arc<[TurnImage]>,
 }
 
 impl TurnSpec {
@@ -99,6 +103,7 @@ impl TurnSpec {
             protocol: Protocol::Native,
             resume: None,
             material: None,
+            images: Arc::default(),
         }
     }
 }

@@ -170,6 +170,7 @@ fn tool_context(spec: &TurnSpec, cancel: &CancellationToken) -> ToolContext {
         deadline: None,
         material: spec.material.clone(),
         citations: Arc::new(Citations::new(restored)),
+        images: spec.images.clone(),
     }
 }
 
