@@ -175,6 +175,22 @@ export interface ChunkDelta {
   role?: string | null;
 }
 
+/**
+ * A value a settings change asked for that was out of range (or not a finite number), and
+ * what was written instead.
+ */
+export interface ClampedValue {
+  /** The value in force now (and in the settings file). */
+  applied: number;
+  /** The value as the request sent it. */
+  asked: unknown;
+  /** The full key, e.g. `solve.max_rounds`. */
+  key: string;
+  max: number;
+  /** The key's range. */
+  min: number;
+}
+
 /** One part of a message's content, tagged by `type`. */
 export type ContentPart = {
   text: string;
@@ -594,11 +610,16 @@ export interface SessionView {
 
 /** `GET|PUT /api/v1/capabilities/settings`: the solve knobs in force, with their ranges. */
 export interface SettingsView {
+  /**
+   * After a change: each value that was clamped (which key, asked, applied, the range);
+   * empty when every value was taken as asked.
+   */
+  clamped?: ClampedValue[] | null;
   flags: FlagView[];
   knobs: KnobView[];
   /** Every knob's value in force, by key. */
   solve: Record<string, unknown>;
-  /** After a change: the values that were clamped, and to what. */
+  /** After a change: the values that were clamped, and to what, in words. */
   warnings?: string[] | null;
   /** The caller may change them (an admin, and the server has a settings file). */
   writable: boolean;

@@ -444,15 +444,14 @@ pub enum OverridesIn {
     SettingsChange,
 }
 
-/// `defaults` with `overrides` applied and clamped by core; the clamp warnings come back as
-/// text. Unknown keys get core's message (all of them named, the nearest known key suggested).
+/// `defaults` with `overrides` applied and clamped by core, with what was clamped. Unknown keys get core's message (all of them named, the nearest known key suggested).
 pub fn apply_overrides(
     defaults: &SolveConfig,
     overrides: &Map<String, Value>,
     written_in: OverridesIn,
-) -> ApiResult<(SolveConfig, Vec<String>)> {
+) -> ApiResult<(SolveConfig, Vec<deepsolve_core::config::ClampWarning>)> {
     match defaults.with_overrides(overrides) {
-        Ok((config, clamped)) => Ok((config, clamped.iter().map(ToString::to_string).collect())),
+        Ok(applied) => Ok(applied),
         Err(ConfigError::UnknownKey(unknown)) => {
             let unknown = match written_in {
                 OverridesIn::TurnConfig => unknown.found("in the turn's config"),

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use deepsolve_core::config::{FLAGS, KNOBS};
-use deepsolve_protocol::api::{ApiErrorCode, FlagView, KnobView, PutSettings, SettingsView};
+use deepsolve_protocol::api::{
+    ApiErrorCode, ClampedValue, FlagView, KnobView, PutSettings, SettingsView,
+};
 use serde_json::Value;
 
 use crate::auth::Caller;
@@ -43,6 +45,7 @@ fn describe(state: &AppState, caller: &Caller) -> SettingsView {
         flags,
         writable: caller.is_admin() && state.config.settings_path.is_some(),
         warnings: None,
+        clamped: None,
     }
 }
 
@@ -67,7 +70,7 @@ pub async fn put_settings(
         ));
     };
     let _one_writer = state.settings_write.lock().await;
-    let (config, warnings) = apply_overrides(
+    let (config, clamps) = apply_overrides(
         &state.solve_defaults(),
         &req.solve,
         OverridesIn::SettingsChange,
@@ -98,7 +101,19 @@ pub async fn put_settings(
     }
     state.set_solve_defaults(config);
     let mut body = describe(&state, &caller);
-    body.warnings = Some(warnings);
+    body.warnings = Some(clamps.iter().map(ToString::to_string).collect());
+    body.clamped = Some(
+        clamps
+            .into_iter()
+            .map(|clamp| ClampedValue {
+                asked: req.solve.get(&clamp.key).cloned().unwrap_or(Value::Null),
+                key: format!("solve.{}", clamp.key),
+                applied: clamp.used,
+                min: clamp.min,
+                max: clamp.max,
+            })
+            .collect(),
+    );
     Ok(Json(body))
 }
 

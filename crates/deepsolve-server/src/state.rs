@@ -62,6 +62,41 @@ pub struct ServerConfig {
     pub price: Option<deepsolve_protocol::api::PriceView>,
     /// Uploads and their ingest.
     pub kb: KbConfig,
+    /// The server's public origin (`server.public_url`): absolute links it hands out (the
+    /// facade's artifact links) start with it.
+    pub public_url: Option<crate::links::PublicUrl>,
+    /// Signs the facade's artifact links ([`crate::links`]).
+    pub link_key: crate::links::LinkKey,
+    /// How long an artifact link stays valid (`server.artifact_link_hours`).
+    pub artifact_link_ttl: Duration,
+    /// The token Prometheus may send to `/metrics` (the variable `server.metrics_token_env`
+    /// names); with users, `/metrics` otherwise needs an admin.
+    pub metrics_token: Option<MetricsToken>,
+}
+
+/// A secret bearer token for `/metrics`. `Debug` does not show it.
+#[derive(Clone)]
+pub struct MetricsToken(String);
+
+impl std::fmt::Debug for MetricsToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MetricsToken(***)")
+    }
+}
+
+impl MetricsToken {
+    /// `None` for a blank token (an unset variable must not open `/metrics` to a blank bearer).
+    pub fn new(token: &str) -> Option<Self> {
+        let token = token.trim();
+        (!token.is_empty()).then(|| MetricsToken(token.to_string()))
+    }
+
+    /// `presented` is this token. Both sides are hashed first, so the comparison's time says
+    /// nothing about how much of the token a guess got right.
+    pub fn matches(&self, presented: &str) -> bool {
+        use sha2::Digest;
+        sha2::Sha256::digest(self.0.as_bytes()) == sha2::Sha256::digest(presented.as_bytes())
+    }
 }
 
 /// Uploads to knowledge bases (and a turn's attachments) and their ingest.
@@ -126,6 +161,10 @@ impl Default for ServerConfig {
             trust_forwarded_proto: false,
             price: None,
             kb: KbConfig::default(),
+            public_url: None,
+            link_key: crate::links::LinkKey::random(),
+            artifact_link_ttl: Duration::from_secs(7 * 24 * 60 * 60),
+            metrics_token: None,
         }
     }
 }

@@ -259,6 +259,13 @@ const SERVER: &[Field] = &[
     field("session_hours", Kind::Number(Clamp::whole(1.0, 720.0))),
     field("secure_cookies", Kind::Flag),
     field("trust_forwarded_proto", Kind::Flag),
+    field("public_url", Kind::Text),
+    field("metrics_token_env", Kind::EnvName),
+    field(
+        "artifact_link_hours",
+        Kind::Number(Clamp::whole(1.0, 8760.0)),
+    ),
+    field("link_secret_env", Kind::EnvName),
 ];
 
 /// `kb`: what one document and one knowledge base may hold.
