@@ -39,6 +39,7 @@ mod error;
 mod layers;
 mod load;
 mod model;
+pub mod prompts;
 mod schema;
 mod tree;
 mod validate;

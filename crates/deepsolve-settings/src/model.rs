@@ -22,6 +22,8 @@ pub struct Settings {
     pub sandbox: SandboxSettings,
     pub server: ServerSettings,
     pub kb: KbSettings,
+    /// Replacements for the texts the model reads ([`crate::prompts`]).
+    pub prompts: crate::prompts::PromptsSettings,
 }
 
 /// The main model endpoint.
@@ -290,6 +292,7 @@ impl Settings {
         out.insert("sandbox".into(), to_value(&self.sandbox));
         out.insert("server".into(), self.server.redacted_value());
         out.insert("kb".into(), to_value(&self.kb));
+        out.insert("prompts".into(), to_value(&self.prompts));
         Value::Object(out)
     }
 }

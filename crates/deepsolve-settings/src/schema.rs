@@ -278,6 +278,24 @@ const KB: &[Field] = &[
     ),
 ];
 
+/// One language's playbook override: inline, or a file (relative to the settings file).
+const SYSTEM_PROMPT: &[Field] = &[
+    field("system", Kind::Text),
+    field("system_file", Kind::Text),
+];
+
+/// `prompts.solve`: the playbook for every language, and per language (which wins).
+const SOLVE_PROMPTS: &[Field] = &[
+    field("system", Kind::Text),
+    field("system_file", Kind::Text),
+    field("en", Kind::Section(SYSTEM_PROMPT)),
+    field("zh", Kind::Section(SYSTEM_PROMPT)),
+];
+
+/// `prompts`: operator overrides of the model-facing texts (the other texts come from the
+/// `prompts/` directory beside the settings file).
+const PROMPTS: &[Field] = &[field("solve", Kind::Section(SOLVE_PROMPTS))];
+
 pub(crate) const SECTIONS: &[Field] = &[
     field("llm", Kind::Section(LLM)),
     field("models", Kind::Section(MODELS)),
@@ -286,6 +304,7 @@ pub(crate) const SECTIONS: &[Field] = &[
     field("sandbox", Kind::Section(SANDBOX)),
     field("server", Kind::Section(SERVER)),
     field("kb", Kind::Section(KB)),
+    field("prompts", Kind::Section(PROMPTS)),
 ];
 
 /// The whole tree.
@@ -446,7 +465,7 @@ mod tests {
         let miss = hint_of("lm");
         assert_eq!(
             miss,
-            "known sections: llm, models, solve, tools, sandbox, server, kb"
+            "known sections: llm, models, solve, tools, sandbox, server, kb, prompts"
         );
         let miss = hint_of("llm.model.x");
         assert!(miss.contains("'llm.model' is a single value"), "{miss}");
@@ -476,6 +495,7 @@ mod tests {
                 + SANDBOX.len()
                 + SERVER.len()
                 + KB.len()
+                + 6
         );
     }
 }

@@ -13,6 +13,7 @@ mod gc;
 mod kb;
 mod kb_replicas;
 mod memory_probe;
+mod prompts;
 mod protocols;
 mod reply_memory;
 mod serve;
