@@ -157,6 +157,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         link_key: link_key(server)?,
         artifact_link_ttl: Duration::from_secs(server.artifact_link_hours.saturating_mul(60 * 60)),
         metrics_token: metrics_token(server)?,
+        prompts: loaded.settings.prompts.clone(),
         ..ServerConfig::default()
     };
     let store = open_store(&args.database, server).await?;

@@ -427,11 +427,16 @@ fn refused_tools(e: &ToolRequestError) -> String {
     parts.join("; ")
 }
 
-/// The server defaults with the turn's overrides, strictly: every unknown key is named.
+/// The server defaults with the turn's overrides, strictly: every unknown key is named. A
+/// legacy key is taken and ignored, with a warning in the log (the turn has no other channel
+/// before it starts).
 pub fn turn_config(
     defaults: &SolveConfig,
     overrides: &Map<String, Value>,
 ) -> ApiResult<SolveConfig> {
+    for legacy in SolveConfig::legacy_warnings(overrides) {
+        tracing::warn!("in a turn's config: {legacy}");
+    }
     apply_overrides(defaults, overrides, OverridesIn::TurnConfig).map(|(config, _)| config)
 }
 

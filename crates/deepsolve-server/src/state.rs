@@ -72,6 +72,9 @@ pub struct ServerConfig {
     /// The token Prometheus may send to `/metrics` (the variable `server.metrics_token_env`
     /// names); with users, `/metrics` otherwise needs an admin.
     pub metrics_token: Option<MetricsToken>,
+    /// The prompt overrides loaded with the settings (`prompts`, and the `prompts/` directory
+    /// beside the settings file); the settings endpoint shows and changes them.
+    pub prompts: deepsolve_settings::prompts::PromptsSettings,
 }
 
 /// A secret bearer token for `/metrics`. `Debug` does not show it.
@@ -165,6 +168,7 @@ impl Default for ServerConfig {
             link_key: crate::links::LinkKey::random(),
             artifact_link_ttl: Duration::from_secs(7 * 24 * 60 * 60),
             metrics_token: None,
+            prompts: Default::default(),
         }
     }
 }
@@ -206,6 +210,8 @@ pub struct AppState {
     pub ingest: crate::ingest::IngestJobs,
     /// The solve defaults in force (the settings endpoint changes them without a restart).
     solve_defaults: RwLock<deepsolve_core::SolveConfig>,
+    /// The prompt overrides in force (likewise; the engine holds their texts).
+    prompts: RwLock<deepsolve_settings::prompts::PromptsSettings>,
     /// Serialises settings writes (read-modify-write of one file).
     pub settings_write: tokio::sync::Mutex<()>,
     running: Mutex<HashMap<String, CancellationToken>>,
@@ -223,6 +229,7 @@ impl AppState {
         AppState {
             ingest: crate::ingest::IngestJobs::new(config.kb.ingest_concurrency),
             solve_defaults: RwLock::new(config.defaults.clone()),
+            prompts: RwLock::new(config.prompts.clone()),
             settings_write: tokio::sync::Mutex::new(()),
             store,
             app,
@@ -246,6 +253,17 @@ impl AppState {
             .solve_defaults
             .write()
             .unwrap_or_else(PoisonError::into_inner) = config;
+    }
+
+    pub fn prompts(&self) -> deepsolve_settings::prompts::PromptsSettings {
+        self.prompts
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn set_prompts(&self, prompts: deepsolve_settings::prompts::PromptsSettings) {
+        *self.prompts.write().unwrap_or_else(PoisonError::into_inner) = prompts;
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {

@@ -68,6 +68,17 @@ impl SolvePrompts {
         }
     }
 
+    /// Set a level's playbook inline (`None`: unset), its `_file` unset.
+    pub fn set(&mut self, language: Option<Language>, system: Option<String>) {
+        let (text, file) = match language {
+            Some(Language::En) => (&mut self.en.system, &mut self.en.system_file),
+            Some(Language::Zh) => (&mut self.zh.system, &mut self.zh.system_file),
+            None => (&mut self.system, &mut self.system_file),
+        };
+        *text = system;
+        *file = None;
+    }
+
     /// The settings key of a level's inline playbook (`prompts.solve[.<lang>].system`).
     pub fn key(language: Option<Language>) -> String {
         match language {
@@ -99,6 +110,10 @@ pub struct PromptOverride {
     pub name: String,
     /// Where it comes from: a settings key (`prompts.solve.zh.system`) or a file's path.
     pub from: String,
+    /// The settings key whose level set it (`prompts.solve.zh.system` or
+    /// `prompts.solve.system`, inline or through its `_file`): removing that key and its
+    /// `_file` resets it. `None` for a file of the `prompts/` directory.
+    pub setting: Option<String>,
     /// Its length, in characters.
     pub chars: usize,
     /// The text itself.
@@ -108,7 +123,12 @@ pub struct PromptOverride {
 
 impl PromptOverride {
     /// `text` as it will be in force: like a built-in file, its final newline is not part of it.
-    fn new(language: Language, name: &str, from: String, mut text: String) -> Self {
+    fn new(
+        language: Language,
+        name: &str,
+        (from, setting): (String, Option<String>),
+        mut text: String,
+    ) -> Self {
         if text.ends_with('\n') {
             text.pop();
         }
@@ -116,6 +136,7 @@ impl PromptOverride {
             language,
             name: name.to_string(),
             from,
+            setting,
             chars: text.chars().count(),
             text,
         }
@@ -205,14 +226,15 @@ fn playbook_override(
             (Some(_), Some(_)) => {
                 return Err(PromptError::BothSet { key });
             }
-            (Some(text), None) => (capped(text, &key)?, key),
+            (Some(text), None) => (capped(text, &key)?, key.clone()),
             (None, Some(file)) => {
                 let path = base.join(file.trim());
                 (read_capped(&path)?, path.display().to_string())
             }
             (None, None) => continue,
         };
-        return Ok(Some(PromptOverride::new(language, PLAYBOOK, from, text)));
+        let origin = (from, Some(key));
+        return Ok(Some(PromptOverride::new(language, PLAYBOOK, origin, text)));
     }
     Ok(None)
 }
@@ -244,8 +266,8 @@ fn directory_overrides(dir: &Path) -> Result<Vec<PromptOverride>, PromptError> {
                     },
                 })?;
             let text = read_capped(&path)?;
-            let from = path.display().to_string();
-            found.push(PromptOverride::new(language, text_name, from, text));
+            let origin = (path.display().to_string(), None);
+            found.push(PromptOverride::new(language, text_name, origin, text));
         }
     }
     Ok(found)
