@@ -5,6 +5,7 @@ import { api } from "../api";
 import { settings as settingsStore, useCapabilities, valueOf } from "../capabilities";
 import { ErrorMessage, FormError } from "../components/ErrorMessage";
 import { KnobFields } from "../components/KnobFields";
+import { Playbooks } from "../components/Playbooks";
 import { formatNumber } from "../format";
 import { knobHelp, useI18n } from "../i18n";
 import { checkKnob, describeClamp } from "../knobs";
@@ -27,6 +28,7 @@ export function SettingsPage() {
       {settings.status === "error" && <ErrorMessage error={settings.error} />}
       {(settings.status === "loading" || settings.status === "idle") && <p class="muted">{t("common.loading")}</p>}
       {solve && <SolveSettings view={solve} />}
+      {solve && <Playbooks view={solve} />}
     </section>
   );
 }
