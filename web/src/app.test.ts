@@ -36,10 +36,10 @@ describe("knob checks", () => {
     expect(refused.ok === false && refused.key).toBe("max_rounds");
   });
   it("say what the server clamped: asked, applied and the range, in both languages", () => {
-    const clamp = { key: "solve.max_rounds", asked: 99, applied: 50, min: 1, max: 50 };
+    const clamp = { key: "solve.max_rounds", asked: "99", applied: 50, min: 1, max: 50 };
     expect(describeClamp(clamp, t, "en")).toBe("asked 99, applied 50 (allowed 1 to 50)");
     expect(describeClamp(clamp, zh, "zh")).toBe("请求 99，实际采用 50（允许范围 1 至 50）");
-    expect(describeClamp({ ...clamp, asked: ".inf" }, t, "en")).toContain('asked ".inf"');
+    expect(describeClamp({ ...clamp, asked: ".inf" }, t, "en")).toContain("asked .inf,");
   });
 });
 

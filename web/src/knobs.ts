@@ -36,9 +36,9 @@ export function collectKnobs(
 
 /** A value the server clamped on a settings change, in words: asked, applied, the range. */
 export function describeClamp(clamp: ClampedValue, t: Translate, lang: Lang): string {
-  const asked = typeof clamp.asked === "number" ? formatNumber(lang, clamp.asked) : JSON.stringify(clamp.asked);
+  const number = Number(clamp.asked);
   return t("settings.clamped", {
-    asked,
+    asked: Number.isFinite(number) ? formatNumber(lang, number) : clamp.asked,
     applied: formatNumber(lang, clamp.applied),
     min: formatNumber(lang, clamp.min),
     max: formatNumber(lang, clamp.max),

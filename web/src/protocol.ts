@@ -182,8 +182,8 @@ export interface ChunkDelta {
 export interface ClampedValue {
   /** The value in force now (and in the settings file). */
   applied: number;
-  /** The value as the request sent it. */
-  asked: unknown;
+  /** The value as the request wrote it (`99`, `1e9`, `.inf`). */
+  asked: string;
   /** The full key, e.g. `solve.max_rounds`. */
   key: string;
   max: number;

@@ -165,7 +165,7 @@ pub async fn put_settings(
         clamps
             .into_iter()
             .map(|clamp| ClampedValue {
-                asked: req.solve.get(&clamp.key).cloned().unwrap_or(Value::Null),
+                asked: req.solve.get(&clamp.key).map_or(clamp.value.clone(), raw),
                 key: format!("solve.{}", clamp.key),
                 applied: clamp.used,
                 min: clamp.min,

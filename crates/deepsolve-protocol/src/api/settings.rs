@@ -1,10 +1,8 @@
 //! The settings endpoint's parts: what a change clamped, and the prompts an operator shaped.
 
+use crate::solve::Language;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use crate::solve::Language;
 
 /// A value a settings change asked for that was out of range (or not a finite number), and
 /// what was written instead.
@@ -12,8 +10,8 @@ use crate::solve::Language;
 pub struct ClampedValue {
     /// The full key, e.g. `solve.max_rounds`.
     pub key: String,
-    /// The value as the request sent it.
-    pub asked: Value,
+    /// The value as the request wrote it (`99`, `1e9`, `.inf`).
+    pub asked: String,
     /// The value in force now (and in the settings file).
     pub applied: f64,
     /// The key's range.

@@ -556,7 +556,7 @@ async fn settings_are_readable_clamped_on_write_admin_only_and_written_atomicall
     // Which value was clamped, asked and applied, and the range: only the clamped one.
     assert_eq!(
         body["clamped"],
-        json!([{"key": "solve.max_rounds", "asked": 99, "applied": 50.0, "min": 1.0, "max": 50.0}])
+        json!([{"key": "solve.max_rounds", "asked": "99", "applied": 50.0, "min": 1.0, "max": 50.0}])
     );
     let file = s.dir.path().join("settings.yaml");
     let text = std::fs::read_to_string(&file).expect("settings file");
