@@ -7,6 +7,8 @@ import type {
   CreateTurn,
   ErrorBody,
   LoginRequest,
+  PlaybookChange,
+  PutSettings,
   SessionList,
   SessionView,
   SettingsView,
@@ -94,6 +96,11 @@ export const api = {
   settings: () => request<SettingsView>("/api/v1/capabilities/settings"),
   putSettings: (solve: Record<string, unknown>) =>
     request<SettingsView>("/api/v1/capabilities/settings", { method: "PUT", body: { solve } }),
+  putPlaybooks: (playbooks: PlaybookChange[]) =>
+    request<SettingsView>("/api/v1/capabilities/settings", {
+      method: "PUT",
+      body: { solve: {}, playbooks } satisfies PutSettings,
+    }),
 
   createTurn: (body: CreateTurn) => request<TurnCreated>("/api/v1/turns", { body }),
   turn: (turnId: string) => request<TurnView>(`/api/v1/turns/${id(turnId)}`),

@@ -4,7 +4,7 @@ import { findStored, isInlineImage } from "./components/artifacts";
 import { markdownOf } from "./exportMarkdown";
 import { firstLine, formatDuration, formatMoney, costOf } from "./format";
 import { stopReasonText, translator, type Key } from "./i18n";
-import { checkKnob, collectKnobs } from "./knobs";
+import { checkKnob, collectKnobs, describeClamp } from "./knobs";
 import type { KnobView, StopReason } from "./protocol";
 import { parseRoute } from "./router";
 import { initialTurnState, type TurnState } from "./state/view";
@@ -34,6 +34,12 @@ describe("knob checks", () => {
     });
     const refused = collectKnobs([rounds, temperature], { max_rounds: "0", temperature: "5" }, t);
     expect(refused.ok === false && refused.key).toBe("max_rounds");
+  });
+  it("say what the server clamped: asked, applied and the range, in both languages", () => {
+    const clamp = { key: "solve.max_rounds", asked: "99", applied: 50, min: 1, max: 50 };
+    expect(describeClamp(clamp, t, "en")).toBe("asked 99, applied 50 (allowed 1 to 50)");
+    expect(describeClamp(clamp, zh, "zh")).toBe("请求 99，实际采用 50（允许范围 1 至 50）");
+    expect(describeClamp({ ...clamp, asked: ".inf" }, t, "en")).toContain("asked .inf,");
   });
 });
 

@@ -1,7 +1,8 @@
 // Checking a knob's value before it is sent: the server clamps, but a student should learn
 // about a mistake from the form, not from a silently changed limit.
-import type { Translate } from "./i18n";
-import type { KnobView } from "./protocol";
+import { formatNumber } from "./format";
+import type { Lang, Translate } from "./i18n";
+import type { ClampedValue, KnobView } from "./protocol";
 
 export type KnobCheck = { ok: true; value: number | null } | { ok: false; message: string };
 
@@ -31,4 +32,15 @@ export function collectKnobs(
     if (check.value !== null) config[knob.key] = check.value;
   }
   return { ok: true, config };
+}
+
+/** A value the server clamped on a settings change, in words: asked, applied, the range. */
+export function describeClamp(clamp: ClampedValue, t: Translate, lang: Lang): string {
+  const number = Number(clamp.asked);
+  return t("settings.clamped", {
+    asked: Number.isFinite(number) ? formatNumber(lang, number) : clamp.asked,
+    applied: formatNumber(lang, clamp.applied),
+    min: formatNumber(lang, clamp.min),
+    max: formatNumber(lang, clamp.max),
+  });
 }

@@ -175,6 +175,22 @@ export interface ChunkDelta {
   role?: string | null;
 }
 
+/**
+ * A value a settings change asked for that was out of range (or not a finite number), and
+ * what was written instead.
+ */
+export interface ClampedValue {
+  /** The value in force now (and in the settings file). */
+  applied: number;
+  /** The value as the request wrote it (`99`, `1e9`, `.inf`). */
+  asked: string;
+  /** The full key, e.g. `solve.max_rounds`. */
+  key: string;
+  max: number;
+  /** The key's range. */
+  min: number;
+}
+
 /** One part of a message's content, tagged by `type`. */
 export type ContentPart = {
   text: string;
@@ -522,6 +538,32 @@ export interface PlanVersion {
   steps: SolveStep[];
 }
 
+/** A change of the playbook in `PUT /api/v1/capabilities/settings`. */
+export interface PlaybookChange {
+  /** The language whose playbook changes; `null`: the one for every language. */
+  language: Language | null;
+  /** The new playbook; `null`: back to the default (the setting and its `_file` removed). */
+  system: string | null;
+}
+
+/** The playbook (the solve system prompt) in force for one language. */
+export interface PlaybookView {
+  /** Where it comes from (a settings key or a file); `null`: built in. */
+  from: string | null;
+  language: Language;
+  /**
+   * The settings key a reset removes (with its `_file`): the language's own
+   * (`prompts.solve.zh.system`) or the one for every language (`prompts.solve.system`);
+   * `null` when built in or from a file of the `prompts/` directory.
+   */
+  setting: string | null;
+  /**
+   * Its text. The mounted tools' lines go where it writes `{tools}` (the built-in one:
+   * `{tool_lines}`), else after it.
+   */
+  text: string;
+}
+
 /** The main model's price per million tokens. */
 export interface PriceView {
   /** As configured, e.g. `USD`. */
@@ -530,11 +572,37 @@ export interface PriceView {
   output_per_mtok: number;
 }
 
+/** A text that is not the built-in one. */
+export interface PromptOverrideView {
+  /** Its length, in characters. */
+  chars: number;
+  /** A settings key or a file. */
+  from: string;
+  language: Language;
+  /** The text's name (`playbook`, `nudge_act_now`, …). */
+  name: string;
+}
+
+/**
+ * The texts the model reads as an operator shaped them: the playbook in force per language,
+ * and every text that is not the built-in one.
+ */
+export interface PromptsView {
+  /** The largest override accepted, in bytes. */
+  max_bytes: number;
+  /** Every text in force that is not the built-in one. */
+  overridden: PromptOverrideView[];
+  /** One per language (`en`, `zh`). */
+  playbooks: PlaybookView[];
+}
+
 /** How tools are offered to the model. */
 export type Protocol = "native" | "tags" | "auto";
 
 /** `PUT /api/v1/capabilities/settings`: knob values to change (admin only). */
 export interface PutSettings {
+  /** Playbook changes, applied in order, in the same atomic write. */
+  playbooks?: PlaybookChange[];
   solve: Record<string, unknown>;
 }
 
@@ -594,11 +662,18 @@ export interface SessionView {
 
 /** `GET|PUT /api/v1/capabilities/settings`: the solve knobs in force, with their ranges. */
 export interface SettingsView {
+  /**
+   * After a change: each value that was clamped (which key, asked, applied, the range);
+   * empty when every value was taken as asked.
+   */
+  clamped?: ClampedValue[] | null;
   flags: FlagView[];
   knobs: KnobView[];
+  /** The playbook in force per language, and the texts an operator replaced. */
+  prompts: PromptsView;
   /** Every knob's value in force, by key. */
   solve: Record<string, unknown>;
-  /** After a change: the values that were clamped, and to what. */
+  /** After a change: the values that were clamped, and to what, in words. */
   warnings?: string[] | null;
   /** The caller may change them (an admin, and the server has a settings file). */
   writable: boolean;

@@ -76,6 +76,8 @@ pub enum AppError {
     Disabled(#[source] DisabledError),
     #[error(transparent)]
     Engine(#[from] EngineError),
+    #[error("prompts: {0}")]
+    Prompts(#[from] deepsolve_core::OverrideError),
 }
 
 /// What a front end runs turns on: the engine with the mounted tools, the main model, and the
@@ -148,6 +150,23 @@ impl App {
     pub fn needs_workspace<S: AsRef<str>>(&self, offered: &[S]) -> bool {
         self.tools.needs_workspace(offered)
     }
+}
+
+/// Put the operator's texts (`prompts`) in force in `engine`, for each language that has any;
+/// the others keep the built-in texts. The server calls it again after a settings change.
+pub fn put_prompts_in_force(
+    engine: &Engine,
+    prompts: &deepsolve_settings::prompts::PromptsSettings,
+) -> Result<(), AppError> {
+    for language in deepsolve_core::Texts::LANGUAGES {
+        let overridden = prompts.overridden.iter().any(|o| o.language == language);
+        let builtin =
+            engine.texts(language).as_ref() == deepsolve_core::Texts::builtin(language).as_ref();
+        if overridden || !builtin {
+            engine.set_texts(Arc::new(prompts.texts(language)?))?;
+        }
+    }
+    Ok(())
 }
 
 /// Puts an [`App`] together.
@@ -280,6 +299,7 @@ impl AppBuilder {
         if let Some(capacity) = self.session_capacity {
             engine = engine.with_session_capacity(capacity);
         }
+        put_prompts_in_force(&engine, &deps.settings.prompts)?;
         Ok(App {
             engine: Arc::new(engine),
             model: self.main_model,

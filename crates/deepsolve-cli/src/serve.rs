@@ -10,7 +10,10 @@ use anyhow::Context;
 use clap::Args;
 use deepsolve_protocol::api::PriceView;
 use deepsolve_server::runner::ArtifactStore;
-use deepsolve_server::{AuthMode, ConnectionLimits, CorsOrigins, KbConfig, ServerConfig};
+use deepsolve_server::{
+    AuthMode, ConnectionLimits, CorsOrigins, KbConfig, LinkKey, MetricsToken, PublicUrl,
+    ServerConfig,
+};
 use deepsolve_settings::ServerSettings;
 use deepsolve_store::{Store, StoreOptions, redact_url};
 use secrecy::ExposeSecret;
@@ -145,6 +148,16 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             max_file_bytes: deepsolve_app::kb_limits(&loaded.settings).max_file_bytes,
             ..KbConfig::default()
         },
+        public_url: server
+            .public_url
+            .as_deref()
+            .map(PublicUrl::parse)
+            .transpose()
+            .context("in the setting server.public_url")?,
+        link_key: link_key(server)?,
+        artifact_link_ttl: Duration::from_secs(server.artifact_link_hours.saturating_mul(60 * 60)),
+        metrics_token: metrics_token(server)?,
+        prompts: loaded.settings.prompts.clone(),
         ..ServerConfig::default()
     };
     let store = open_store(&args.database, server).await?;
@@ -174,6 +187,34 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     deepsolve_server::serve(listener, state, shutdown_signal()).await?;
     collector.stop().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The key that signs artifact links: from the variable `server.link_secret_env` names (the
+/// same on every replica), else kept in the data directory (made on first use).
+fn link_key(settings: &ServerSettings) -> anyhow::Result<LinkKey> {
+    if let Some(name) = &settings.link_secret_env {
+        let secret = std::env::var(name)
+            .with_context(|| format!("server.link_secret_env names {name}, which is not set"))?;
+        return LinkKey::from_secret(&secret)
+            .with_context(|| format!("in the variable {name} (server.link_secret_env)"));
+    }
+    let dir = deepsolve_app::data_dir().context("no data directory for the link key")?;
+    Ok(LinkKey::load_or_create(&dir.join("link.key"))?)
+}
+
+/// The `/metrics` scrape token, from the variable `server.metrics_token_env` names.
+fn metrics_token(settings: &ServerSettings) -> anyhow::Result<Option<MetricsToken>> {
+    let Some(name) = &settings.metrics_token_env else {
+        return Ok(None);
+    };
+    let token = std::env::var(name)
+        .ok()
+        .as_deref()
+        .and_then(MetricsToken::new)
+        .with_context(|| {
+            format!("server.metrics_token_env names {name}, which is not set or blank")
+        })?;
+    Ok(Some(token))
 }
 
 /// `--addr` (or `DEEPSOLVE_ADDR`), else `server.addr`, else the default.

@@ -1,4 +1,6 @@
-//! `deepsolve settings get|set|path`.
+//! `deepsolve settings get|set|path|import-deeptutor`.
+
+mod import_deeptutor;
 
 use std::process::ExitCode;
 
@@ -16,6 +18,10 @@ pub(crate) enum SettingsAction {
     Set { assignment: String },
     /// Print the settings file's path.
     Path,
+    /// Carry a DeepTutor directory's solve settings over (data/user/settings/agents.yaml and
+    /// main.yaml: temperature, max_tokens, max_rounds, max_replans, prompts.solve.system),
+    /// clamped like any setting; prints what it took and what it skipped.
+    ImportDeeptutor { dir: std::path::PathBuf },
 }
 
 pub(crate) fn run(action: SettingsAction, args: &ConfigArgs) -> anyhow::Result<ExitCode> {
@@ -48,6 +54,7 @@ pub(crate) fn run(action: SettingsAction, args: &ConfigArgs) -> anyhow::Result<E
             }
             println!("{} written to {}", key.trim(), path.display());
         }
+        SettingsAction::ImportDeeptutor { dir } => import_deeptutor::run(&dir, args)?,
     }
     Ok(ExitCode::SUCCESS)
 }

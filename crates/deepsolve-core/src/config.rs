@@ -291,6 +291,10 @@ pub enum ConfigError {
     },
 }
 
+fn is_legacy(key: &str) -> bool {
+    LEGACY_KEYS.iter().any(|(legacy, _)| *legacy == key)
+}
+
 /// Every knob's key, comma-separated, in the order they are documented.
 pub fn known_keys() -> String {
     DOCS.iter().map(KnobDoc::key).collect::<Vec<_>>().join(", ")
@@ -338,14 +342,21 @@ fn number_of(key: &str, value: &Value) -> Result<f64, ConfigError> {
     })
 }
 
+/// Keys of older solve sections that are accepted and ignored, each with why, so old settings
+/// files keep loading (the reference ignores the same key on purpose).
+const LEGACY_KEYS: &[(&str, &str)] = &[(
+    "max_iterations_per_step",
+    "steps are not bounded one by one; max_rounds bounds the whole turn",
+)];
+
 impl SolveConfig {
     /// Build from a map of knob values (missing keys take defaults). Unknown keys (all of them,
     /// with suggestions) and wrong types are errors; out-of-range values are clamped and
-    /// reported.
+    /// reported. Legacy keys are ignored: see [`SolveConfig::legacy_warnings`].
     pub fn from_map(map: &Map<String, Value>) -> Result<(Self, Vec<ClampWarning>), ConfigError> {
         let unknown: Vec<String> = map
             .keys()
-            .filter(|key| Self::knob(key).is_none())
+            .filter(|key| Self::knob(key).is_none() && !is_legacy(key))
             .cloned()
             .collect();
         if !unknown.is_empty() {
@@ -355,6 +366,16 @@ impl SolveConfig {
         let mut warnings = Vec::new();
         let config = Self::read(map, &mut warnings)?;
         Ok((config, warnings))
+    }
+
+    /// One warning per legacy key in `map` (accepted and ignored by [`SolveConfig::from_map`]),
+    /// for every reader of a solve section to pass on.
+    pub fn legacy_warnings(map: &Map<String, Value>) -> Vec<String> {
+        LEGACY_KEYS
+            .iter()
+            .filter(|(key, _)| map.contains_key(*key))
+            .map(|(key, why)| format!("solve.{key} is no longer used and is ignored ({why})"))
+            .collect()
     }
 
     /// Every knob, with its kind, default, clamp and help: what a client needs to show and
@@ -603,6 +624,25 @@ fn edit_distance(a: &str, b: &str) -> usize {
         std::mem::swap(&mut previous, &mut current);
     }
     previous[b.len()]
+}
+
+#[cfg(test)]
+mod legacy_tests {
+    use super::*;
+
+    #[test]
+    fn the_legacy_key_is_accepted_ignored_and_warned_about() {
+        let mut map = Map::new();
+        map.insert("max_iterations_per_step".into(), Value::from(5));
+        map.insert("max_rounds".into(), Value::from(7));
+        let (config, clamps) = SolveConfig::from_map(&map).unwrap();
+        assert_eq!(config.max_rounds, 7);
+        assert!(clamps.is_empty());
+        let warnings = SolveConfig::legacy_warnings(&map);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].starts_with("solve.max_iterations_per_step is no longer used"));
+        assert!(SolveConfig::legacy_warnings(&Map::new()).is_empty());
+    }
 }
 
 #[cfg(test)]

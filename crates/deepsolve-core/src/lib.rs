@@ -43,7 +43,7 @@ pub use model::{
 };
 pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 pub use solve::{Language, SolveRecord};
-pub use texts::{Text, Texts};
+pub use texts::{OverrideError, TOOLS_MARKER, Text, Texts};
 pub use tokens::{count as count_tokens, message_tokens};
 pub use tool::{
     Artifact, Material, MaterialDocument, MaterialKb, Source, Tool, ToolContext, ToolError,

@@ -4,6 +4,11 @@
 //!
 //! The `[deepsolve:…]` markers, tool names and JSON field names are not texts: they stay
 //! language-neutral, written by the code around the texts.
+//!
+//! An operator may replace any text of a language by name ([`Texts::with_overrides`]; the
+//! settings say where the replacements come from). A replacement is text: a `{name}` it
+//! writes that its text does not fill stays as written (so LaTeX such as `\frac{a}{b}` is
+//! safe), and one it leaves out is simply not said.
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -30,6 +35,11 @@ macro_rules! catalog {
                     $(Text::$id => $file,)*
                 }
             }
+
+            /// The text called `name`.
+            pub fn by_name(name: &str) -> Option<Text> {
+                Text::ALL.iter().copied().find(|t| t.name() == name)
+            }
         }
 
         const EN: &[&str] = &[$(include_str!(concat!("../prompts/en/", $file, ".md")),)*];
@@ -41,6 +51,7 @@ catalog! {
     Playbook => "playbook",
     PlaybookToolLine => "playbook_tool_line",
     PlaybookNoWorkTools => "playbook_no_work_tools",
+    PlaybookToolsAppended => "playbook_tools_appended",
     MaterialHeader => "material_header",
     MaterialKb => "material_kb",
     MaterialAttachments => "material_attachments",
@@ -130,6 +141,17 @@ static BUILTIN_EN: LazyLock<Arc<Texts>> =
 static BUILTIN_ZH: LazyLock<Arc<Texts>> =
     LazyLock::new(|| Arc::new(Texts::embedded(Language::Zh, ZH)));
 
+/// Why an operator's text cannot replace a built-in one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OverrideError {
+    #[error("unknown prompt name '{name}'; the valid names are: {valid}")]
+    UnknownName { name: String, valid: String },
+}
+
+/// The marker an operator's playbook writes where the mounted tools' lines go (`{tools}`);
+/// the built-in playbook's own is `{tool_lines}`, which an override may use as well.
+pub const TOOLS_MARKER: &str = "tools";
+
 impl Texts {
     /// The languages with a built-in catalog.
     pub const LANGUAGES: [Language; 2] = [Language::En, Language::Zh];
@@ -155,6 +177,25 @@ impl Texts {
         Text::ALL.iter().map(|t| t.name())
     }
 
+    /// The built-in texts of `language` with `overrides`, `(name, text)` pairs, in place of
+    /// theirs (a final newline dropped, as from a file). An unknown name is an error listing
+    /// the valid ones.
+    pub fn with_overrides<'a>(
+        language: Language,
+        overrides: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Texts, OverrideError> {
+        let mut texts = (*Texts::builtin(language)).clone();
+        for (name, body) in overrides {
+            let text = Text::by_name(name).ok_or_else(|| OverrideError::UnknownName {
+                name: name.to_string(),
+                valid: Texts::names().collect::<Vec<_>>().join(", "),
+            })?;
+            let body = body.strip_suffix('\n').unwrap_or(body);
+            texts.entries[text as usize] = Cow::Owned(body.to_string());
+        }
+        Ok(texts)
+    }
+
     /// The `{name}` placeholders of a template.
     pub fn placeholders(template: &str) -> BTreeSet<&str> {
         placeholders(template)
@@ -172,15 +213,15 @@ impl Texts {
 
     /// `text` with its placeholders filled from `args`.
     pub fn render(&self, text: Text, args: &[(&str, &dyn Display)]) -> String {
-        let template = self.get(text);
+        // Checked on the built-in template: an operator's text may write any braces.
         debug_assert!(
-            placeholders(template)
+            placeholders(Texts::builtin(self.language).get(text))
                 .iter()
                 .all(|p| args.iter().any(|(k, _)| k == p)),
             "{} is rendered without one of its placeholders",
             text.name()
         );
-        fill(template, args)
+        fill(self.get(text), args)
     }
 }
 
@@ -291,6 +332,28 @@ mod tests {
             &[("a", &"{b}"), ("b", &2)],
         );
         assert_eq!(out, "{b} and 2: {\"json\": {...}} {unknown}");
+    }
+
+    #[test]
+    fn overrides_replace_texts_by_name_and_unknown_names_list_the_valid_ones() {
+        let zh = Texts::with_overrides(
+            Language::Zh,
+            [
+                ("nudge_act_now", "现在就行动。\n"),
+                ("ultimatum", "{x} \\frac{a}{b}"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(zh.get(Text::NudgeActNow), "现在就行动。");
+        assert_eq!(zh.render(Text::Ultimatum, &[]), "{x} \\frac{a}{b}");
+        assert_eq!(
+            zh.get(Text::NudgeContinue),
+            Texts::builtin(Language::Zh).get(Text::NudgeContinue)
+        );
+        let err = Texts::with_overrides(Language::En, [("nudge_act", "x")]).unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("'nudge_act'"), "{message}");
+        assert!(message.contains("nudge_act_now, ") && message.contains("playbook, "));
     }
 
     #[test]

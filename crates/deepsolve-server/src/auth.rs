@@ -141,6 +141,32 @@ pub async fn identify(headers: &HeaderMap, state: &AppState) -> Result<Option<Ca
     }))
 }
 
+/// Who may read `/metrics`: anyone in single-user mode (loopback only); with users, a bearer
+/// of the scrape token (`server.metrics_token_env`) or an admin (token or signed-in browser).
+/// The numbers are aggregates, but tool names, stop reasons and load are an operator's.
+pub async fn check_metrics_access(headers: &HeaderMap, state: &AppState) -> Result<(), ApiError> {
+    if state.auth == AuthMode::SingleUser {
+        return Ok(());
+    }
+    if let (Some(expected), Some(token)) = (&state.config.metrics_token, bearer(headers))
+        && expected.matches(token)
+    {
+        return Ok(());
+    }
+    let caller = identify(headers, state).await?.ok_or_else(|| {
+        ApiError::unauthorized(
+            "/metrics needs 'Authorization: Bearer <token>': the scrape token (server.metrics_token_env) or an admin's",
+        )
+    })?;
+    if caller.is_admin() {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(
+            "/metrics needs the scrape token (server.metrics_token_env) or an admin",
+        ))
+    }
+}
+
 fn changes_state(method: &Method) -> bool {
     matches!(
         *method,

@@ -23,6 +23,7 @@ pub mod extract;
 pub mod gc;
 pub mod ingest;
 pub mod kb;
+pub mod links;
 mod listener;
 mod memory;
 pub mod metrics;
@@ -53,8 +54,9 @@ use tower_http::catch_panic::CatchPanicLayer;
 pub use auth::{AuthMode, Caller, Credential, LOCAL_USER, SESSION_COOKIE, UnsafeBind, check_bind};
 pub use cors::{CorsOrigins, InvalidOrigin};
 pub use error::ApiError;
+pub use links::{LinkKey, PublicUrl};
 pub use listener::ConnectionLimits;
-pub use state::{AppState, KbConfig, ServerConfig};
+pub use state::{AppState, KbConfig, MetricsToken, ServerConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -150,6 +152,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route(
             "/api/v1/artifacts/{id}/inline",
             get(routes::get_artifact_inline),
+        )
+        .route(
+            "/api/v1/artifacts/{id}/signed",
+            get(routes::get_artifact_signed),
         )
         .route(
             "/api/v1/knowledge-bases",

@@ -1,14 +1,20 @@
 //! Prometheus metrics (`GET /metrics`), fed by the turn events as they pass the sink.
 //!
-//! Hand-rolled on atomics rather than the `metrics` facade: the facade's recorder is
-//! process-global, and tests run several servers in one process, each needing its own
-//! numbers. The text format is small and stable.
+//! On the official `prometheus-client` crate, whose registry is a value: each server (and
+//! each test's server, several to a process) owns its own, with no process-global recorder.
+//! The names, types and labels are a contract with dashboards: a test reads them back.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
+
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// The `Content-Type` of the exposition: the Prometheus text format 0.0.4.
+pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
 /// Latency buckets (seconds): from a fast tool call to a long model round.
 const SECONDS: &[f64] = &[
@@ -17,140 +23,12 @@ const SECONDS: &[f64] = &[
 /// Rounds per turn.
 const ROUNDS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 50.0];
 
-/// A fixed-bucket histogram.
-struct Histogram {
-    bounds: &'static [f64],
-    /// Per bucket (not cumulative); the last is +Inf.
-    counts: Vec<AtomicU64>,
-    /// Sum in micro-units, so it stays an integer.
-    sum_micros: AtomicU64,
-}
+/// A series' labels, `(name, value)` in a fixed order.
+type Labels = Vec<(&'static str, String)>;
+type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 
-impl Histogram {
-    fn new(bounds: &'static [f64]) -> Self {
-        Histogram {
-            bounds,
-            counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
-            sum_micros: AtomicU64::new(0),
-        }
-    }
-
-    fn observe(&self, value: f64) {
-        let i = self
-            .bounds
-            .iter()
-            .position(|b| value <= *b)
-            .unwrap_or(self.bounds.len());
-        self.counts[i].fetch_add(1, Ordering::Relaxed);
-        self.sum_micros
-            .fetch_add((value.max(0.0) * 1e6) as u64, Ordering::Relaxed);
-    }
-
-    fn render(&self, out: &mut String, name: &str, labels: &str) {
-        let sep = if labels.is_empty() { "" } else { "," };
-        let mut cumulative = 0;
-        for (i, count) in self.counts.iter().enumerate() {
-            cumulative += count.load(Ordering::Relaxed);
-            let le = self
-                .bounds
-                .get(i)
-                .map(|b| b.to_string())
-                .unwrap_or_else(|| "+Inf".into());
-            let _ = writeln!(
-                out,
-                "{name}_bucket{{{labels}{sep}le=\"{le}\"}} {cumulative}"
-            );
-        }
-        let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        let braces = |l: &str| {
-            if l.is_empty() {
-                String::new()
-            } else {
-                format!("{{{l}}}")
-            }
-        };
-        let _ = writeln!(out, "{name}_sum{} {sum}", braces(labels));
-        let _ = writeln!(out, "{name}_count{} {cumulative}", braces(labels));
-    }
-}
-
-/// Counters and histograms keyed by a rendered label set.
-#[derive(Default)]
-struct Family<T> {
-    series: Mutex<BTreeMap<String, T>>,
-}
-
-impl Family<AtomicU64> {
-    fn add(&self, labels: String, n: u64) {
-        let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
-        series
-            .entry(labels)
-            .or_insert_with(|| AtomicU64::new(0))
-            .fetch_add(n, Ordering::Relaxed);
-    }
-
-    fn render(&self, out: &mut String, name: &str, help: &str) {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-        let series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
-        for (labels, value) in series.iter() {
-            let _ = writeln!(out, "{name}{{{labels}}} {}", value.load(Ordering::Relaxed));
-        }
-    }
-}
-
-struct HistogramFamily {
-    bounds: &'static [f64],
-    series: Mutex<BTreeMap<String, Histogram>>,
-}
-
-impl HistogramFamily {
-    fn new(bounds: &'static [f64]) -> Self {
-        HistogramFamily {
-            bounds,
-            series: Mutex::new(BTreeMap::new()),
-        }
-    }
-
-    fn observe(&self, labels: String, value: f64) {
-        let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
-        series
-            .entry(labels)
-            .or_insert_with(|| Histogram::new(self.bounds))
-            .observe(value);
-    }
-
-    fn render(&self, out: &mut String, name: &str, help: &str) {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
-        let series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
-        for (labels, h) in series.iter() {
-            h.render(out, name, labels);
-        }
-    }
-}
-
-/// `key="value"` with the value escaped per the exposition format.
-fn label(key: &str, value: &str) -> String {
-    let escaped = value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n");
-    format!("{key}=\"{escaped}\"")
-}
-
-/// The server's metrics.
-pub struct Metrics {
-    turns: Family<AtomicU64>,
-    rounds: HistogramFamily,
-    tokens: Family<AtomicU64>,
-    tool_calls: Family<AtomicU64>,
-    tool_seconds: HistogramFamily,
-    model_round_seconds: HistogramFamily,
-    model_first_delta_seconds: HistogramFamily,
-    /// Per event type, lock-free: this is touched by every event of every turn.
-    events: Vec<AtomicU64>,
-}
-
-/// Every event type, in a fixed order (the index of `events`).
+/// Every event type, in a fixed order (the index of `Metrics::events`); `other` counts
+/// types added to the engine after this list.
 const EVENT_TYPES: &[&str] = &[
     "turn_started",
     "round_started",
@@ -162,6 +40,7 @@ const EVENT_TYPES: &[&str] = &[
     "tool_result",
     "plan",
     "step_finished",
+    "checkpoint",
     "replanned",
     "context_folded",
     "retrying",
@@ -169,20 +48,110 @@ const EVENT_TYPES: &[&str] = &[
     "answer",
     "turn_finished",
     "error",
+    "other",
 ];
+
+fn seconds() -> Histogram {
+    Histogram::new(SECONDS.iter().copied())
+}
+
+/// The server's metrics and the registry that exposes them.
+pub struct Metrics {
+    registry: Registry,
+    turns: Family<Labels, Counter>,
+    rounds: Histogram,
+    tokens: Family<Labels, Counter>,
+    tool_calls: Family<Labels, Counter>,
+    tool_seconds: Histograms,
+    model_round_seconds: Histogram,
+    model_first_delta_seconds: Histogram,
+    /// One counter per event type, resolved once: this is touched by every event of every
+    /// turn, so it takes no lock.
+    events: Vec<Counter>,
+    running_turns: Gauge,
+    followed_turns: Gauge,
+}
 
 impl Default for Metrics {
     fn default() -> Self {
+        // Help texts have no final period: the registry adds one.
+        let mut registry = Registry::default();
+        let turns = Family::<Labels, Counter>::default();
+        registry.register(
+            "deepsolve_turns",
+            "Turns ended, by stop reason",
+            turns.clone(),
+        );
+        let rounds = Histogram::new(ROUNDS.iter().copied());
+        registry.register(
+            "deepsolve_turn_rounds",
+            "Model rounds per ended turn",
+            rounds.clone(),
+        );
+        let tokens = Family::<Labels, Counter>::default();
+        registry.register(
+            "deepsolve_tokens",
+            "Model tokens used by ended turns",
+            tokens.clone(),
+        );
+        let tool_calls = Family::<Labels, Counter>::default();
+        registry.register(
+            "deepsolve_tool_calls",
+            "Tool calls, by tool and outcome",
+            tool_calls.clone(),
+        );
+        let tool_seconds: Histograms = Family::new_with_constructor(seconds);
+        registry.register(
+            "deepsolve_tool_call_duration_seconds",
+            "Tool call durations",
+            tool_seconds.clone(),
+        );
+        let model_round_seconds = seconds();
+        registry.register(
+            "deepsolve_model_round_duration_seconds",
+            "Model call durations (round start to round end, streaming included)",
+            model_round_seconds.clone(),
+        );
+        let model_first_delta_seconds = seconds();
+        registry.register(
+            "deepsolve_model_first_delta_seconds",
+            "Model latency to the first streamed delta of a round",
+            model_first_delta_seconds.clone(),
+        );
+        let event_family = Family::<Labels, Counter>::default();
+        registry.register(
+            "deepsolve_events",
+            "Turn events logged, by type",
+            event_family.clone(),
+        );
+        let events = EVENT_TYPES
+            .iter()
+            .map(|kind| event_family.get_or_create_owned(&vec![("type", kind.to_string())]))
+            .collect();
+        let running_turns = Gauge::default();
+        registry.register(
+            "deepsolve_running_turns",
+            "Turns running on this instance",
+            running_turns.clone(),
+        );
+        let followed_turns = Gauge::default();
+        registry.register(
+            "deepsolve_followed_turns",
+            "Turns with live SSE readers on this instance",
+            followed_turns.clone(),
+        );
         Metrics {
-            turns: Family::default(),
-            rounds: HistogramFamily::new(ROUNDS),
-            tokens: Family::default(),
-            tool_calls: Family::default(),
-            tool_seconds: HistogramFamily::new(SECONDS),
-            model_round_seconds: HistogramFamily::new(SECONDS),
-            model_first_delta_seconds: HistogramFamily::new(SECONDS),
-            // One spare slot counts types added to the engine after this list.
-            events: (0..=EVENT_TYPES.len()).map(|_| AtomicU64::new(0)).collect(),
+            registry,
+            turns,
+            rounds,
+            tokens,
+            tool_calls,
+            tool_seconds,
+            model_round_seconds,
+            model_first_delta_seconds,
+            events,
+            running_turns,
+            followed_turns,
         }
     }
 }
@@ -190,99 +159,55 @@ impl Default for Metrics {
 impl Metrics {
     /// A turn ended (`stop_reason` is `failed` for turns that could not run).
     pub fn turn_ended(&self, stop_reason: &str, rounds: u32, prompt: u64, completion: u64) {
-        self.turns.add(label("stop_reason", stop_reason), 1);
-        self.rounds.observe(String::new(), f64::from(rounds));
-        self.tokens.add(label("kind", "prompt"), prompt);
-        self.tokens.add(label("kind", "completion"), completion);
+        self.turns
+            .get_or_create(&vec![("stop_reason", stop_reason.to_string())])
+            .inc();
+        self.rounds.observe(f64::from(rounds));
+        self.tokens
+            .get_or_create(&vec![("kind", "prompt".to_string())])
+            .inc_by(prompt);
+        self.tokens
+            .get_or_create(&vec![("kind", "completion".to_string())])
+            .inc_by(completion);
     }
 
     pub fn tool_call(&self, tool: &str, ok: bool, duration: Duration) {
-        let labels = format!("{},{}", label("tool", tool), label("ok", &ok.to_string()));
-        self.tool_calls.add(labels, 1);
+        self.tool_calls
+            .get_or_create(&vec![("tool", tool.to_string()), ("ok", ok.to_string())])
+            .inc();
         self.tool_seconds
-            .observe(label("tool", tool), duration.as_secs_f64());
+            .get_or_create(&vec![("tool", tool.to_string())])
+            .observe(duration.as_secs_f64());
     }
 
     pub fn model_round(&self, duration: Duration) {
-        self.model_round_seconds
-            .observe(String::new(), duration.as_secs_f64());
+        self.model_round_seconds.observe(duration.as_secs_f64());
     }
 
     pub fn model_first_delta(&self, latency: Duration) {
         self.model_first_delta_seconds
-            .observe(String::new(), latency.as_secs_f64());
+            .observe(latency.as_secs_f64());
     }
 
     pub fn event(&self, kind: &str) {
         let i = EVENT_TYPES
             .iter()
             .position(|t| *t == kind)
-            .unwrap_or(EVENT_TYPES.len());
-        self.events[i].fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn render_events(&self, out: &mut String) {
-        let name = "deepsolve_events_total";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Turn events logged, by type.\n# TYPE {name} counter"
-        );
-        let names = EVENT_TYPES.iter().copied().chain(["other"]);
-        for (kind, count) in names.zip(&self.events) {
-            let n = count.load(Ordering::Relaxed);
-            if n > 0 {
-                let _ = writeln!(out, "{name}{{{}}} {n}", label("type", kind));
-            }
+            .unwrap_or(EVENT_TYPES.len() - 1);
+        if let Some(counter) = self.events.get(i) {
+            counter.inc();
         }
     }
 
     /// The Prometheus text exposition, with the live gauges given by the caller.
-    pub fn render(&self, running_turns: usize, watched_turns: usize) -> String {
-        let mut out = String::with_capacity(4096);
-        self.turns.render(
-            &mut out,
-            "deepsolve_turns_total",
-            "Turns ended, by stop reason.",
-        );
-        self.rounds.render(
-            &mut out,
-            "deepsolve_turn_rounds",
-            "Model rounds per ended turn.",
-        );
-        self.tokens.render(
-            &mut out,
-            "deepsolve_tokens_total",
-            "Model tokens used by ended turns.",
-        );
-        self.tool_calls.render(
-            &mut out,
-            "deepsolve_tool_calls_total",
-            "Tool calls, by tool and outcome.",
-        );
-        self.tool_seconds.render(
-            &mut out,
-            "deepsolve_tool_call_duration_seconds",
-            "Tool call durations.",
-        );
-        self.model_round_seconds.render(
-            &mut out,
-            "deepsolve_model_round_duration_seconds",
-            "Model call durations (round start to round end, streaming included).",
-        );
-        self.model_first_delta_seconds.render(
-            &mut out,
-            "deepsolve_model_first_delta_seconds",
-            "Model latency to the first streamed delta of a round.",
-        );
-        self.render_events(&mut out);
-        let _ = writeln!(
-            out,
-            "# HELP deepsolve_running_turns Turns running on this instance.\n# TYPE deepsolve_running_turns gauge\ndeepsolve_running_turns {running_turns}"
-        );
-        let _ = writeln!(
-            out,
-            "# HELP deepsolve_followed_turns Turns with live SSE readers on this instance.\n# TYPE deepsolve_followed_turns gauge\ndeepsolve_followed_turns {watched_turns}"
-        );
+    pub fn render(&self, running_turns: usize, followed_turns: usize) -> String {
+        self.running_turns
+            .set(i64::try_from(running_turns).unwrap_or(i64::MAX));
+        self.followed_turns
+            .set(i64::try_from(followed_turns).unwrap_or(i64::MAX));
+        let mut out = String::with_capacity(8192);
+        // Writing to a String cannot fail.
+        let _ = prometheus_text::encode(&mut out, &self.registry);
         out
     }
 }
@@ -299,11 +224,18 @@ mod tests {
         m.tool_call("reason", true, Duration::from_millis(30));
         m.tool_call("re\"ason", false, Duration::from_secs(200));
         let text = m.render(2, 1);
+        assert!(
+            text.contains("# TYPE deepsolve_turns_total counter"),
+            "{text}"
+        );
         assert!(text.contains("deepsolve_turns_total{stop_reason=\"answered\"} 2"));
         assert!(text.contains("deepsolve_tokens_total{kind=\"prompt\"} 110"));
-        assert!(text.contains("deepsolve_turn_rounds_bucket{le=\"4\"} 1"));
+        assert!(
+            text.contains("deepsolve_turn_rounds_bucket{le=\"4\"} 1"),
+            "{text}"
+        );
         assert!(text.contains("deepsolve_turn_rounds_bucket{le=\"+Inf\"} 2"));
-        assert!(text.contains("deepsolve_turn_rounds_sum 8"));
+        assert!(text.contains("deepsolve_turn_rounds_sum 8.0"), "{text}");
         assert!(text.contains(
             "deepsolve_tool_call_duration_seconds_bucket{tool=\"reason\",le=\"0.05\"} 1"
         ));

@@ -4,13 +4,18 @@
 //! step, tool calls, replans) as `reasoning_content` deltas and the answer as `content`
 //! deltas, then `[DONE]`. The turn is an ordinary turn: stored, visible in the API, and
 //! cancelled when a streaming client goes away.
+//!
+//! A chat client shows only the answer's text, so everything the user needs is put in it: the
+//! sources the answer cites (a `Sources` list), and the files the turn made (`Files`: a figure
+//! as a Markdown image, any other file as a link), each an absolute, signed, expiring link a
+//! browser can open without the caller's token ([`crate::links`]).
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use deepsolve_core::solve::is_solve_tool;
@@ -26,6 +31,8 @@ use tokio::sync::mpsc;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
+use crate::links::{LinkSigner, link_origin};
+use crate::routes::{raster_image_type, safe_file_name};
 use crate::runner::start_turn_with;
 use crate::sse::tail;
 use crate::state::AppState;
@@ -50,6 +57,7 @@ pub async fn list_models(_caller: Caller) -> Json<ModelList> {
 pub async fn chat_completions(
     State(state): State<Arc<AppState>>,
     caller: Caller,
+    headers: HeaderMap,
     ApiJson(req): ApiJson<ChatRequest>,
 ) -> ApiResult<Response> {
     if req.model != MODEL_ID {
@@ -73,12 +81,93 @@ pub async fn chat_completions(
         state.config.sse_poll,
     );
     let id = format!("chatcmpl-{}", created.turn_id);
+    let files = TurnFiles {
+        state: state.clone(),
+        turn_id: created.turn_id.clone(),
+        user_id: caller.user_id.clone(),
+        origin: link_origin(state.config.public_url.as_ref(), &headers),
+    };
     if req.stream {
         let include_usage = req.stream_options.is_some_and(|o| o.include_usage);
-        Ok(stream(state, id, created.turn_id, events, include_usage))
+        Ok(stream(state, id, files, events, include_usage))
     } else {
-        complete(id, events).await
+        complete(id, files, events).await
     }
+}
+
+/// Where a facade turn's files are, and where links to them point.
+struct TurnFiles {
+    state: Arc<AppState>,
+    turn_id: String,
+    user_id: String,
+    /// `None`: no trusted origin (no `server.public_url`, reached by a non-loopback name):
+    /// the files are listed by name only.
+    origin: Option<String>,
+}
+
+impl TurnFiles {
+    /// The `Files` block that follows the answer, once the turn has ended (every file it made
+    /// is in the store by then); `None` when it made none. A store error leaves the block
+    /// out: the answer matters more than its attachments.
+    async fn block(&self) -> Option<String> {
+        let listed = match self.state.store.turn_artifacts(&self.turn_id).await {
+            Ok(artifacts) => artifacts,
+            Err(e) => {
+                tracing::error!(turn_id = %self.turn_id, error = %e, "facade: files not listed");
+                return None;
+            }
+        };
+        let mut files = Vec::with_capacity(listed.len());
+        for meta in listed {
+            let image = self.is_raster_image(&meta).await;
+            files.push((meta, image));
+        }
+        let signer = self.origin.clone().map(|origin| LinkSigner {
+            key: &self.state.config.link_key,
+            origin,
+            ttl: self.state.config.artifact_link_ttl,
+        });
+        files_block(&files, signer.as_ref(), &self.user_id)
+    }
+
+    /// Whether the signed link will show this file as an image: it claims an image type and
+    /// its bytes are one (a page claiming `image/png` would be a broken image in the chat).
+    async fn is_raster_image(&self, meta: &deepsolve_store::ArtifactMeta) -> bool {
+        if !meta.mime.trim().to_ascii_lowercase().starts_with("image/") {
+            return false;
+        }
+        match self.state.store.artifact(&meta.id, &self.user_id).await {
+            Ok(Some((_, bytes))) => raster_image_type(&bytes).is_some(),
+            _ => false,
+        }
+    }
+}
+
+/// `\n\nFiles\n` and one line per file: `![name](url)` for an image, `[name](url)` for the
+/// rest, or `- name` without a signer. Names are reduced to safe characters, so a file name
+/// cannot write Markdown of its own.
+fn files_block(
+    files: &[(deepsolve_store::ArtifactMeta, bool)],
+    signer: Option<&LinkSigner<'_>>,
+    user_id: &str,
+) -> Option<String> {
+    if files.is_empty() {
+        return None;
+    }
+    let mut text = String::from("\n\nFiles\n");
+    for (artifact, image) in files {
+        let name = safe_file_name(&artifact.name);
+        let line = match signer {
+            Some(signer) => {
+                let url = signer.artifact_url(&artifact.id, user_id);
+                format!("{}[{name}]({url})", if *image { "!" } else { "" })
+            }
+            None => format!("- {name}"),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    Some(text)
 }
 
 /// The last user message is the problem; earlier user → assistant pairs are the history.
@@ -263,6 +352,7 @@ fn created_now() -> u64 {
 /// `reasoning_content`).
 async fn complete(
     id: String,
+    files: TurnFiles,
     mut events: mpsc::Receiver<Arc<deepsolve_store::StoredEvent>>,
 ) -> ApiResult<Response> {
     let mut planned = false;
@@ -282,13 +372,16 @@ async fn complete(
             Piece::Nothing => {}
         }
     }
-    let Some(answer) = answer else {
+    let Some(mut answer) = answer else {
         return Err(ApiError::new(
             StatusCode::BAD_GATEWAY,
             ApiErrorCode::NoAnswer,
             error.unwrap_or_else(|| "the turn ended without an answer".into()),
         ));
     };
+    if let Some(block) = files.block().await {
+        answer.push_str(&block);
+    }
     let body = ChatCompletion {
         id,
         object: "chat.completion".into(),
@@ -312,7 +405,7 @@ async fn complete(
 fn stream(
     state: Arc<AppState>,
     id: String,
-    turn_id: String,
+    files: TurnFiles,
     mut events: mpsc::Receiver<Arc<deepsolve_store::StoredEvent>>,
     include_usage: bool,
 ) -> Response {
@@ -348,7 +441,19 @@ fn stream(
                             })
                         })
                         .collect(),
-                    Piece::End { usage, error } => chunker.end(&usage, error, include_usage),
+                    Piece::End { usage, error } => {
+                        let mut out = Vec::new();
+                        if error.is_none()
+                            && let Some(block) = files.block().await
+                        {
+                            out.push(chunker.delta(ChunkDelta {
+                                content: Some(block),
+                                ..ChunkDelta::default()
+                            }));
+                        }
+                        out.extend(chunker.end(&usage, error, include_usage));
+                        out
+                    }
                     Piece::Nothing => Vec::new(),
                 };
                 for chunk in out {
@@ -362,7 +467,7 @@ fn stream(
         .await;
         if gone {
             // The chat UI's stop button: nobody wants this answer any more.
-            state.cancel_turn(&turn_id);
+            state.cancel_turn(&files.turn_id);
         }
     });
     let body = futures::stream::unfold(rx, |mut rx| async move {

@@ -171,6 +171,7 @@ fn session_paths() -> Value {
                 "404": not_found(),
                 "415": error("Not an inline image; download it"),
             })))},
+        "/api/v1/artifacts/{id}/signed": {"get": signed_artifact_op()},
         "/api/v1/capabilities": {"get": op(
             "What a turn can have here: the model, every work tool (and why one is unavailable), limits, price, sandbox",
             vec![], responses(json!({"200": ok::<CapabilitiesView>("Capabilities")})))},
@@ -186,6 +187,34 @@ fn session_paths() -> Value {
                 }))), request_body::<PutSettings>()),
         },
     })
+}
+
+/// `GET /api/v1/artifacts/{id}/signed`: no token, the link's signature instead.
+fn signed_artifact_op() -> Value {
+    let mut operation = open_op(
+        "An artifact through a signed, expiring link (the OpenAI facade's answers carry them): a raster image inline, anything else as a download; no token needed",
+        json!({
+            "200": {"description": "The file",
+                    "content": {"application/octet-stream": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}},
+            "404": error("No such artifact, or the link is forged, altered or expired"),
+        }),
+    );
+    let query = |name: &str, schema: Value, description: &str| json!({"name": name, "in": "query", "required": true, "schema": schema, "description": description});
+    operation["parameters"] = json!([
+        id_param(),
+        query("u", json!({"type": "string"}), "The owner's user id"),
+        query(
+            "exp",
+            json!({"type": "integer", "minimum": 0}),
+            "Expiry, seconds since the Unix epoch"
+        ),
+        query(
+            "sig",
+            json!({"type": "string"}),
+            "HMAC-SHA256 of (artifact, owner, expiry), hex"
+        ),
+    ]);
+    operation
 }
 
 fn kb_param() -> Value {
@@ -306,9 +335,12 @@ fn open_paths() -> Value {
             "200": ok::<Health>("ok"),
             "503": error("Database unreachable"),
         }))},
-        "/metrics": {"get": open_op("Prometheus metrics", json!({
+        "/metrics": {"get": op(
+            "Prometheus metrics: with users, for the scrape token (server.metrics_token_env) or an admin; open in single-user mode",
+            vec![], responses(json!({
             "200": {"description": "Prometheus text exposition", "content": {"text/plain": {"schema": {"type": "string"}}}},
-        }))},
+            "403": error("Neither the scrape token nor an admin"),
+        })))},
         "/openapi.json": {"get": open_op("This document", json!({
             "200": {"description": "OpenAPI 3.1", "content": {"application/json": {"schema": {"type": "object"}}}},
         }))},

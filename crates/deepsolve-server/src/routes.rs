@@ -304,17 +304,7 @@ pub async fn get_artifact(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let (meta, content) = caller_artifact(&state, &caller, &id).await?;
-    let headers = [
-        (header::CONTENT_TYPE, safe_mime(&meta.mime)),
-        (header::CONTENT_DISPOSITION, attachment(&meta.name)),
-        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
-        (
-            header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; sandbox".to_string(),
-        ),
-        (header::CACHE_CONTROL, "private, no-store".to_string()),
-    ];
-    Ok((headers, content).into_response())
+    Ok(download(&meta, content))
 }
 
 /// `GET /api/v1/artifacts/{id}/inline`: an artifact shown in the page (`<img src>`), only
@@ -333,6 +323,64 @@ pub async fn get_artifact_inline(
             "not an inline image; download it",
         ));
     };
+    Ok(shown_inline(&meta, mime, content))
+}
+
+/// `GET /api/v1/artifacts/{id}/signed?u=&exp=&sig=`: an artifact through a link the facade
+/// signed ([`crate::links`]), without a token (a chat UI's `<img>` cannot send one). A raster
+/// image is shown inline, anything else downloads, with the same headers as above. A link
+/// that is forged, altered or expired is a 404 like a missing artifact, and says nothing more.
+pub async fn get_artifact_signed(
+    State(state): AppStateRef,
+    Path(id): Path<String>,
+    ApiQuery(link): ApiQuery<SignedLink>,
+) -> ApiResult<Response> {
+    let checked =
+        crate::links::check_link(&state.config.link_key, &id, &link.u, link.exp, &link.sig);
+    if let Err(refused) = checked {
+        tracing::debug!(artifact = %id, ?refused, "signed artifact link refused");
+        return Err(ApiError::not_found("artifact"));
+    }
+    let (meta, content) = state
+        .store
+        .artifact(&id, &link.u)
+        .await?
+        .ok_or_else(|| ApiError::not_found("artifact"))?;
+    Ok(match raster_image_type(&content) {
+        Some(mime) => shown_inline(&meta, mime, content),
+        None => download(&meta, content),
+    })
+}
+
+/// The query of a signed artifact link.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignedLink {
+    /// The owner's user id.
+    u: String,
+    /// Expiry, seconds since the Unix epoch.
+    exp: u64,
+    /// HMAC-SHA256 of (artifact, owner, expiry), hex.
+    sig: String,
+}
+
+/// An artifact as a download, with a sandboxing CSP and no sniffing.
+fn download(meta: &ArtifactMeta, content: Vec<u8>) -> Response {
+    let headers = [
+        (header::CONTENT_TYPE, safe_mime(&meta.mime)),
+        (header::CONTENT_DISPOSITION, attachment(&meta.name)),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; sandbox".to_string(),
+        ),
+        (header::CACHE_CONTROL, "private, no-store".to_string()),
+    ];
+    (headers, content).into_response()
+}
+
+/// A verified raster image (`mime` from its magic number), shown inline.
+fn shown_inline(meta: &ArtifactMeta, mime: &str, content: Vec<u8>) -> Response {
     let headers = [
         (header::CONTENT_TYPE, mime.to_string()),
         (header::CONTENT_DISPOSITION, inline(&meta.name)),
@@ -343,11 +391,11 @@ pub async fn get_artifact_inline(
         ),
         (header::CACHE_CONTROL, "private, no-store".to_string()),
     ];
-    Ok((headers, content).into_response())
+    (headers, content).into_response()
 }
 
 /// The image type the bytes start with: PNG, JPEG, GIF or WebP.
-fn raster_image_type(bytes: &[u8]) -> Option<&'static str> {
+pub(crate) fn raster_image_type(bytes: &[u8]) -> Option<&'static str> {
     if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
         Some("image/png")
     } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
@@ -389,7 +437,7 @@ fn inline(name: &str) -> String {
     format!("inline; filename=\"{}\"", safe_file_name(name))
 }
 
-fn safe_file_name(name: &str) -> String {
+pub(crate) fn safe_file_name(name: &str) -> String {
     let clean: String = name
         .chars()
         .map(|c| {
@@ -428,19 +476,14 @@ pub async fn healthz(State(state): AppStateRef) -> Response {
     }
 }
 
-/// Prometheus text format. Aggregates only: no user's data is in it.
-pub async fn metrics(State(state): AppStateRef) -> Response {
+/// Prometheus text format. Aggregates only: no user's data is in it; still, with users, only
+/// the scrape token or an admin reads it ([`crate::auth::check_metrics_access`]).
+pub async fn metrics(State(state): AppStateRef, headers: HeaderMap) -> ApiResult<Response> {
+    crate::auth::check_metrics_access(&headers, &state).await?;
     let body = state
         .metrics
         .render(state.running_turns(), state.store.hub().watched_turns());
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        body,
-    )
-        .into_response()
+    Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], body).into_response())
 }
 
 #[cfg(test)]

@@ -427,11 +427,16 @@ fn refused_tools(e: &ToolRequestError) -> String {
     parts.join("; ")
 }
 
-/// The server defaults with the turn's overrides, strictly: every unknown key is named.
+/// The server defaults with the turn's overrides, strictly: every unknown key is named. A
+/// legacy key is taken and ignored, with a warning in the log (the turn has no other channel
+/// before it starts).
 pub fn turn_config(
     defaults: &SolveConfig,
     overrides: &Map<String, Value>,
 ) -> ApiResult<SolveConfig> {
+    for legacy in SolveConfig::legacy_warnings(overrides) {
+        tracing::warn!("in a turn's config: {legacy}");
+    }
     apply_overrides(defaults, overrides, OverridesIn::TurnConfig).map(|(config, _)| config)
 }
 
@@ -444,15 +449,14 @@ pub enum OverridesIn {
     SettingsChange,
 }
 
-/// `defaults` with `overrides` applied and clamped by core; the clamp warnings come back as
-/// text. Unknown keys get core's message (all of them named, the nearest known key suggested).
+/// `defaults` with `overrides` applied and clamped by core, with what was clamped. Unknown keys get core's message (all of them named, the nearest known key suggested).
 pub fn apply_overrides(
     defaults: &SolveConfig,
     overrides: &Map<String, Value>,
     written_in: OverridesIn,
-) -> ApiResult<(SolveConfig, Vec<String>)> {
+) -> ApiResult<(SolveConfig, Vec<deepsolve_core::config::ClampWarning>)> {
     match defaults.with_overrides(overrides) {
-        Ok((config, clamped)) => Ok((config, clamped.iter().map(ToString::to_string).collect())),
+        Ok(applied) => Ok(applied),
         Err(ConfigError::UnknownKey(unknown)) => {
             let unknown = match written_in {
                 OverridesIn::TurnConfig => unknown.found("in the turn's config"),

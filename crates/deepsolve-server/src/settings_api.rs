@@ -1,14 +1,21 @@
-//! `GET|PUT /api/v1/capabilities/settings`: the solve knobs in force and their contracts. Anyone
-//! signed in may read them; only an admin may change them. A change is checked strictly by core
-//! (unknown keys named with the nearest known key, values clamped with warnings), written to the
-//! settings file in one atomic replace, and applies to the next turn without a restart.
+//! `GET|PUT /api/v1/capabilities/settings`: the solve knobs in force and their contracts, and
+//! the playbook in force per language. Anyone signed in may read them; only an admin may change
+//! them. A change is checked strictly by core (unknown keys named with the nearest known key,
+//! values clamped and reported one by one), playbooks are capped and checked like a load, and
+//! everything is written to the settings file in one atomic replace and applies to the next
+//! turn without a restart (a running turn keeps the texts it started with).
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
 use deepsolve_core::config::{FLAGS, KNOBS};
-use deepsolve_protocol::api::{ApiErrorCode, FlagView, KnobView, PutSettings, SettingsView};
+use deepsolve_core::{SolveConfig, Text, Texts};
+use deepsolve_protocol::api::{
+    ApiErrorCode, ClampedValue, FlagView, KnobView, PlaybookChange, PlaybookView,
+    PromptOverrideView, PromptsView, PutSettings, SettingsView,
+};
+use deepsolve_settings::prompts::{MAX_PROMPT_BYTES, PLAYBOOK, PromptsSettings, SolvePrompts};
 use serde_json::Value;
 
 use crate::auth::Caller;
@@ -42,7 +49,46 @@ fn describe(state: &AppState, caller: &Caller) -> SettingsView {
         knobs,
         flags,
         writable: caller.is_admin() && state.config.settings_path.is_some(),
+        prompts: prompts_view(&state.prompts()),
         warnings: None,
+        clamped: None,
+    }
+}
+
+fn prompts_view(prompts: &PromptsSettings) -> PromptsView {
+    let playbooks = Texts::LANGUAGES
+        .into_iter()
+        .map(|language| {
+            let replaced =
+                (prompts.overridden.iter()).find(|o| o.language == language && o.name == PLAYBOOK);
+            match replaced {
+                Some(o) => PlaybookView {
+                    language,
+                    text: o.text.clone(),
+                    from: Some(o.from.clone()),
+                    setting: o.setting.clone(),
+                },
+                None => PlaybookView {
+                    language,
+                    text: Texts::builtin(language).get(Text::Playbook).to_string(),
+                    from: None,
+                    setting: None,
+                },
+            }
+        })
+        .collect();
+    let overridden = (prompts.overridden.iter())
+        .map(|o| PromptOverrideView {
+            language: o.language,
+            name: o.name.clone(),
+            from: o.from.clone(),
+            chars: o.chars as u64,
+        })
+        .collect();
+    PromptsView {
+        playbooks,
+        overridden,
+        max_bytes: MAX_PROMPT_BYTES as u64,
     }
 }
 
@@ -67,18 +113,27 @@ pub async fn put_settings(
         ));
     };
     let _one_writer = state.settings_write.lock().await;
-    let (config, warnings) = apply_overrides(
+    let (config, clamps) = apply_overrides(
         &state.solve_defaults(),
         &req.solve,
         OverridesIn::SettingsChange,
     )?;
     // Write the clamped values, so the file never says something it does not mean.
     let effective = config.to_map();
-    let changes: Vec<(String, String)> = req
+    let mut changes: Vec<(String, String)> = req
         .solve
         .keys()
         .filter_map(|k| effective.get(k).map(|v| (format!("solve.{k}"), raw(v))))
         .collect();
+    let mut warnings: Vec<String> = clamps.iter().map(ToString::to_string).collect();
+    warnings.extend(SolveConfig::legacy_warnings(&req.solve));
+    let prompts = if req.playbooks.is_empty() {
+        None
+    } else {
+        let (prompts, said) = changed_prompts(&state, &path, &req.playbooks, &mut changes)?;
+        warnings.extend(said);
+        Some(prompts)
+    };
     let tool_sections = state.app.tool_sections();
     let written = tokio::task::spawn_blocking(move || {
         let pairs: Vec<(&str, &str)> = changes
@@ -97,9 +152,63 @@ pub async fn put_settings(
         ));
     }
     state.set_solve_defaults(config);
+    if let Some(prompts) = prompts {
+        deepsolve_app::put_prompts_in_force(state.app.engine(), &prompts).map_err(|e| {
+            tracing::error!(error = %e, "checked prompts not put in force");
+            ApiError::internal()
+        })?;
+        state.set_prompts(prompts);
+    }
     let mut body = describe(&state, &caller);
     body.warnings = Some(warnings);
+    body.clamped = Some(
+        clamps
+            .into_iter()
+            .map(|clamp| ClampedValue {
+                asked: req.solve.get(&clamp.key).map_or(clamp.value.clone(), raw),
+                key: format!("solve.{}", clamp.key),
+                applied: clamp.used,
+                min: clamp.min,
+                max: clamp.max,
+            })
+            .collect(),
+    );
     Ok(Json(body))
+}
+
+/// The prompts after `playbooks`, resolved and checked as a load would (size, names, files);
+/// the settings writes they take are added to `writes`. Returns the load's warnings too.
+fn changed_prompts(
+    state: &AppState,
+    settings_path: &std::path::Path,
+    playbooks: &[PlaybookChange],
+    writes: &mut Vec<(String, String)>,
+) -> ApiResult<(PromptsSettings, Vec<String>)> {
+    let invalid = |message: String| ApiError::invalid(ApiErrorCode::InvalidConfig, message);
+    let mut prompts = state.prompts();
+    for change in playbooks {
+        let key = SolvePrompts::key(change.language);
+        let text = change.system.clone().filter(|t| !t.trim().is_empty());
+        if let Some(text) = &text
+            && text.len() > MAX_PROMPT_BYTES
+        {
+            return Err(invalid(format!(
+                "the playbook for {key} is {} bytes, over the cap of {MAX_PROMPT_BYTES} bytes",
+                text.len()
+            )));
+        }
+        prompts.solve.set(change.language, text.clone());
+        writes.push((key.clone(), text.unwrap_or_default()));
+        writes.push((format!("{key}_file"), String::new()));
+    }
+    let warnings = deepsolve_settings::prompts::resolve(&mut prompts, settings_path)
+        .map_err(|e| invalid(e.to_string()))?;
+    for language in Texts::LANGUAGES {
+        prompts
+            .texts(language)
+            .map_err(|e| invalid(e.to_string()))?;
+    }
+    Ok((prompts, warnings))
 }
 
 /// A JSON scalar as the settings writer's raw text.

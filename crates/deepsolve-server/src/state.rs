@@ -62,6 +62,44 @@ pub struct ServerConfig {
     pub price: Option<deepsolve_protocol::api::PriceView>,
     /// Uploads and their ingest.
     pub kb: KbConfig,
+    /// The server's public origin (`server.public_url`): absolute links it hands out (the
+    /// facade's artifact links) start with it.
+    pub public_url: Option<crate::links::PublicUrl>,
+    /// Signs the facade's artifact links ([`crate::links`]).
+    pub link_key: crate::links::LinkKey,
+    /// How long an artifact link stays valid (`server.artifact_link_hours`).
+    pub artifact_link_ttl: Duration,
+    /// The token Prometheus may send to `/metrics` (the variable `server.metrics_token_env`
+    /// names); with users, `/metrics` otherwise needs an admin.
+    pub metrics_token: Option<MetricsToken>,
+    /// The prompt overrides loaded with the settings (`prompts`, and the `prompts/` directory
+    /// beside the settings file); the settings endpoint shows and changes them.
+    pub prompts: deepsolve_settings::prompts::PromptsSettings,
+}
+
+/// A secret bearer token for `/metrics`. `Debug` does not show it.
+#[derive(Clone)]
+pub struct MetricsToken(String);
+
+impl std::fmt::Debug for MetricsToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MetricsToken(***)")
+    }
+}
+
+impl MetricsToken {
+    /// `None` for a blank token (an unset variable must not open `/metrics` to a blank bearer).
+    pub fn new(token: &str) -> Option<Self> {
+        let token = token.trim();
+        (!token.is_empty()).then(|| MetricsToken(token.to_string()))
+    }
+
+    /// `presented` is this token. Both sides are hashed first, so the comparison's time says
+    /// nothing about how much of the token a guess got right.
+    pub fn matches(&self, presented: &str) -> bool {
+        use sha2::Digest;
+        sha2::Sha256::digest(self.0.as_bytes()) == sha2::Sha256::digest(presented.as_bytes())
+    }
 }
 
 /// Uploads to knowledge bases (and a turn's attachments) and their ingest.
@@ -126,6 +164,11 @@ impl Default for ServerConfig {
             trust_forwarded_proto: false,
             price: None,
             kb: KbConfig::default(),
+            public_url: None,
+            link_key: crate::links::LinkKey::random(),
+            artifact_link_ttl: Duration::from_secs(7 * 24 * 60 * 60),
+            metrics_token: None,
+            prompts: Default::default(),
         }
     }
 }
@@ -167,6 +210,8 @@ pub struct AppState {
     pub ingest: crate::ingest::IngestJobs,
     /// The solve defaults in force (the settings endpoint changes them without a restart).
     solve_defaults: RwLock<deepsolve_core::SolveConfig>,
+    /// The prompt overrides in force (likewise; the engine holds their texts).
+    prompts: RwLock<deepsolve_settings::prompts::PromptsSettings>,
     /// Serialises settings writes (read-modify-write of one file).
     pub settings_write: tokio::sync::Mutex<()>,
     running: Mutex<HashMap<String, CancellationToken>>,
@@ -184,6 +229,7 @@ impl AppState {
         AppState {
             ingest: crate::ingest::IngestJobs::new(config.kb.ingest_concurrency),
             solve_defaults: RwLock::new(config.defaults.clone()),
+            prompts: RwLock::new(config.prompts.clone()),
             settings_write: tokio::sync::Mutex::new(()),
             store,
             app,
@@ -207,6 +253,17 @@ impl AppState {
             .solve_defaults
             .write()
             .unwrap_or_else(PoisonError::into_inner) = config;
+    }
+
+    pub fn prompts(&self) -> deepsolve_settings::prompts::PromptsSettings {
+        self.prompts
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn set_prompts(&self, prompts: deepsolve_settings::prompts::PromptsSettings) {
+        *self.prompts.write().unwrap_or_else(PoisonError::into_inner) = prompts;
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {

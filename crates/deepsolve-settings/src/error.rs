@@ -141,6 +141,10 @@ pub enum SettingsError {
     #[error("the settings of the tool '{tool}' do not fit its struct: {reason}")]
     ToolSection { tool: String, reason: String },
 
+    /// A prompt override cannot be used (unknown name, too large, unreadable…).
+    #[error(transparent)]
+    Prompt(#[from] crate::prompts::PromptError),
+
     /// The updated settings could not be turned back into YAML faithfully.
     #[error("cannot write settings file {}: {reason}", path.display())]
     Serialize { path: PathBuf, reason: String },

@@ -36,9 +36,11 @@
 //! `postgres://user:***@host/db`, and never written by [`set_in_file`] with the password.
 
 mod error;
+pub mod import;
 mod layers;
 mod load;
 mod model;
+pub mod prompts;
 mod schema;
 mod tree;
 mod validate;

@@ -101,8 +101,9 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, SettingsError> {
     layers::apply_env(schema, &mut tree, &mut origins, &opts.env)?;
     layers::apply_sets(schema, &mut tree, &mut origins, &opts.sets)?;
     let key_warning = layers::apply_api_key_env(&mut tree, &mut origins, &opts.env);
-    let (settings, mut warnings) = validate::build(schema, tree, &origins)?;
+    let (mut settings, mut warnings) = validate::build(schema, tree, &origins)?;
     warnings.extend(key_warning);
+    warnings.extend(crate::prompts::resolve(&mut settings.prompts, &path)?);
     Ok(Loaded {
         settings,
         warnings,

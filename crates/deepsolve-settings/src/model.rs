@@ -22,6 +22,8 @@ pub struct Settings {
     pub sandbox: SandboxSettings,
     pub server: ServerSettings,
     pub kb: KbSettings,
+    /// Replacements for the texts the model reads ([`crate::prompts`]).
+    pub prompts: crate::prompts::PromptsSettings,
 }
 
 /// The main model endpoint.
@@ -199,6 +201,18 @@ pub struct ServerSettings {
     /// Believe the `X-Forwarded-Proto` header (set it only behind a proxy that sets it): the
     /// cookie is `Secure` on requests that came over https, and the browser's origin is known.
     pub trust_forwarded_proto: bool,
+    /// The server's public address (`https://solve.example.com`, a path prefix allowed): the
+    /// absolute links it hands out (the OpenAI facade's artifact links) start with it. Unset:
+    /// links only when the server is reached by a loopback address.
+    pub public_url: Option<String>,
+    /// Name of an environment variable holding the token Prometheus sends to `/metrics`
+    /// (`Authorization: Bearer …`). With users, `/metrics` takes that token or an admin's.
+    pub metrics_token_env: Option<String>,
+    /// Hours an artifact link handed out by the OpenAI facade stays valid; clamped to 1–8760.
+    pub artifact_link_hours: u64,
+    /// Name of an environment variable holding the secret (32+ characters) that signs artifact
+    /// links; set the same one on every replica. Unset: a key kept in the data directory.
+    pub link_secret_env: Option<String>,
 }
 
 impl Default for ServerSettings {
@@ -215,6 +229,10 @@ impl Default for ServerSettings {
             session_hours: 12,
             secure_cookies: false,
             trust_forwarded_proto: false,
+            public_url: None,
+            metrics_token_env: None,
+            artifact_link_hours: 168,
+            link_secret_env: None,
         }
     }
 }
@@ -274,6 +292,7 @@ impl Settings {
         out.insert("sandbox".into(), to_value(&self.sandbox));
         out.insert("server".into(), self.server.redacted_value());
         out.insert("kb".into(), to_value(&self.kb));
+        out.insert("prompts".into(), to_value(&self.prompts));
         Value::Object(out)
     }
 }

@@ -259,6 +259,13 @@ const SERVER: &[Field] = &[
     field("session_hours", Kind::Number(Clamp::whole(1.0, 720.0))),
     field("secure_cookies", Kind::Flag),
     field("trust_forwarded_proto", Kind::Flag),
+    field("public_url", Kind::Text),
+    field("metrics_token_env", Kind::EnvName),
+    field(
+        "artifact_link_hours",
+        Kind::Number(Clamp::whole(1.0, 8760.0)),
+    ),
+    field("link_secret_env", Kind::EnvName),
 ];
 
 /// `kb`: what one document and one knowledge base may hold.
@@ -271,6 +278,24 @@ const KB: &[Field] = &[
     ),
 ];
 
+/// One language's playbook override: inline, or a file (relative to the settings file).
+const SYSTEM_PROMPT: &[Field] = &[
+    field("system", Kind::Text),
+    field("system_file", Kind::Text),
+];
+
+/// `prompts.solve`: the playbook for every language, and per language (which wins).
+const SOLVE_PROMPTS: &[Field] = &[
+    field("system", Kind::Text),
+    field("system_file", Kind::Text),
+    field("en", Kind::Section(SYSTEM_PROMPT)),
+    field("zh", Kind::Section(SYSTEM_PROMPT)),
+];
+
+/// `prompts`: operator overrides of the model-facing texts (the other texts come from the
+/// `prompts/` directory beside the settings file).
+const PROMPTS: &[Field] = &[field("solve", Kind::Section(SOLVE_PROMPTS))];
+
 pub(crate) const SECTIONS: &[Field] = &[
     field("llm", Kind::Section(LLM)),
     field("models", Kind::Section(MODELS)),
@@ -279,6 +304,7 @@ pub(crate) const SECTIONS: &[Field] = &[
     field("sandbox", Kind::Section(SANDBOX)),
     field("server", Kind::Section(SERVER)),
     field("kb", Kind::Section(KB)),
+    field("prompts", Kind::Section(PROMPTS)),
 ];
 
 /// The whole tree.
@@ -439,7 +465,7 @@ mod tests {
         let miss = hint_of("lm");
         assert_eq!(
             miss,
-            "known sections: llm, models, solve, tools, sandbox, server, kb"
+            "known sections: llm, models, solve, tools, sandbox, server, kb, prompts"
         );
         let miss = hint_of("llm.model.x");
         assert!(miss.contains("'llm.model' is a single value"), "{miss}");
@@ -469,6 +495,7 @@ mod tests {
                 + SANDBOX.len()
                 + SERVER.len()
                 + KB.len()
+                + 6
         );
     }
 }

@@ -91,6 +91,11 @@ pub(crate) fn build(
         sandbox,
         server,
         kb: section(tree.remove("kb").unwrap_or(Value::Null), "kb", origins)?,
+        prompts: section(
+            tree.remove("prompts").unwrap_or(Value::Null),
+            "prompts",
+            origins,
+        )?,
     };
     Ok((settings, warnings))
 }
@@ -433,6 +438,9 @@ impl Checker<'_> {
         };
         let (config, warnings) =
             SolveConfig::from_map(map).map_err(|e| self.config_error(path, e))?;
+        for legacy in SolveConfig::legacy_warnings(map) {
+            self.warn(path, legacy);
+        }
         let effective = config.to_map();
         for mut warning in warnings {
             if let Some(used) = effective.get(&warning.key) {
@@ -792,6 +800,8 @@ mod tests {
         });
         let mut from_structs = Vec::new();
         leaves(&s.redacted_value(), String::new(), &mut from_structs);
+        // Resolved at load, shown by `settings get prompts`, never written.
+        from_structs.retain(|key| key != "prompts.overridden");
         from_structs.sort();
         let mut from_schema = schema::all_keys(&[]);
         // Read only to be moved to its new name, `sandbox.backend`.

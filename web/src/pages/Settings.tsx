@@ -5,10 +5,11 @@ import { api } from "../api";
 import { settings as settingsStore, useCapabilities, valueOf } from "../capabilities";
 import { ErrorMessage, FormError } from "../components/ErrorMessage";
 import { KnobFields } from "../components/KnobFields";
+import { Playbooks } from "../components/Playbooks";
 import { formatNumber } from "../format";
 import { knobHelp, useI18n } from "../i18n";
-import { checkKnob } from "../knobs";
-import type { CapabilitiesView, SettingsView } from "../protocol";
+import { checkKnob, describeClamp } from "../knobs";
+import type { CapabilitiesView, ClampedValue, SettingsView } from "../protocol";
 import { useTitle } from "../title";
 
 export function SettingsPage() {
@@ -27,6 +28,7 @@ export function SettingsPage() {
       {settings.status === "error" && <ErrorMessage error={settings.error} />}
       {(settings.status === "loading" || settings.status === "idle") && <p class="muted">{t("common.loading")}</p>}
       {solve && <SolveSettings view={solve} />}
+      {solve && <Playbooks view={solve} />}
     </section>
   );
 }
@@ -94,7 +96,7 @@ function SolveSettings(props: { view: SettingsView }) {
   const [invalid, setInvalid] = useState<{ key: string; message: string } | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
-  const [outcome, setOutcome] = useState<{ text: string; warnings: string[] } | null>(null);
+  const [outcome, setOutcome] = useState<{ text: string; clamped: ClampedValue[] } | null>(null);
 
   useEffect(() => {
     setValues(initialValues());
@@ -125,14 +127,14 @@ function SolveSettings(props: { view: SettingsView }) {
     const solve = changes();
     if (!solve) return;
     if (Object.keys(solve).length === 0) {
-      setOutcome({ text: t("settings.unchanged"), warnings: [] });
+      setOutcome({ text: t("settings.unchanged"), clamped: [] });
       return;
     }
     setBusy(true);
     try {
       const saved = await api.putSettings(solve);
       settingsStore.set({ status: "ready", value: saved });
-      setOutcome({ text: t("settings.saved"), warnings: saved.warnings ?? [] });
+      setOutcome({ text: t("settings.saved"), clamped: saved.clamped ?? [] });
     } catch (failure) {
       setError(failure);
     } finally {
@@ -178,14 +180,17 @@ function SolveSettings(props: { view: SettingsView }) {
       {invalid && <FormError text={invalid.message} />}
       {error !== null && <ErrorMessage error={error} />}
       {outcome && (
-        <div class={outcome.warnings.length > 0 ? "message warning" : "message ok"} role="status">
+        <div class={outcome.clamped.length > 0 ? "message warning" : "message ok"} role="status">
           <p>{outcome.text}</p>
-          {outcome.warnings.length > 0 && (
+          {outcome.clamped.length > 0 && (
             <>
               <p>{t("settings.warnings")}</p>
-              <ul>
-                {outcome.warnings.map((w, i) => (
-                  <li key={i}>{w}</li>
+              <ul class="clamped-list">
+                {outcome.clamped.map((c) => (
+                  <li key={c.key}>
+                    <code>{c.key}</code>{" "}
+                    {describeClamp(c, t, lang)}
+                  </li>
                 ))}
               </ul>
             </>

@@ -3,15 +3,18 @@
 // Test code: a failed setup step should stop the test loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod api_access;
 mod cli;
 mod code_tools;
 mod connections;
 mod did_you_mean;
 mod disabled_tools;
 mod gc;
+mod import_deeptutor;
 mod kb;
 mod kb_replicas;
 mod memory_probe;
+mod prompts;
 mod protocols;
 mod reply_memory;
 mod serve;

@@ -27,7 +27,7 @@ mod work;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use tokio_util::sync::CancellationToken;
 
@@ -127,35 +127,39 @@ pub enum EngineError {
     InvalidSchema { tool: String, message: String },
 }
 
-/// The solve tools, described in one language.
-struct SolveTools {
-    language: Language,
-    mounted: Vec<Arc<Mounted>>,
+/// One language's texts in force and the solve tools described in them: a turn takes both
+/// at its start, so what its model reads stays the same for the whole turn.
+struct LanguageKit {
+    texts: Arc<Texts>,
+    solve_tools: Vec<Arc<Mounted>>,
+}
+
+impl LanguageKit {
+    fn new(texts: Arc<Texts>) -> Result<Self, EngineError> {
+        let solve_tools = solve_tool_specs(&texts)
+            .into_iter()
+            .map(|spec| Mounted::new(spec, None).map(Arc::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(LanguageKit { texts, solve_tools })
+    }
 }
 
 /// The engine: registered tools and the live solve sessions. Shared by all turns.
 pub struct Engine {
-    /// The solve tools in every built-in language.
-    solve_tools: Vec<SolveTools>,
+    /// Per built-in language (in [`Texts::LANGUAGES`] order); replaced whole by
+    /// [`Engine::set_texts`].
+    kits: RwLock<Vec<Arc<LanguageKit>>>,
     work_tools: Vec<Arc<Mounted>>,
     sessions: Arc<SolveSessionStore>,
     /// Models found to lack native tool calling (protocol `auto`), for the process.
     no_native_tools: Mutex<HashSet<String>>,
 }
 
-fn mount_solve_tools(language: Language) -> Result<SolveTools, EngineError> {
-    let mounted = solve_tool_specs(&Texts::builtin(language))
-        .into_iter()
-        .map(|spec| Mounted::new(spec, None).map(Arc::new))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(SolveTools { language, mounted })
-}
-
 impl Engine {
     pub fn new(tools: Vec<ToolRef>) -> Result<Self, EngineError> {
-        let solve_tools = Texts::LANGUAGES
+        let kits = Texts::LANGUAGES
             .into_iter()
-            .map(mount_solve_tools)
+            .map(|language| LanguageKit::new(Texts::builtin(language)).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
         let mut work_tools: Vec<Arc<Mounted>> = Vec::new();
         for tool in tools {
@@ -166,7 +170,7 @@ impl Engine {
             work_tools.push(Arc::new(Mounted::new(spec, Some(tool))?));
         }
         Ok(Engine {
-            solve_tools,
+            kits: RwLock::new(kits),
             work_tools,
             sessions: Arc::new(SolveSessionStore::default()),
             no_native_tools: Mutex::new(HashSet::new()),
@@ -190,13 +194,34 @@ impl Engine {
         &self.sessions
     }
 
-    fn toolbox(&self, requested: &[String], language: Language) -> Result<Toolbox, TurnError> {
-        let mut mounted = self
-            .solve_tools
+    /// Put `texts` in force for their language, from the next turn on (a running turn keeps
+    /// the texts it started with). The solve tools are described anew in them.
+    pub fn set_texts(&self, texts: Arc<Texts>) -> Result<(), EngineError> {
+        let language = texts.language();
+        let kit = Arc::new(LanguageKit::new(texts)?);
+        let mut kits = self.kits.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = Texts::LANGUAGES.iter().position(|l| *l == language) {
+            kits[i] = kit;
+        }
+        Ok(())
+    }
+
+    /// The texts in force for `language`.
+    pub fn texts(&self, language: Language) -> Arc<Texts> {
+        self.kit(language).texts.clone()
+    }
+
+    fn kit(&self, language: Language) -> Arc<LanguageKit> {
+        let kits = self.kits.read().unwrap_or_else(PoisonError::into_inner);
+        let i = Texts::LANGUAGES
             .iter()
-            .find(|s| s.language == language)
-            .map(|s| s.mounted.clone())
-            .unwrap_or_default();
+            .position(|l| *l == language)
+            .unwrap_or(0);
+        kits[i].clone()
+    }
+
+    fn toolbox(&self, kit: &LanguageKit, requested: &[String]) -> Result<Toolbox, TurnError> {
+        let mut mounted = kit.solve_tools.clone();
         for name in requested {
             let tool = self
                 .work_tools
@@ -253,14 +278,16 @@ impl Engine {
         if spec.problem.trim().is_empty() {
             return Err(TurnError::EmptyProblem);
         }
-        let toolbox = self.toolbox(&spec.tools, spec.language)?;
+        let kit = self.kit(spec.language);
+        let toolbox = self.toolbox(&kit, &spec.tools)?;
         let session = self.open_session(&spec)?;
         let _close = CloseOnDrop {
             store: &self.sessions,
             turn_id: spec.turn_id.clone(),
         };
         let wire = Wire::new(spec.protocol, self.lacks_native_tools(model.name()));
-        let end = TurnRun::new(model, spec, toolbox, session, wire, sink, cancel)
+        let texts = kit.texts.clone();
+        let end = TurnRun::new(model, spec, texts, toolbox, session, wire, sink, cancel)
             .run()
             .await;
         if end.fell_back_to_tags {

@@ -175,9 +175,14 @@ fn tool_context(spec: &TurnSpec, cancel: &CancellationToken) -> ToolContext {
 }
 
 impl<'a> TurnRun<'a> {
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one turn's parts, each built by Engine::run_turn and moved in once"
+    )]
     pub(super) fn new(
         model: &'a dyn ChatModel,
         spec: TurnSpec,
+        texts: Arc<Texts>,
         toolbox: Toolbox,
         session: SessionHandle,
         wire: Wire,
@@ -185,7 +190,6 @@ impl<'a> TurnRun<'a> {
         cancel: CancellationToken,
     ) -> Self {
         let specs = toolbox.specs();
-        let texts = Texts::builtin(spec.language);
         let mut prefix = vec![Message::system(system_prompt(
             &texts,
             &toolbox,

@@ -1,7 +1,7 @@
 //! The solve playbook (system prompt). It names only mounted tools.
 
 use super::spine::is_solve_tool;
-use crate::texts::{Text, Texts};
+use crate::texts::{TOOLS_MARKER, Text, Texts, placeholders};
 
 /// The turn's language is a wire type (the stored turn spec, the API).
 pub use deepsolve_protocol::Language;
@@ -16,7 +16,9 @@ pub(crate) struct ToolLine<'a> {
 }
 
 /// The playbook for the mounted tools, in the texts' language. A tool without its own line is
-/// listed by name with its description.
+/// listed by name with its description. The lines go where the playbook says (`{tool_lines}`,
+/// or `{tools}` in an operator's playbook); one that says nowhere gets them appended, so a
+/// playbook always names exactly the mounted tools.
 pub(crate) fn playbook(texts: &Texts, mounted: &[ToolLine<'_>]) -> String {
     let lines: Vec<String> = mounted
         .iter()
@@ -39,7 +41,19 @@ pub(crate) fn playbook(texts: &Texts, mounted: &[ToolLine<'_>]) -> String {
     } else {
         lines.join("\n")
     };
-    texts.render(Text::Playbook, &[("tool_lines", &tool_lines)])
+    let template = texts.get(Text::Playbook);
+    let placed = placeholders(template)
+        .iter()
+        .any(|p| *p == "tool_lines" || *p == TOOLS_MARKER);
+    let body = texts.render(
+        Text::Playbook,
+        &[("tool_lines", &tool_lines), (TOOLS_MARKER, &tool_lines)],
+    );
+    if placed {
+        return body;
+    }
+    let appended = texts.render(Text::PlaybookToolsAppended, &[("tool_lines", &tool_lines)]);
+    format!("{}\n\n{appended}", body.trim_end())
 }
 
 #[cfg(test)]
@@ -93,6 +107,25 @@ mod tests {
         let p = playbook(Language::Zh, &[own]);
         assert!(p.contains("   - `exec`：生成文件"), "{p}");
         assert!(!p.contains("Run a shell command."), "{p}");
+    }
+
+    #[test]
+    fn an_operator_s_playbook_gets_the_tool_lines_at_its_marker_or_at_the_end() {
+        let mounted = [tool("reason", "think hard")];
+        let texts = |body: &str| Texts::with_overrides(Language::En, [("playbook", body)]).unwrap();
+        let placed = super::playbook(&texts("Tools:\n{tools}\nThen finish."), &mounted);
+        assert_eq!(placed, "Tools:\n   - `reason`: think hard\nThen finish.");
+        let appended = super::playbook(&texts("Be brief.\n"), &mounted);
+        assert_eq!(
+            appended,
+            "Be brief.\n\nThe tools you can use in this turn:\n   - `reason`: think hard"
+        );
+        let zh = Texts::with_overrides(Language::Zh, [("playbook", "简洁。")]).unwrap();
+        let appended = super::playbook(&zh, &[]);
+        assert!(
+            appended.starts_with("简洁。\n\n本轮可用的工具：\n   - "),
+            "{appended}"
+        );
     }
 
     #[test]

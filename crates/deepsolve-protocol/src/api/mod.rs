@@ -3,6 +3,7 @@
 
 pub mod kb;
 pub mod openai;
+pub mod settings;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,6 +19,7 @@ pub use kb::{
     CreateKb, DocumentStatus, DocumentView, DocumentsAccepted, KbDetail, KbList, KbView,
     KnowledgeView, SearchHit, SearchKb, SearchResults, TurnAttachment,
 };
+pub use settings::{ClampedValue, PlaybookChange, PlaybookView, PromptOverrideView, PromptsView};
 
 /// `POST /api/v1/turns`. Unknown fields are refused by name.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -152,9 +154,15 @@ pub struct SettingsView {
     pub flags: Vec<FlagView>,
     /// The caller may change them (an admin, and the server has a settings file).
     pub writable: bool,
-    /// After a change: the values that were clamped, and to what.
+    /// The playbook in force per language, and the texts an operator replaced.
+    pub prompts: PromptsView,
+    /// After a change: the values that were clamped, and to what, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
+    /// After a change: each value that was clamped (which key, asked, applied, the range);
+    /// empty when every value was taken as asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clamped: Option<Vec<ClampedValue>>,
 }
 
 /// A numeric solve knob and its range.
@@ -181,7 +189,11 @@ pub struct FlagView {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PutSettings {
+    #[serde(default)]
     pub solve: Map<String, Value>,
+    /// Playbook changes, applied in order, in the same atomic write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub playbooks: Vec<PlaybookChange>,
 }
 
 /// `GET /api/v1/auth/session`: how this server authenticates, and who the caller is.

@@ -553,6 +553,11 @@ async fn settings_are_readable_clamped_on_write_admin_only_and_written_atomicall
     assert_eq!(body["solve"]["max_rounds"], 50, "clamped");
     assert_eq!(body["solve"]["max_replans"], 3);
     assert!(body["warnings"].to_string().contains("max_rounds"));
+    // Which value was clamped, asked and applied, and the range: only the clamped one.
+    assert_eq!(
+        body["clamped"],
+        json!([{"key": "solve.max_rounds", "asked": "99", "applied": 50.0, "min": 1.0, "max": 50.0}])
+    );
     let file = s.dir.path().join("settings.yaml");
     let text = std::fs::read_to_string(&file).expect("settings file");
     assert!(
@@ -613,8 +618,37 @@ async fn metrics_count_turns_rounds_tokens_tools_and_model_latency() {
         .text()
         .await
         .expect("body");
+    // Every metric dashboards know, with its type (a counter's family is named without
+    // `_total` by OpenMetrics, but the series and the TYPE line keep it, as before).
+    for (name, kind) in [
+        ("deepsolve_turns_total", "counter"),
+        ("deepsolve_turn_rounds", "histogram"),
+        ("deepsolve_tokens_total", "counter"),
+        ("deepsolve_tool_calls_total", "counter"),
+        ("deepsolve_tool_call_duration_seconds", "histogram"),
+        ("deepsolve_model_round_duration_seconds", "histogram"),
+        ("deepsolve_model_first_delta_seconds", "histogram"),
+        ("deepsolve_events_total", "counter"),
+        ("deepsolve_running_turns", "gauge"),
+        ("deepsolve_followed_turns", "gauge"),
+    ] {
+        let line = format!("# TYPE {name} {kind}\n");
+        assert!(text.contains(&line), "missing {line:?} in\n{text}");
+        assert!(
+            text.contains(&format!("# HELP {name} ")),
+            "no help for {name}"
+        );
+    }
+    assert!(!text.contains(".."), "a help text ends twice:\n{text}");
     for needle in [
         "deepsolve_turns_total{stop_reason=\"answered\"} 1",
+        "deepsolve_tokens_total{kind=\"completion\"}",
+        "deepsolve_events_total{type=\"tool_result\"} 5",
+        "deepsolve_events_total{type=\"checkpoint\"} 2",
+        "deepsolve_events_total{type=\"other\"} 0",
+        "deepsolve_events_total{type=\"turn_finished\"} 1",
+        "deepsolve_turn_rounds_bucket{le=\"+Inf\"} 1",
+        "deepsolve_followed_turns 0",
         "deepsolve_turn_rounds_count 1",
         "deepsolve_tool_calls_total{tool=\"make_file\",ok=\"true\"} 2",
         "deepsolve_tool_call_duration_seconds_count{tool=\"make_file\"} 2",

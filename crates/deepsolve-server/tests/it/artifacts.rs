@@ -14,15 +14,15 @@ use serde_json::{Value, json};
 use crate::support::{HOSTILE_HTML, Options, query_tool_spec, start};
 
 /// A 1×1 PNG.
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\xdac\xf8\xcf\xc0\xf0\x1f\0\x05\0\x02\x01\xa2\xdd[^\0\0\0\0IEND\xaeB`\x82";
+pub(crate) const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\xdac\xf8\xcf\xc0\xf0\x1f\0\x05\0\x02\x01\xa2\xdd[^\0\0\0\0IEND\xaeB`\x82";
 const SVG: &str = "<svg xmlns='http://www.w3.org/2000/svg'><script>alert(1)</script></svg>";
 
 /// Writes a PNG, an HTML page and an SVG (each claiming to be an image) into the workspace.
-struct MakeFigures {
+pub(crate) struct MakeFigures {
     spec: ToolSpec,
 }
 
-fn make_figures() -> ToolRef {
+pub(crate) fn make_figures() -> ToolRef {
     Arc::new(MakeFigures {
         spec: query_tool_spec("make_figures", "Draws figures."),
     })

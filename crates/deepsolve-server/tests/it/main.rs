@@ -11,6 +11,7 @@ mod gc;
 mod knowledge;
 mod openai_facade;
 mod openapi;
+mod prompts;
 mod support;
 mod tools;
 mod web_ui;

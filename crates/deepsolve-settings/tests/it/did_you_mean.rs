@@ -57,7 +57,7 @@ fn a_typo_in_the_file_gets_the_nearest_key() {
     let e = load_err(&f, &[], &[]);
     assert!(
         e.contains(
-            "(known sections: llm, models, solve, tools, sandbox, server, kb) — did you mean 'tools'?"
+            "(known sections: llm, models, solve, tools, sandbox, server, kb, prompts) — did you mean 'tools'?"
         ),
         "{e}"
     );
