@@ -1,0 +1,3 @@
+mod commands;
+mod props;
+mod svg;
