@@ -251,6 +251,17 @@ fn points_centre(objects: &[Object]) -> Pt {
     points.iter().fold(Pt::default(), |acc, p| acc + *p) / points.len() as f64
 }
 
+/// Where an angle is and which way it turns.
+struct AngleMark {
+    vertex: Pt,
+    /// The first arm's direction, radians.
+    from: f64,
+    /// The turn to the second arm, radians, counter-clockwise positive.
+    sweep: f64,
+    /// 90°: marked with a square.
+    right: bool,
+}
+
 /// A label to draw last, on top: text at a canvas position with an anchor.
 struct Label {
     at: Pt,
@@ -423,7 +434,13 @@ impl Svg {
                     Some(caption) => caption.clone(),
                     None => format!("{}°", format_short(*degrees)),
                 });
-                self.angle(view, *vertex, *from, *sweep, *degrees, &c, text, labels);
+                let mark = AngleMark {
+                    vertex: *vertex,
+                    from: *from,
+                    sweep: *sweep,
+                    right: (*degrees - 90.0).abs() < 0.05,
+                };
+                self.angle(view, &mark, &c, text, labels);
             }
             Value::Text { text, at } => {
                 let c = ink("#111827");
@@ -490,25 +507,27 @@ impl Svg {
     }
 
     /// The mark of an angle: a wedge and its arc (a square for a right angle), and its value.
-    #[allow(clippy::too_many_arguments)]
     fn angle(
         &mut self,
         view: &View,
-        vertex: Pt,
-        from: f64,
-        sweep: f64,
-        degrees: f64,
+        mark: &AngleMark,
         color: &str,
         text: Option<String>,
         labels: &mut Labels,
     ) {
+        let &AngleMark {
+            vertex,
+            from,
+            sweep,
+            right,
+        } = mark;
         let v = view.at(vertex);
         let radius = 22.0;
         let world_r = view.world_len(radius);
         let u = Pt::new(from.cos(), from.sin());
         let w = Pt::new((from + sweep).cos(), (from + sweep).sin());
         let (p1, p2) = (view.at(vertex + u * world_r), view.at(vertex + w * world_r));
-        if (degrees - 90.0).abs() < 0.05 {
+        if right {
             let side = view.world_len(14.0);
             let corners = [
                 vertex,
