@@ -54,6 +54,7 @@ impl Tool for MakeFigures {
                 mime: mime.into(),
                 id: None,
                 url: None,
+                rendered_sha256: None,
             });
         }
         Ok(out)
