@@ -40,7 +40,7 @@ use deepsolve_kb::extract::ChildCommand;
 use deepsolve_settings::{Loaded, Settings, ToolSection};
 use deepsolve_tools::{CATALOG, Deps, Knowledge, Sandbox, SandboxError, Toolset};
 
-pub use artifacts::ArtifactRegistry;
+pub use artifacts::{ArtifactRegistry, is_rendered};
 pub use deepsolve_tools::{
     DisabledError, Policy, ToolEntry, ToolRequestError, ToolStatus, Unavailable,
 };
