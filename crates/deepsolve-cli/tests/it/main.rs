@@ -9,6 +9,7 @@ mod connections;
 mod did_you_mean;
 mod disabled_tools;
 mod gc;
+mod geogebra;
 mod kb;
 mod kb_replicas;
 mod memory_probe;
