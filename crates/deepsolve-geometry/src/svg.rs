@@ -430,9 +430,13 @@ impl Svg {
                 degrees,
             } => {
                 let c = ink(ANGLE);
-                let text = object.label_shown().then(|| match &object.style.caption {
-                    Some(caption) => caption.clone(),
-                    None => format!("{}°", format_short(*degrees)),
+                // An angle's label is its size; a caption names it (`∠B = 36.87°`).
+                let text = object.label_shown().then(|| {
+                    let size = format!("{}°", format_short(*degrees));
+                    match &object.style.caption {
+                        Some(caption) => format!("{caption} = {size}"),
+                        None => size,
+                    }
                 });
                 let mark = AngleMark {
                     vertex: *vertex,

@@ -77,7 +77,7 @@ fn a_described_construction_is_drawn_saved_listed_and_used_in_the_answer() {
     let checked = deepsolve_geometry::check(&FIGURE_COMMANDS.join("\n"));
     let ours = deepsolve_geometry::render_svg(&checked.construction, &Default::default());
     assert_eq!(saved, ours);
-    assert!(saved.contains(">B</text>") && saved.contains(">90°</text>"));
+    assert!(saved.contains(">∠B = 36.87°</text>") && saved.contains(">90°</text>"));
 
     // The CLI lists it under the tool line and with the turn's files.
     let listed = format!("{} (image/svg+xml,", svgs[0].display());
@@ -97,6 +97,6 @@ fn a_described_construction_is_drawn_saved_listed_and_used_in_the_answer() {
         !result.contains("Segmnt(B, C)\n```"),
         "no invalid command in the script"
     );
-    assert!(result.contains("| β (\"B\") | angle | Angle(C, B, A) | 36.8699° at (4, 0) |"));
+    assert!(result.contains("| β (\"∠B\") | angle | Angle(C, B, A) | 36.8699° at (4, 0) |"));
     assert!(stdout.contains("∠B = 36.8699°"), "{stdout}");
 }

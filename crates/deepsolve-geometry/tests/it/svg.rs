@@ -168,7 +168,7 @@ fn of_class<'a>(elements: &'a [Element], class: &str) -> Vec<&'a Element> {
     out
 }
 
-const FIGURE: &str = "A = (0, 0)\nB = (6, 0)\nC = (1, 4)\nt = Polygon(A, B, C)\nc = Circle(A, B, C)\nM = Midpoint(A, B)\ng = Line(C, M)\nh = Ray(A, C)\nv = Vector(B, C)\nα = Angle(C, A, B)\nβ = Angle(A, B, C)\nH = Intersect(PerpendicularLine(C, Line(A, B)), Line(A, B))\nr = Angle(C, H, B)\nT = Text(\"Find ∠C\", (3, 5))";
+const FIGURE: &str = "A = (0, 0)\nB = (6, 0)\nC = (1, 4)\nt = Polygon(A, B, C)\nc = Circle(A, B, C)\nM = Midpoint(A, B)\ng = Line(C, M)\nh = Ray(A, C)\nv = Vector(B, C)\nα = Angle(C, A, B)\nβ = Angle(A, B, C)\nH = Intersect(PerpendicularLine(C, Line(A, B)), Line(A, B))\nr = Angle(C, H, B)\nT = Text(\"Find ∠C\", (3, 5))\nSetCaption(β, \"∠B\")";
 
 #[test]
 fn a_figure_has_every_object_inside_the_canvas() {
@@ -209,7 +209,7 @@ fn angles_are_marked_with_their_values() {
         .iter()
         .map(|e| e.text.as_str())
         .collect();
-    for expected in ["A", "B", "C", "M", "H", "75.96°", "38.66°", "90°"] {
+    for expected in ["A", "B", "C", "M", "H", "75.96°", "∠B = 38.66°", "90°"] {
         assert!(labels.contains(&expected), "{expected} in {labels:?}");
     }
     let acute = of_class(&elements, "angle");

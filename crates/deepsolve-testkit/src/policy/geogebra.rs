@@ -30,7 +30,7 @@ pub const FIGURE_COMMANDS: [&str; 8] = [
     "a = Segment(B, C)",
     "β = Angle(C, B, A)",
     "α = Angle(B, A, C)",
-    "SetCaption(β, \"B\")",
+    "SetCaption(β, \"∠B\")",
 ];
 
 /// The command the figure model's first reply misspells (`Segmnt` for `Segment`), so every
