@@ -37,6 +37,7 @@ test("geogebra_analysis draws our figure inline in its tool card, at 1280 px in 
   expect(served.headers()["content-security-policy"]).toBe("sandbox; default-src 'none'");
   await card.scrollIntoViewIfNeeded();
   await page.screenshot({ path: screenshotPath("figure-desktop"), fullPage: true });
+  await card.screenshot({ path: screenshotPath("figure-tool-card") });
   expect(pageErrors).toEqual([]);
 
   const phone = await page.context().browser()!.newContext({ viewport: { width: 360, height: 780 }, isMobile: true, hasTouch: true });
