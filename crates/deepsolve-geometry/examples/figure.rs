@@ -12,7 +12,7 @@ fn main() -> std::io::Result<()> {
     }
     eprint!(
         "{}",
-        deepsolve_geometry::object_table(&checked.construction)
+        deepsolve_geometry::object_table(&checked.construction, Default::default())
     );
     let svg = deepsolve_geometry::render_svg(&checked.construction, &Default::default());
     print!("{svg}");

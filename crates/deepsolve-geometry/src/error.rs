@@ -122,6 +122,24 @@ pub enum ErrorKind {
     FunctionTooLarge(usize),
 }
 
+/// The language of a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lang {
+    #[default]
+    En,
+    Zh,
+}
+
+impl ErrorKind {
+    /// What is wrong, in `lang` (`Display` is English).
+    pub fn message(&self, lang: Lang) -> String {
+        match lang {
+            Lang::En => self.to_string(),
+            Lang::Zh => crate::zh::message(self),
+        }
+    }
+}
+
 fn did_you_mean(suggestion: Option<&str>) -> String {
     suggestion
         .map(|s| format!("; did you mean '{s}'?"))

@@ -33,9 +33,10 @@ mod parse;
 pub mod svg;
 mod table;
 mod value;
+mod zh;
 
 pub use ast::{BinaryOp, Command, Expr, ExprKind, Span, Statement, UnaryOp};
-pub use error::{ErrorKind, GeoError};
+pub use error::{ErrorKind, GeoError, Lang};
 pub use eval::evaluate;
 pub use geom::Pt;
 pub use parse::{Parsed, parse_command, parse_script};

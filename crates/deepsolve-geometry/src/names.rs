@@ -2,15 +2,24 @@
 //! the nearest known name for a misspelt one.
 
 /// A command of the subset, with the argument lists it accepts as an error message states
-/// them.
+/// them, in English and in Chinese.
 #[derive(Debug, Clone, Copy)]
 pub struct CommandInfo {
     pub name: &'static str,
     pub expects: &'static str,
+    pub expects_zh: &'static str,
 }
 
-const fn command(name: &'static str, expects: &'static str) -> CommandInfo {
-    CommandInfo { name, expects }
+const fn command(
+    name: &'static str,
+    expects: &'static str,
+    expects_zh: &'static str,
+) -> CommandInfo {
+    CommandInfo {
+        name,
+        expects,
+        expects_zh,
+    }
 }
 
 /// Every command, as GeoGebra spells it.
@@ -18,31 +27,66 @@ pub const COMMANDS: &[CommandInfo] = &[
     command(
         "Point",
         "(segment, line, ray or circle), (that object, number) or (point, vector)",
+        "(线段、直线、射线或圆)、(该对象, 数) 或 (点, 向量)",
     ),
-    command("Segment", "(point, point)"),
-    command("Line", "(point, point) or (point, parallel line)"),
-    command("Ray", "(point, point) or (point, vector)"),
-    command("Vector", "(point, point) or (point)"),
+    command("Segment", "(point, point)", "(点, 点)"),
+    command(
+        "Line",
+        "(point, point) or (point, parallel line)",
+        "(点, 点) 或 (点, 平行直线)",
+    ),
+    command(
+        "Ray",
+        "(point, point) or (point, vector)",
+        "(点, 点) 或 (点, 向量)",
+    ),
+    command("Vector", "(point, point) or (point)", "(点, 点) 或 (点)"),
     command(
         "Circle",
         "(point, number), (point, point), (point, segment) or (point, point, point)",
+        "(点, 数)、(点, 点)、(点, 线段) 或 (点, 点, 点)",
     ),
-    command("Polygon", "(point, point, point, …)"),
-    command("Midpoint", "(point, point) or (segment)"),
+    command("Polygon", "(point, point, point, …)", "(点, 点, 点, …)"),
+    command(
+        "Midpoint",
+        "(point, point) or (segment)",
+        "(点, 点) 或 (线段)",
+    ),
     command(
         "Intersect",
         "(object, object) or (object, object, index), each object a line, segment, ray or circle",
+        "(对象, 对象) 或 (对象, 对象, 序号)，对象为直线、线段、射线或圆",
     ),
-    command("PerpendicularLine", "(point, line)"),
-    command("ParallelLine", "(point, line)"),
-    command("AngleBisector", "(point, point, point) or (line, line)"),
-    command("Angle", "(point, point, point) or (line, line)"),
-    command("Distance", "(point, point) or (point, line)"),
-    command("Length", "(segment) or (vector)"),
-    command("Text", "(text) or (text, point)"),
-    command("SetCaption", "(object, text)"),
-    command("ShowLabel", "(object, true or false)"),
-    command("SetColor", "(object, colour name or \"#rrggbb\")"),
+    command("PerpendicularLine", "(point, line)", "(点, 直线)"),
+    command("ParallelLine", "(point, line)", "(点, 直线)"),
+    command(
+        "AngleBisector",
+        "(point, point, point) or (line, line)",
+        "(点, 点, 点) 或 (直线, 直线)",
+    ),
+    command(
+        "Angle",
+        "(point, point, point) or (line, line)",
+        "(点, 点, 点) 或 (直线, 直线)",
+    ),
+    command(
+        "Distance",
+        "(point, point) or (point, line)",
+        "(点, 点) 或 (点, 直线)",
+    ),
+    command("Length", "(segment) or (vector)", "(线段) 或 (向量)"),
+    command("Text", "(text) or (text, point)", "(文本) 或 (文本, 点)"),
+    command("SetCaption", "(object, text)", "(对象, 文本)"),
+    command(
+        "ShowLabel",
+        "(object, true or false)",
+        "(对象, true 或 false)",
+    ),
+    command(
+        "SetColor",
+        "(object, colour name or \"#rrggbb\")",
+        "(对象, 颜色名或 \"#rrggbb\")",
+    ),
 ];
 
 /// Commands that change an object instead of making one.
@@ -82,7 +126,7 @@ const ALTERNATIVES: &[(&str, &str)] = &[
     ("Triangle", "Polygon(A, B, C)"),
     (
         "Incircle",
-        "the intersection of two AngleBisector lines as its centre",
+        "I = Intersect(AngleBisector(B, A, C), AngleBisector(A, B, C)); Circle(I, Distance(I, Line(A, B)))",
     ),
     ("Circumcircle", "Circle(A, B, C)"),
 ];

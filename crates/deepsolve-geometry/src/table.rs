@@ -1,6 +1,7 @@
 //! The construction as a Markdown table of objects and their coordinates, for a model to
 //! read.
 
+use crate::error::Lang;
 use crate::geom::Pt;
 use crate::value::{Construction, Object, Value};
 
@@ -19,47 +20,105 @@ pub fn format_point(p: Pt) -> String {
     format!("({}, {})", format_number(p.x), format_number(p.y))
 }
 
-/// What the table says an object is: coordinates, lengths, equations, sizes.
-pub fn describe(value: &Value) -> String {
+/// The words of the table, per language.
+struct Words {
+    header: &'static str,
+    at: &'static str,
+    from: &'static str,
+    to: &'static str,
+    through: &'static str,
+    length: &'static str,
+    centre: &'static str,
+    radius: &'static str,
+    area: &'static str,
+}
+
+const EN: Words = Words {
+    header: "| name | type | definition | value |",
+    at: "at",
+    from: "from",
+    to: "to",
+    through: "through",
+    length: "length",
+    centre: "centre",
+    radius: "radius",
+    area: "area",
+};
+
+const ZH: Words = Words {
+    header: "| 名称 | 类型 | 定义 | 值 |",
+    at: "位于",
+    from: "起点",
+    to: "到",
+    through: "经过",
+    length: "长度",
+    centre: "圆心",
+    radius: "半径",
+    area: "面积",
+};
+
+fn words(lang: Lang) -> &'static Words {
+    match lang {
+        Lang::En => &EN,
+        Lang::Zh => &ZH,
+    }
+}
+
+/// What the table says an object is, in `lang`: coordinates, lengths, equations, sizes.
+pub fn describe(value: &Value, lang: Lang) -> String {
+    let w = words(lang);
     match value {
         Value::Number(n) => format_number(*n),
         Value::Bool(b) => b.to_string(),
         Value::Text { text, at } => match at {
-            Some(p) => format!("\"{text}\" at {}", format_point(*p)),
+            Some(p) => format!("\"{text}\" {} {}", w.at, format_point(*p)),
             None => format!("\"{text}\""),
         },
         Value::Point(p) => format_point(*p),
         Value::Vector { start, d } => format!(
-            "{} from {}, length {}",
+            "{} {} {}, {} {}",
             format_point(*d),
+            w.from,
             format_point(*start),
+            w.length,
             format_number(d.norm())
         ),
         Value::Segment(a, b) => format!(
-            "{} to {}, length {}",
+            "{} {} {}, {} {}",
             format_point(*a),
+            w.to,
             format_point(*b),
+            w.length,
             format_number(a.dist(*b))
         ),
         Value::Line { p, d } => line_equation(*p, *d),
         Value::Ray { p, d } => format!(
-            "from {} through {}",
+            "{} {} {} {}",
+            w.from,
             format_point(*p),
+            w.through,
             format_point(*p + *d)
         ),
         Value::Circle { centre, radius } => format!(
-            "centre {}, radius {}",
+            "{} {}, {} {}",
+            w.centre,
             format_point(*centre),
+            w.radius,
             format_number(*radius)
         ),
         Value::Polygon(vertices) => {
             let points: Vec<String> = vertices.iter().map(|v| format_point(*v)).collect();
             let area = crate::geom::twice_area(vertices).abs() / 2.0;
-            format!("{}, area {}", points.join(", "), format_number(area))
+            format!("{}, {} {}", points.join(", "), w.area, format_number(area))
         }
         Value::Angle {
             vertex, degrees, ..
-        } => format!("{}° at {}", format_number(*degrees), format_point(*vertex)),
+        } => format!(
+            "{}° {} {}",
+            format_number(*degrees),
+            w.at,
+            format_point(*vertex)
+        ),
         Value::Function(f) => format!("{}({}) = {}", f.name, f.param, f.body_text),
     }
 }
@@ -109,26 +168,29 @@ fn line_equation(p: Pt, d: Pt) -> String {
     format!("{lhs} = {}", format_number(c))
 }
 
-/// `| name | type | definition | value |`, one row per object.
-pub fn object_table(construction: &Construction) -> String {
-    let mut out = String::from("| name | type | definition | value |\n|---|---|---|---|\n");
+/// `| name | type | definition | value |`, one row per object, in `lang`.
+pub fn object_table(construction: &Construction, lang: Lang) -> String {
+    let mut out = format!("{}\n|---|---|---|---|\n", words(lang).header);
     for object in &construction.objects {
-        out.push_str(&row(object));
+        out.push_str(&row(object, lang));
     }
     out
 }
 
-fn row(object: &Object) -> String {
+fn row(object: &Object, lang: Lang) -> String {
     let name = match &object.style.caption {
         Some(caption) => format!("{} (\"{caption}\")", object.name),
         None => object.name.clone(),
     };
+    let kind = match lang {
+        Lang::En => object.value.kind(),
+        Lang::Zh => crate::zh::kind_zh(object.value.kind()),
+    };
     format!(
-        "| {} | {} | {} | {} |\n",
+        "| {} | {kind} | {} | {} |\n",
         cell(&name),
-        object.value.kind(),
         cell(&object.definition),
-        cell(&describe(&object.value))
+        cell(&describe(&object.value, lang))
     )
 }
 

@@ -2,7 +2,8 @@
 //! make, invalid ones and the error at their line and column, degenerate constructions and
 //! their named errors.
 
-use deepsolve_geometry::{ErrorKind, check, describe};
+use deepsolve_geometry::names::COMMANDS;
+use deepsolve_geometry::{ErrorKind, Lang, PALETTE, check, describe};
 
 const TRIANGLE: &str = "A = (0, 0)\nB = (4, 0)\nC = (0, 3)";
 
@@ -197,7 +198,7 @@ fn valid_commands_make_their_objects() {
             .construction
             .get(name)
             .unwrap_or_else(|| panic!("{script}: no {name} in {:?}", names(&checked)));
-        assert_eq!(describe(&object.value), *expected, "{script}");
+        assert_eq!(describe(&object.value, Lang::En), *expected, "{script}");
     }
 }
 
@@ -584,4 +585,76 @@ fn the_script_is_bounded() {
     assert_eq!(checked.errors[0].kind, ErrorKind::TooDeep(64));
     let long = format!("T = Text(\"{}\")", "a".repeat(3000));
     assert_eq!(check(&long).errors[0].kind, ErrorKind::LineTooLong(2000));
+}
+
+/// Words of four ASCII letters or more outside quotes that are not a command, a colour or a
+/// literal: English prose, which a Chinese message must not have.
+fn english_prose(message: &str) -> Vec<String> {
+    let mut unquoted = String::new();
+    let mut quote: Option<char> = None;
+    for c in message.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if matches!(c, '\'' | '"' | '`') => quote = Some(c),
+            None => unquoted.push(c),
+        }
+    }
+    let allowed = |w: &str| {
+        COMMANDS.iter().any(|c| c.name == w)
+            || PALETTE.iter().any(|(name, _)| *name == w)
+            || matches!(w, "true" | "false" | "rrggbb")
+    };
+    unquoted
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| w.len() >= 4 && !allowed(w))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_error_reads_in_chinese_too() {
+    let mut scripts: Vec<&str> = INVALID.iter().map(|(s, ..)| *s).collect();
+    let degenerate = degenerate();
+    scripts.extend(degenerate.iter().map(|(s, ..)| *s));
+    scripts.extend([
+        "A = (1, 2)\nB = A * Segment(A, (2, 2))",
+        "f(x) = Circle(x, 1)",
+        "k = -Segment((0, 0), (1, 1))",
+        "Incircle(A, B, C)",
+        "k = (0, 0) * 1 + \"t\"",
+    ]);
+    let mut seen = 0;
+    for script in scripts {
+        for error in check(script).errors {
+            let zh = error.kind.message(Lang::Zh);
+            assert_ne!(zh, error.kind.message(Lang::En));
+            let prose = english_prose(&zh);
+            assert!(prose.is_empty(), "{script}: {zh} has {prose:?}");
+            seen += 1;
+        }
+    }
+    assert!(seen > 40, "{seen}");
+}
+
+#[test]
+fn the_table_reads_in_chinese_too() {
+    let checked = check(
+        "A = (0, 0)\nB = (4, 0)\nC = (0, 3)\nt = Polygon(A, B, C)\nc = Circle(A, B, C)\nh = Ray(A, C)\nv = Vector(A, B)\ns = Segment(A, B)\nβ = Angle(C, B, A)\nT = Text(\"x\", A)",
+    );
+    let zh = deepsolve_geometry::object_table(&checked.construction, Lang::Zh);
+    assert!(zh.starts_with("| 名称 | 类型 | 定义 | 值 |\n"), "{zh}");
+    for row in [
+        "| c | 圆 | Circle(A, B, C) | 圆心 (2, 1.5), 半径 2.5 |",
+        "| β | 角 | Angle(C, B, A) | 36.8699° 位于 (4, 0) |",
+        "| t | 多边形 | Polygon(A, B, C) | (0, 0), (4, 0), (0, 3), 面积 6 |",
+    ] {
+        assert!(zh.contains(row), "{row}\n{zh}");
+    }
+    let prose = english_prose(&zh.replace("Circle", "").replace("Polygon", ""));
+    let prose: Vec<String> = prose
+        .into_iter()
+        .filter(|w| !COMMANDS.iter().any(|c| c.name == w))
+        .collect();
+    assert!(prose.is_empty(), "{prose:?}\n{zh}");
 }

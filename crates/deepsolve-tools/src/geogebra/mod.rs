@@ -20,7 +20,7 @@ use deepsolve_core::{
     Artifact, ChatModel, ChatRequest, Language, Message, SolveConfig, StreamDelta, Tool,
     ToolChoice, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec, Usage,
 };
-use deepsolve_geometry::{Checked, GeoError, RenderOptions, check, object_table, render_svg};
+use deepsolve_geometry::{Checked, GeoError, Lang, RenderOptions, check, object_table, render_svg};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
@@ -308,15 +308,29 @@ fn error_lines(errors: &[GeoError], language: Language) -> String {
         .join("\n")
 }
 
+/// The turn's language, as the geometry crate names it.
+fn lang(language: Language) -> Lang {
+    match language {
+        Language::En => Lang::En,
+        Language::Zh => Lang::Zh,
+    }
+}
+
 fn error_line(e: &GeoError, language: Language) -> String {
     match language {
         Language::En => format!(
             "command {}, column {} (`{}`): {}",
-            e.line, e.column, e.command, e.kind
+            e.line,
+            e.column,
+            e.command,
+            e.kind.message(lang(language))
         ),
         Language::Zh => format!(
             "第 {} 条命令，第 {} 列（`{}`）：{}",
-            e.line, e.column, e.command, e.kind
+            e.line,
+            e.column,
+            e.command,
+            e.kind.message(lang(language))
         ),
     }
 }
@@ -426,7 +440,7 @@ fn result(
     out.push_str("\n```\n\n");
     out.push_str(words.objects);
     out.push('\n');
-    out.push_str(&object_table(&built.construction));
+    out.push_str(&object_table(&built.construction, lang(words.language)));
     list(&mut out, words.given, &analysed.reply.constraints);
     list(&mut out, words.relations, &analysed.reply.relations);
     let notes = notes(analysed, sight, words);

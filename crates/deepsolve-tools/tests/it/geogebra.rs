@@ -346,7 +346,9 @@ async fn a_chinese_turn_gets_the_chinese_prompts_and_result() {
     let repair = &requests[1].messages.last().unwrap().content;
     assert!(
         repair.starts_with("有些命令无法使用。")
-            && repair.contains("- 第 8 条命令，第 1 列（`Cirle(A, 2)`）"),
+            && repair.contains(
+                "- 第 8 条命令，第 1 列（`Cirle(A, 2)`）：未知命令 'Cirle'；是否想写 'Circle'？"
+            ),
         "{repair}"
     );
     for english in ["You turn", "Reply with", "Some commands"] {
@@ -372,7 +374,22 @@ async fn a_chinese_turn_gets_the_chinese_prompts_and_result() {
     ] {
         assert!(out.content.contains(heading), "{heading}\n{}", out.content);
     }
-    for english in ["Figure:", "Objects:", "Notes:", "dropped", "repair round"] {
+    assert!(out.content.contains("未知命令 'Cirle'"), "{}", out.content);
+    assert!(
+        out.content
+            .contains("| β | 角 | Angle(C, B, A) | 36.8699° 位于 (4, 0) |")
+    );
+    let english = [
+        "| name",
+        "area",
+        "Figure:",
+        "Objects:",
+        "Notes:",
+        "dropped",
+        "repair round",
+        "unknown",
+    ];
+    for english in english {
         assert!(!out.content.contains(english), "{english}\n{}", out.content);
     }
 }
