@@ -23,6 +23,7 @@ pub mod code;
 pub mod geogebra;
 pub mod knowledge;
 pub mod reason;
+mod subcall;
 pub mod toolset;
 pub mod web;
 

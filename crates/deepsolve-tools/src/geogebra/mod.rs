@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deepsolve_core::{
-    Artifact, ChatModel, ChatRequest, Language, Message, SolveConfig, StreamDelta, Tool,
-    ToolChoice, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec, Usage,
+    Artifact, ChatModel, Language, Message, SolveConfig, Tool, ToolContext, ToolError, ToolOutput,
+    ToolRef, ToolSpec, Usage,
 };
 use deepsolve_geometry::{Checked, GeoError, Lang, RenderOptions, check, object_table, render_svg};
 use serde_json::{Value, json};
@@ -200,20 +200,14 @@ impl Conversation {
 
     /// One call with the conversation so far; the reply joins it, read and checked.
     async fn ask(&mut self) -> Result<Read, ToolError> {
-        let request = ChatRequest {
-            messages: self.messages.clone(),
-            tools: Vec::new(),
-            tool_choice: ToolChoice::Auto,
-            max_tokens: self.max_tokens,
-            temperature: self.temperature,
-            stop: Vec::new(),
-        };
-        let mut ignore = |_: StreamDelta| {};
-        let completion = self
-            .model
-            .complete(&request, &mut ignore)
-            .await
-            .map_err(|e| ToolError::internal(format!("the figure model failed: {e}")))?;
+        let completion = crate::subcall::complete(
+            self.model.as_ref(),
+            self.messages.clone(),
+            self.max_tokens,
+            self.temperature,
+            "figure",
+        )
+        .await?;
         self.usage.add(&completion.usage);
         self.messages
             .push(Message::assistant(completion.text.clone()));
