@@ -120,6 +120,10 @@ pub enum ErrorKind {
     BadColor(String),
     #[error("the function is too large to draw (more than {0} operations per value)")]
     FunctionTooLarge(usize),
+    #[error(
+        "the script's functions together are too large to draw (more than {0} operations per value)"
+    )]
+    FunctionsTooLarge(usize),
 }
 
 /// The language of a message.

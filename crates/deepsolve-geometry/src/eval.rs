@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::ast::{BinaryOp, Command, Expr, ExprKind, Span, Statement, UnaryOp};
 use crate::error::{ErrorKind, GeoError};
 use crate::geom::{self, CircleCrossing, Crossing, Extent, Linear, Pt};
-use crate::limits::{MAX_FUNCTION_COST, MAX_TEXT_CHARS};
+use crate::limits::{MAX_FUNCTION_COST, MAX_TEXT_CHARS, MAX_TOTAL_FUNCTION_COST};
 use crate::names::{self, CONSTANTS, STYLE_COMMANDS};
 use crate::value::{Color, Construction, Function, MathFn, Num, Object, Style, Value};
 
@@ -39,6 +39,8 @@ struct Evaluator {
     /// Every name the script assigns → the first line that does.
     defined: HashMap<String, usize>,
     names: AutoNames,
+    /// Operations per value of the functions defined so far.
+    function_cost: usize,
 }
 
 impl Evaluator {
@@ -59,6 +61,7 @@ impl Evaluator {
             failed: HashMap::new(),
             defined,
             names,
+            function_cost: 0,
         }
     }
 
@@ -122,6 +125,13 @@ impl Evaluator {
                 ErrorKind::FunctionTooLarge(MAX_FUNCTION_COST),
             ));
         }
+        if self.function_cost + cost > MAX_TOTAL_FUNCTION_COST {
+            return Err((
+                body.span.start,
+                ErrorKind::FunctionsTooLarge(MAX_TOTAL_FUNCTION_COST),
+            ));
+        }
+        self.function_cost += cost;
         let function = Function {
             name: name.to_string(),
             param: param.to_string(),

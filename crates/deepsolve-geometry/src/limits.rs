@@ -16,3 +16,6 @@ pub const MAX_COORD: f64 = 1.0e6;
 /// Operations to compute one value of a function, counting those of the functions it calls
 /// (a chain of functions that each call the previous twice would double at every link).
 pub const MAX_FUNCTION_COST: usize = 5_000;
+/// Operations per value of all the script's functions together: each is drawn from a few
+/// hundred values, so this bounds the drawing's work.
+pub const MAX_TOTAL_FUNCTION_COST: usize = 20_000;

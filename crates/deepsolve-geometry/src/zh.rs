@@ -93,6 +93,9 @@ pub(crate) fn message(kind: &ErrorKind) -> String {
             "未知颜色 '{c}'：请使用 black、gray、red、orange、yellow、green、teal、blue、purple、magenta、brown 之一，或 \"#rrggbb\""
         ),
         K::FunctionTooLarge(n) => format!("函数太大，无法绘制（每个值超过 {n} 次运算）"),
+        K::FunctionsTooLarge(n) => {
+            format!("脚本中的函数合起来太大，无法绘制（每个值超过 {n} 次运算）")
+        }
     }
 }
 

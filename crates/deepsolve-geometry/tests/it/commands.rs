@@ -571,6 +571,21 @@ fn functions_too_costly_to_draw_are_refused() {
 }
 
 #[test]
+fn many_costly_functions_are_refused_together() {
+    let mut script = String::from("f0(x) = x + 1\n");
+    for i in 1..10 {
+        script.push_str(&format!("f{i}(x) = f{}(x) + f{}(x)\n", i - 1, i - 1));
+    }
+    for i in 0..40 {
+        script.push_str(&format!("g{i}(x) = f9(x)\n"));
+    }
+    let checked = check(&script);
+    let error = checked.errors.first().expect("an error");
+    assert_eq!(error.kind, ErrorKind::FunctionsTooLarge(20_000), "{error}");
+    assert!(error.line > 10, "the first functions are kept: {error}");
+}
+
+#[test]
 fn the_script_is_bounded() {
     let many = "A = (0, 0)\n".to_string() + &"(1, 1)\n".repeat(600);
     let checked = check(&many);
