@@ -101,7 +101,9 @@ async fn a_turn_gets_the_automatic_tools_then_what_it_asks_for() {
     // Asking for an automatic tool changes nothing.
     assert_eq!(set.for_turn(&automatic).unwrap(), automatic);
     assert!(set.needs_workspace(&automatic));
-    assert!(!set.needs_workspace(&opt_in));
+    for entry in CATALOG.iter().filter(|e| e.policy == Policy::OptIn) {
+        assert_eq!(set.needs_workspace(&[entry.name]), entry.needs_workspace);
+    }
 }
 
 #[tokio::test]
