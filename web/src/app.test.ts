@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from "vitest";
-import { findStored, isInlineImage } from "./components/artifacts";
+import { findStored, isInlineImage, isOurFigure } from "./components/artifacts";
 import { markdownOf } from "./exportMarkdown";
 import { firstLine, formatDuration, formatMoney, costOf } from "./format";
 import { stopReasonText, translator, type Key } from "./i18n";
@@ -106,6 +106,12 @@ describe("artifacts", () => {
     expect(isInlineImage("image/png")).toBe(true);
     expect(isInlineImage("image/svg+xml")).toBe(false);
     expect(isInlineImage("text/html")).toBe(false);
+  });
+  it("show an SVG inline only when deepsolve drew it", () => {
+    const svg = { path: "geogebra_call_1.svg", mime: "image/svg+xml", size: 10 };
+    expect(isOurFigure({ ...svg, rendered_sha256: "ab12" })).toBe(true);
+    expect(isOurFigure(svg)).toBe(false);
+    expect(isOurFigure({ ...svg, mime: "text/html", rendered_sha256: "ab12" })).toBe(false);
   });
 });
 

@@ -18,6 +18,12 @@ export interface Artifact {
   mime: string;
   /** Relative to the turn's workspace. */
   path: string;
+  /**
+   * Set only for a file deepsolve drew itself (a `geogebra_analysis` figure), never for
+   * a file found in the workspace: the SHA-256 (hex) of the bytes it wrote. The server
+   * shows such an SVG in the page only when the bytes it stores still have this hash.
+   */
+  rendered_sha256?: string | null;
   size: number;
   /** Where the stored copy downloads (`/api/v1/artifacts/{id}`; `…/inline` shows an image). */
   url?: string | null;

@@ -13,6 +13,17 @@ use deepsolve_core::{
 };
 use serde_json::Value;
 
+/// Whether `content`, read back from the workspace, is a figure deepsolve drew itself: the
+/// tool that wrote it recorded the hash of its bytes (`Artifact::rendered_sha256`) and these
+/// bytes still have it. Code in the sandbox can write any file, or overwrite ours between the
+/// write and the read; then the file is treated like any other.
+pub fn is_rendered(artifact: &Artifact, content: &[u8]) -> bool {
+    artifact
+        .rendered_sha256
+        .as_deref()
+        .is_some_and(|expected| expected == deepsolve_tools::geogebra::sha256_hex(content))
+}
+
 /// Keeps the files tool calls report.
 #[async_trait]
 pub trait ArtifactRegistry: Send + Sync {
@@ -39,6 +50,10 @@ impl Tool for Registering {
 
     fn playbook_line(&self, language: Language) -> Option<&str> {
         self.tool.playbook_line(language)
+    }
+
+    fn reads_images(&self) -> bool {
+        self.tool.reads_images()
     }
 
     fn timeout(&self, config: &SolveConfig) -> Duration {

@@ -1,7 +1,7 @@
 //! deepsolve-app: the composition root shared by the CLI (`solve`, `doctor`) and the server
 //! (`serve`, and its OpenAI facade).
 //!
-//! Settings → model clients (main, reasoning) → the sandbox → the tool catalog → [`Engine`],
+//! Settings → model clients (main, reasoning, vision) → the sandbox → the tool catalog → [`Engine`],
 //! in one place, so every front end mounts the same tools by the same rule (see
 //! `deepsolve_tools::toolset`). Turn ids and turn workspaces are made here too ([`turn`]), and
 //! old workspaces collected ([`gc`]).
@@ -40,13 +40,13 @@ use deepsolve_kb::extract::ChildCommand;
 use deepsolve_settings::{Loaded, Settings, ToolSection};
 use deepsolve_tools::{CATALOG, Deps, Knowledge, Sandbox, SandboxError, Toolset};
 
-pub use artifacts::ArtifactRegistry;
+pub use artifacts::{ArtifactRegistry, is_rendered};
 pub use deepsolve_tools::{
     DisabledError, Policy, ToolEntry, ToolRequestError, ToolStatus, Unavailable,
 };
 pub use gc::{GcOptions, GcReport, collect_workspaces};
 pub use knowledge::{KnowledgeError, KnowledgeOptions, kb_limits, knowledge_from_settings};
-pub use models::{DEFAULT_BASE_URL, main_client, reasoning_model};
+pub use models::{DEFAULT_BASE_URL, main_client, reasoning_model, vision_model};
 pub use turn::{
     HeldWorkspace, WorkspaceError, create_workspace, data_dir, default_workspace_root,
     hold_workspace, new_turn_id,
@@ -174,6 +174,7 @@ pub struct AppBuilder {
     settings: Settings,
     main_model: Arc<dyn ChatModel>,
     reasoning_model: Option<Result<Arc<dyn ChatModel>, Unavailable>>,
+    vision_model: Result<Option<Arc<dyn ChatModel>>, Unavailable>,
     sandbox: Result<Sandbox, Unavailable>,
     knowledge: Option<Knowledge>,
     pdf_child: Option<ChildCommand>,
@@ -191,6 +192,7 @@ impl AppBuilder {
             settings,
             main_model,
             reasoning_model: None,
+            vision_model: Ok(None),
             sandbox: Err(Unavailable("no sandbox was set up".into())),
             knowledge: None,
             pdf_child: None,
@@ -210,12 +212,20 @@ impl AppBuilder {
         let sandbox = sandbox::for_settings(&loaded.settings).await?;
         Ok(AppBuilder::new(loaded.settings.clone(), main)
             .reasoning_model(reasoning)
+            .vision_model(vision_model(loaded))
             .sandbox(sandbox))
     }
 
     /// The model behind `reason`, or why there is none.
     pub fn reasoning_model(mut self, model: Result<Arc<dyn ChatModel>, Unavailable>) -> Self {
         self.reasoning_model = Some(model);
+        self
+    }
+
+    /// The model that reads images (`Ok(None)`: none configured), or why the configured one
+    /// cannot be used.
+    pub fn vision_model(mut self, model: Result<Option<Arc<dyn ChatModel>>, Unavailable>) -> Self {
+        self.vision_model = model;
         self
     }
 
@@ -275,6 +285,7 @@ impl AppBuilder {
                 .reasoning_model
                 .unwrap_or_else(|| Ok(self.main_model.clone())),
             main_model: self.main_model.clone(),
+            vision: self.vision_model,
             sandbox: self.sandbox,
             knowledge: self.knowledge.clone().ok_or_else(|| {
                 Unavailable("no knowledge bases: this front end has no store for them".into())

@@ -1,5 +1,6 @@
-//! The model clients: the main model (`llm`) and the reasoning model behind `reason`
-//! (`models.reason`, falling back to the main one).
+//! The model clients: the main model (`llm`), the reasoning model behind `reason`
+//! (`models.reason`, falling back to the main one) and the vision model behind
+//! `geogebra_analysis` (`models.vision`, none when unset).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,14 +48,32 @@ pub fn reasoning_model(
     loaded: &Loaded,
     main: &Arc<OpenAiClient>,
 ) -> Result<Arc<dyn ChatModel>, Unavailable> {
-    let Some(ModelRef {
+    match &loaded.settings.models.reason {
+        Some(reference) => other_model(loaded, reference, "models.reason"),
+        None => Ok(main.clone()),
+    }
+}
+
+/// The model that reads images, `models.vision` (`None`: not configured); or why the
+/// configured one cannot be used (then only the tools that need it are unavailable).
+pub fn vision_model(loaded: &Loaded) -> Result<Option<Arc<dyn ChatModel>>, Unavailable> {
+    (loaded.settings.models.vision.as_ref())
+        .map(|reference| other_model(loaded, reference, "models.vision"))
+        .transpose()
+}
+
+/// A model of `models.*`: on the main endpoint and with the main key unless it names its
+/// own, with the main model's stream limits.
+fn other_model(
+    loaded: &Loaded,
+    reference: &ModelRef,
+    key: &str,
+) -> Result<Arc<dyn ChatModel>, Unavailable> {
+    let ModelRef {
         model,
         base_url,
         api_key_env,
-    }) = loaded.settings.models.reason.clone()
-    else {
-        return Ok(main.clone());
-    };
+    } = reference.clone();
     let llm = &loaded.settings.llm;
     let base_url = base_url
         .or_else(|| llm.base_url.clone())
@@ -68,6 +87,6 @@ pub fn reasoning_model(
     config.max_reply_bytes = max_reply_bytes(loaded);
     match OpenAiClient::new(config) {
         Ok(client) => Ok(Arc::new(client)),
-        Err(e) => Err(Unavailable(format!("cannot use models.reason: {e}"))),
+        Err(e) => Err(Unavailable(format!("cannot use {key}: {e}"))),
     }
 }

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use console::style;
-use deepsolve_app::{AppBuilder, DEFAULT_BASE_URL, main_client, reasoning_model};
+use deepsolve_app::{AppBuilder, DEFAULT_BASE_URL, main_client, reasoning_model, vision_model};
 use deepsolve_settings::Loaded;
 use deepsolve_tools::{Sandbox, Unavailable};
 
@@ -34,6 +34,7 @@ pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
             None => "not set".into(),
         }
     );
+    models_section(&loaded.settings);
     let mut healthy = sandbox_ok & tools_section(&loaded, &client, sandbox);
     web_search_section(&loaded.settings);
     match client.list_models().await {
@@ -166,6 +167,37 @@ async fn sandbox_section(
     (true, Ok(sandbox))
 }
 
+/// The other models: `reason`'s (`models.reason`) and the one that reads images
+/// (`models.vision`, behind `geogebra_analysis`), each with its endpoint, or what stands in.
+fn models_section(settings: &deepsolve_settings::Settings) {
+    let line = |reference: &deepsolve_settings::ModelRef| {
+        let endpoint = (reference.base_url.as_deref())
+            .or(settings.llm.base_url.as_deref())
+            .unwrap_or(DEFAULT_BASE_URL);
+        let key = match &reference.api_key_env {
+            Some(var) => format!(", key from {var}"),
+            None => String::new(),
+        };
+        format!("{} at {endpoint}{key}", reference.model)
+    };
+    let models = &settings.models;
+    println!(
+        "reasoning  {}",
+        models.reason.as_ref().map_or_else(
+            || "the main model (models.reason is not set)".to_string(),
+            line
+        )
+    );
+    println!(
+        "vision     {}",
+        models.vision.as_ref().map_or_else(
+            || "none (models.vision is not set): geogebra_analysis draws from text only"
+                .to_string(),
+            line
+        )
+    );
+}
+
 /// Every tool of the catalog: mounted (and how turns get it), or why not. Unhealthy only when
 /// the tools cannot be mounted at all (`tools.enabled` names one that does not work).
 fn tools_section(
@@ -175,6 +207,7 @@ fn tools_section(
 ) -> bool {
     let built = AppBuilder::new(loaded.settings.clone(), client.clone())
         .reasoning_model(reasoning_model(loaded, client))
+        .vision_model(vision_model(loaded))
         .sandbox(sandbox)
         .build();
     let app = match built {

@@ -17,6 +17,11 @@ pub struct Artifact {
     /// Where the stored copy downloads (`/api/v1/artifacts/{id}`; `…/inline` shows an image).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Set only for a file deepsolve drew itself (a `geogebra_analysis` figure), never for
+    /// a file found in the workspace: the SHA-256 (hex) of the bytes it wrote. The server
+    /// shows such an SVG in the page only when the bytes it stores still have this hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendered_sha256: Option<String>,
 }
 
 /// A citation source a tool result refers to (a retrieved chunk, a web page): the model cites

@@ -14,7 +14,7 @@ use deepsolve_protocol::api::{
     HealthStatus, ListQuery, SessionList, SessionView, TurnView,
 };
 use deepsolve_protocol::{EventKind, Source};
-use deepsolve_store::{ArtifactMeta, Session, Store, TurnRecord};
+use deepsolve_store::{ArtifactMeta, ArtifactOrigin, Session, Store, TurnRecord};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -308,15 +308,16 @@ pub async fn get_artifact(
 }
 
 /// `GET /api/v1/artifacts/{id}/inline`: an artifact shown in the page (`<img src>`), only
-/// when its bytes are a raster image by their magic number (whatever the tool called it), with
-/// that type, no sniffing and a sandboxing CSP; anything else is a download (415).
+/// when its bytes are a raster image by their magic number (whatever the tool called it), or
+/// an SVG deepsolve drew itself ([`inline_type`]); with that type, no sniffing and a
+/// sandboxing CSP. Anything else is a download (415).
 pub async fn get_artifact_inline(
     State(state): AppStateRef,
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let (meta, content) = caller_artifact(&state, &caller, &id).await?;
-    let Some(mime) = raster_image_type(&content) else {
+    let Some(mime) = inline_type(&meta, &content) else {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiErrorCode::UnsupportedMediaType,
@@ -392,6 +393,18 @@ fn shown_inline(meta: &ArtifactMeta, mime: &str, content: Vec<u8>) -> Response {
         (header::CACHE_CONTROL, "private, no-store".to_string()),
     ];
     (headers, content).into_response()
+}
+
+/// The type a page may show an artifact as: a raster image by its magic bytes, or SVG when
+/// the artifact is a figure we drew — its origin recorded as the tool reported it, with the
+/// hash of the bytes it wrote checked — never an SVG found in the workspace (code in the
+/// sandbox can write any SVG, and SVG can script).
+fn inline_type(meta: &ArtifactMeta, content: &[u8]) -> Option<&'static str> {
+    const SVG: &str = "image/svg+xml";
+    raster_image_type(content).or_else(|| {
+        let ours = meta.origin == ArtifactOrigin::Rendered && meta.mime == SVG;
+        (ours && content.starts_with(b"<svg ")).then_some(SVG)
+    })
 }
 
 /// The image type the bytes start with: PNG, JPEG, GIF or WebP.
@@ -501,6 +514,32 @@ mod tests {
         );
         assert_eq!(attachment(".."), "attachment; filename=\"artifact\"");
         assert_eq!(inline("plot 1.png"), "inline; filename=\"plot_1.png\"");
+    }
+
+    #[test]
+    fn only_svg_we_drew_is_shown_inline_as_svg() {
+        let meta = |origin, mime: &str| ArtifactMeta {
+            id: "art_1".into(),
+            turn_id: "t".into(),
+            user_id: "u".into(),
+            name: "figure.svg".into(),
+            mime: mime.into(),
+            size: 1,
+            created_at: 0,
+            origin,
+        };
+        let svg = b"<svg xmlns=\"http://www.w3.org/2000/svg\"/>";
+        let ours = meta(ArtifactOrigin::Rendered, "image/svg+xml");
+        assert_eq!(inline_type(&ours, svg), Some("image/svg+xml"));
+        assert_eq!(inline_type(&ours, b"<html><script>"), None);
+        let found = meta(ArtifactOrigin::Workspace, "image/svg+xml");
+        assert_eq!(inline_type(&found, svg), None);
+        let renamed = meta(ArtifactOrigin::Rendered, "text/html");
+        assert_eq!(inline_type(&renamed, svg), None);
+        assert_eq!(
+            inline_type(&found, b"\x89PNG\r\n\x1a\n...."),
+            Some("image/png")
+        );
     }
 
     #[test]

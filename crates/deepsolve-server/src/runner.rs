@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use deepsolve_app::{
-    ArtifactRegistry, HeldWorkspace, ToolRequestError, hold_workspace, new_turn_id,
+    ArtifactRegistry, HeldWorkspace, ToolRequestError, hold_workspace, is_rendered, new_turn_id,
 };
 use deepsolve_core::{Artifact, ConfigError, SolveConfig, ToolContext, TurnSpec};
 use deepsolve_protocol::api::{ApiErrorCode, CreateTurn, TurnCreated};
@@ -14,7 +14,8 @@ use deepsolve_protocol::{
     TurnStatus,
 };
 use deepsolve_store::{
-    ArtifactMeta, KnowledgeBase, NewArtifact, NewTurn, Store, TurnFinish, TurnRecord,
+    ArtifactMeta, ArtifactOrigin, KnowledgeBase, NewArtifact, NewTurn, Store, TurnFinish,
+    TurnRecord,
 };
 use serde_json::{Map, Value};
 
@@ -649,6 +650,7 @@ async fn store_one(
         user_id: owner.user_id.to_string(),
         name,
         mime: artifact.mime.clone(),
+        origin: origin(artifact, &content),
         content,
     };
     match store.put_artifact(new).await {
@@ -657,6 +659,16 @@ async fn store_one(
             tracing::error!(turn_id, error = %e, "artifact not stored");
             None
         }
+    }
+}
+
+/// A file is ours (drawn by deepsolve, shown inline) only when its tool recorded the hash of
+/// what it wrote and the bytes read back still have it ([`is_rendered`]).
+fn origin(artifact: &Artifact, content: &[u8]) -> ArtifactOrigin {
+    if is_rendered(artifact, content) {
+        ArtifactOrigin::Rendered
+    } else {
+        ArtifactOrigin::Workspace
     }
 }
 

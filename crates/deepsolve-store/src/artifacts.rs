@@ -5,10 +5,10 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use crate::error::StoreError;
-use crate::model::{ArtifactMeta, NewArtifact};
+use crate::model::{ArtifactMeta, ArtifactOrigin, NewArtifact};
 use crate::{Store, new_id, now_ms, to_i64, to_u64};
 
-const META_COLUMNS: &str = "id, turn_id, user_id, name, mime, size, created_at";
+const META_COLUMNS: &str = "id, turn_id, user_id, name, mime, size, created_at, origin";
 
 fn meta_from_row(row: &AnyRow) -> Result<ArtifactMeta, StoreError> {
     Ok(ArtifactMeta {
@@ -19,6 +19,7 @@ fn meta_from_row(row: &AnyRow) -> Result<ArtifactMeta, StoreError> {
         mime: row.try_get("mime")?,
         size: to_u64(row.try_get("size")?),
         created_at: row.try_get("created_at")?,
+        origin: ArtifactOrigin::parse(&row.try_get::<String, _>("origin")?),
     })
 }
 
@@ -33,10 +34,11 @@ impl Store {
             mime: new.mime,
             size: new.content.len() as u64,
             created_at: now_ms(),
+            origin: new.origin,
         };
         sqlx::query(
-            "INSERT INTO artifacts (id, turn_id, user_id, name, mime, size, content, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            "INSERT INTO artifacts (id, turn_id, user_id, name, mime, size, content, created_at, origin) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(&meta.id)
         .bind(&meta.turn_id)
@@ -46,6 +48,7 @@ impl Store {
         .bind(to_i64(meta.size))
         .bind(new.content)
         .bind(meta.created_at)
+        .bind(meta.origin.as_str())
         .execute(self.pool())
         .await?;
         Ok(meta)

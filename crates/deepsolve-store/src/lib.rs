@@ -46,8 +46,8 @@ pub use kb::{
     KnowledgeBase, NewKbChunk, NewKbDocument, NewKbPage,
 };
 pub use model::{
-    AppendEvent, ArtifactMeta, BrowserSession, IssuedBrowserSession, IssuedToken, NewArtifact,
-    NewTurn, Role, Session, StoredEvent, TurnFinish, TurnRecord, TurnStatus, User,
+    AppendEvent, ArtifactMeta, ArtifactOrigin, BrowserSession, IssuedBrowserSession, IssuedToken,
+    NewArtifact, NewTurn, Role, Session, StoredEvent, TurnFinish, TurnRecord, TurnStatus, User,
 };
 pub use sqlx::AnyConnection;
 pub use users::hash_token;
@@ -320,7 +320,7 @@ pub fn redact_url(url: &str) -> String {
 
 /// The embedded migrations of a backend (no macros, no files at run time), in order.
 fn migrator(backend: Backend) -> Migrator {
-    let scripts: [(i64, &'static str, &'static str); 4] = match backend {
+    let scripts: [(i64, &'static str, &'static str); 5] = match backend {
         Backend::Sqlite => [
             (
                 1,
@@ -341,6 +341,11 @@ fn migrator(backend: Backend) -> Migrator {
                 4,
                 "kb_pages",
                 include_str!("../migrations/sqlite/0004_kb_pages.sql"),
+            ),
+            (
+                5,
+                "artifact_origin",
+                include_str!("../migrations/sqlite/0005_artifact_origin.sql"),
             ),
         ],
         Backend::Postgres => [
@@ -363,6 +368,11 @@ fn migrator(backend: Backend) -> Migrator {
                 4,
                 "kb_pages",
                 include_str!("../migrations/postgres/0004_kb_pages.sql"),
+            ),
+            (
+                5,
+                "artifact_origin",
+                include_str!("../migrations/postgres/0005_artifact_origin.sql"),
             ),
         ],
     };

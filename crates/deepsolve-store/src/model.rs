@@ -193,6 +193,8 @@ pub struct ArtifactMeta {
     pub mime: String,
     pub size: u64,
     pub created_at: i64,
+    #[serde(default)]
+    pub origin: ArtifactOrigin,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,4 +204,33 @@ pub struct NewArtifact {
     pub name: String,
     pub mime: String,
     pub content: Vec<u8>,
+    pub origin: ArtifactOrigin,
+}
+
+/// Where an artifact's bytes came from, which decides whether a page may show them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArtifactOrigin {
+    /// A file found in the turn's workspace: model code may have written any bytes there.
+    #[default]
+    Workspace,
+    /// A figure deepsolve drew itself, stored with the bytes it wrote (their hash checked).
+    Rendered,
+}
+
+impl ArtifactOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArtifactOrigin::Workspace => "workspace",
+            ArtifactOrigin::Rendered => "rendered",
+        }
+    }
+
+    /// Its stored spelling; anything unknown is the cautious `Workspace`.
+    pub fn parse(stored: &str) -> Self {
+        match stored {
+            "rendered" => ArtifactOrigin::Rendered,
+            _ => ArtifactOrigin::Workspace,
+        }
+    }
 }

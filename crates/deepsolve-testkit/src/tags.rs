@@ -272,6 +272,7 @@ fn user_results(message: &Message, mut calling: Option<&mut Message>) -> Option<
         out.push(Message {
             role: Role::Tool,
             content: response.content,
+            images: Default::default(),
             tool_calls: Vec::new(),
             tool_call_id: Some(id),
             name: Some(response.name),

@@ -96,6 +96,7 @@ pub fn message_from_wire(index: usize, value: &Value) -> Result<Message, WireErr
     Ok(Message {
         role,
         content: content_text(value.get("content")),
+        images: Default::default(),
         tool_calls: parse_tool_calls(value.get("tool_calls")),
         tool_call_id: text("tool_call_id"),
         name: text("name"),

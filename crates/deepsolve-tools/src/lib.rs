@@ -20,8 +20,10 @@
 //! The rule by which turns get the mounted tools is in [`toolset`].
 
 pub mod code;
+pub mod geogebra;
 pub mod knowledge;
 pub mod reason;
+mod subcall;
 pub mod toolset;
 pub mod web;
 
@@ -109,5 +111,14 @@ pub const CATALOG: &[ToolEntry] = &[
         section: &[],
         needs_workspace: false,
         build: web::fetch::build,
+    },
+    ToolEntry {
+        name: geogebra::GEOGEBRA_ANALYSIS,
+        policy: Policy::OptIn,
+        playbook: geogebra::PLAYBOOK,
+        settings: &["models.vision", "solve.max_tokens", "solve.temperature"],
+        section: &[],
+        needs_workspace: true,
+        build: geogebra::build,
     },
 ];

@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use deepsolve_core::{
-    ChatModel, ChatRequest, Language, Message, StreamDelta, Tool, ToolChoice, ToolContext,
-    ToolError, ToolOutput, ToolRef, ToolSpec,
+    ChatModel, Language, Message, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec,
 };
 use deepsolve_settings::{Clamp, Field, Kind};
 use serde::Deserialize;
@@ -104,20 +103,15 @@ impl Tool for ReasonTool {
         }
         prompt.push_str("Question:\n");
         prompt.push_str(query);
-        let request = ChatRequest {
-            messages: vec![Message::system(INSTRUCTIONS), Message::user(prompt)],
-            tools: Vec::new(),
-            tool_choice: ToolChoice::Auto,
-            max_tokens: self.max_tokens,
-            temperature: self.temperature,
-            stop: Vec::new(),
-        };
-        let mut ignore = |_: StreamDelta| {};
-        let completion = self
-            .model
-            .complete(&request, &mut ignore)
-            .await
-            .map_err(|e| ToolError::internal(format!("the reasoning model failed: {e}")))?;
+        let messages = vec![Message::system(INSTRUCTIONS), Message::user(prompt)];
+        let completion = crate::subcall::complete(
+            self.model.as_ref(),
+            messages,
+            self.max_tokens,
+            self.temperature,
+            "reasoning",
+        )
+        .await?;
         let text = completion.text.trim();
         if text.is_empty() {
             return Err(ToolError::actionable(

@@ -103,6 +103,9 @@ pub struct Deps {
     pub main_model: Arc<dyn ChatModel>,
     /// The model behind `reason` (`models.reason`, else the main model), or why there is none.
     pub reasoning_model: Result<Arc<dyn ChatModel>, Unavailable>,
+    /// The model that reads images (`models.vision`; `None`: not configured), or why the
+    /// configured one cannot be used.
+    pub vision: Result<Option<Arc<dyn ChatModel>>, Unavailable>,
     /// A sandbox whose probe ran real code, or why there is none.
     pub sandbox: Result<Sandbox, Unavailable>,
     /// The knowledge-base service behind `rag` and `read_source`, or why there is none.
@@ -465,6 +468,10 @@ impl fmt::Debug for Deps {
             .field(
                 "reasoning_model",
                 &self.reasoning_model.as_ref().map(|m| m.name()),
+            )
+            .field(
+                "vision",
+                &self.vision.as_ref().map(|m| m.as_ref().map(|m| m.name())),
             )
             .field("sandbox", &self.sandbox.as_ref().map(Sandbox::describe))
             .field("knowledge", &self.knowledge.is_ok())

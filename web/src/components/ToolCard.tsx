@@ -1,5 +1,6 @@
 // One tool call: its name, arguments (code highlighted), output as plain text, status and
-// duration, progress lines, and the files it made (images inline, others as downloads).
+// duration, progress lines, and the files it made (images and our own figures inline, others
+// as downloads).
 import { useContext, useState } from "preact/hooks";
 import { inlineImageUrl } from "../api";
 import { formatBytes, formatDuration } from "../format";
@@ -7,7 +8,7 @@ import { useI18n } from "../i18n";
 import type { Artifact, ArtifactView } from "../protocol";
 import { CodeBlock } from "../render/Markdown";
 import type { ToolCardView } from "../state/view";
-import { ArtifactsContext, findStored, isInlineImage } from "./artifacts";
+import { ArtifactsContext, findStored, isInlineImage, isOurFigure } from "./artifacts";
 
 /** The solve's own tools: the checklist already shows what they did, so their cards stay folded. */
 const SPINE_TOOLS = new Set(["solve_plan", "solve_finish_step", "solve_replan"]);
@@ -125,6 +126,8 @@ function ToolFiles(props: { files: Artifact[] }) {
     const view = findStored(stored, file);
     if (view && isInlineImage(file.mime)) {
       images.push(<InlineImage key={file.path} file={file} view={view} />);
+    } else if (view && isOurFigure(file)) {
+      images.push(<InlineImage key={file.path} file={file} view={view} inlineOnly />);
     } else if (view) {
       others.push(
         <li key={file.path}>
@@ -161,19 +164,21 @@ function DownloadChip(props: { file: Artifact; view: ArtifactView }) {
 /**
  * An image the server verified as one (its inline URL). A server without that route still
  * serves the bytes as a download, which an <img> shows just the same; after both, a chip.
+ * `inlineOnly` (our SVG figures): only the verified inline URL, never the download.
  */
-function InlineImage(props: { file: Artifact; view: ArtifactView }) {
+function InlineImage(props: { file: Artifact; view: ArtifactView; inlineOnly?: boolean }) {
   const [attempt, setAttempt] = useState<"inline" | "download" | "failed">("inline");
   const { file, view } = props;
   if (attempt === "failed") return <DownloadChip file={file} view={view} />;
   const src = attempt === "inline" ? inlineImageUrl(view.id) : view.url;
+  const next = attempt === "inline" && !props.inlineOnly ? "download" : "failed";
   return (
-    <figure class="tool-image">
+    <figure class="tool-image" data-testid={props.inlineOnly ? "figure" : undefined}>
       <img
         src={src}
         alt={file.path}
         loading="lazy"
-        onError={() => setAttempt(attempt === "inline" ? "download" : "failed")}
+        onError={() => setAttempt(next)}
       />
       <figcaption>
         <a href={view.url} download={view.name}>

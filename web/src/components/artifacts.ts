@@ -22,3 +22,12 @@ const INLINE_IMAGES = new Set(["image/png", "image/jpeg", "image/gif", "image/we
 export function isInlineImage(mime: string): boolean {
   return INLINE_IMAGES.has(mime.toLowerCase());
 }
+
+/**
+ * A figure deepsolve drew itself (a `geogebra_analysis` SVG: the tool recorded the hash of
+ * what it wrote). The server serves it inline only after checking that hash against the
+ * stored bytes, so any other SVG — one model code wrote in the workspace — stays a download.
+ */
+export function isOurFigure(file: Artifact): boolean {
+  return file.mime.toLowerCase() === "image/svg+xml" && typeof file.rendered_sha256 === "string";
+}

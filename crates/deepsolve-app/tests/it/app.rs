@@ -8,6 +8,8 @@ use deepsolve_app::{AppBuilder, AppError};
 use deepsolve_core::{ChatModel, Language, NullSink, Role, TurnSpec};
 use deepsolve_settings::{LoadOptions, Settings};
 use deepsolve_testkit::{ScriptedModel, WellBehaved};
+use deepsolve_tools::code::{CODE_EXECUTION, EXEC};
+use deepsolve_tools::geogebra::GEOGEBRA_ANALYSIS;
 use deepsolve_tools::{CATALOG, Policy, Unavailable};
 use tokio_util::sync::CancellationToken;
 
@@ -33,7 +35,7 @@ fn without_a_sandbox_only_the_tools_that_need_none_are_mounted() {
     for entry in CATALOG {
         let why = app.tools().why_unavailable(entry.name);
         assert_eq!(mounted.contains(&entry.name.to_string()), why.is_none());
-        if entry.needs_workspace {
+        if [CODE_EXECUTION, EXEC].contains(&entry.name) {
             assert!(
                 why.is_some_and(|w| w.0.starts_with("no sandbox: ")),
                 "{why:?}"
@@ -66,6 +68,53 @@ fn a_broken_reasoning_model_makes_only_its_tools_unavailable() {
             "{err}"
         );
     }
+}
+
+#[test]
+fn the_vision_model_is_geogebras_and_a_broken_one_makes_only_it_unavailable() {
+    let model: Arc<dyn ChatModel> = scripted(WellBehaved::new(1));
+    let without = AppBuilder::new(Settings::default(), model.clone())
+        .build()
+        .expect("app");
+    let offered = without
+        .tools_for_turn(&[GEOGEBRA_ANALYSIS])
+        .expect("mounted");
+    assert!(
+        without.needs_workspace(&offered),
+        "its figure goes in the workspace"
+    );
+    let broken = AppBuilder::new(Settings::default(), model)
+        .vision_model(Err(Unavailable("cannot use models.vision: bad url".into())))
+        .build()
+        .expect("app");
+    let err = broken
+        .tools_for_turn(&[GEOGEBRA_ANALYSIS])
+        .expect_err("unavailable");
+    assert!(
+        err.to_string()
+            .contains("is not available: cannot use models.vision: bad url"),
+        "{err}"
+    );
+    assert!(broken.tools_for_turn(&["reason"]).is_ok());
+}
+
+#[test]
+fn models_vision_makes_a_client_only_when_set() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("settings.yaml"), "").expect("an empty settings file");
+    let options = |sets: &[&str]| LoadOptions {
+        config_path: Some(dir.path().join("settings.yaml")),
+        sets: sets.iter().map(ToString::to_string).collect(),
+        ..LoadOptions::default()
+    };
+    let unset = deepsolve_settings::load(&options(&[])).expect("defaults");
+    assert!(deepsolve_app::vision_model(&unset).expect("fine").is_none());
+    let set =
+        deepsolve_settings::load(&options(&["models.vision.model=qwen-vl"])).expect("settings");
+    let vision = deepsolve_app::vision_model(&set)
+        .expect("a client")
+        .expect("set");
+    assert_eq!(vision.name(), "qwen-vl");
 }
 
 #[test]

@@ -519,6 +519,23 @@ fn doctor_checks_the_endpoint_model_and_tool_calling() {
     assert!(stdout.contains("✓ model 'mock-model' is listed"));
     assert!(stdout.contains("✓ native tool calling works"));
     assert!(stdout.contains("recommended protocol: native"));
+    assert!(stdout.contains("reasoning  the main model (models.reason is not set)"));
+    assert!(stdout.contains(
+        "vision     none (models.vision is not set): geogebra_analysis draws from text only"
+    ));
+    assert!(stdout.contains("geogebra_analysis (opt-in)"), "{stdout}");
+
+    std::fs::write(
+        &env.config,
+        "models:\n  vision:\n    model: qwen-vl\n    base_url: http://vision.example/v1\n    api_key_env: VISION_KEY\n",
+    )
+    .unwrap();
+    let out = env.doctor(&server.url());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("vision     qwen-vl at http://vision.example/v1, key from VISION_KEY"),
+        "{stdout}"
+    );
 
     let dead = env
         .command()

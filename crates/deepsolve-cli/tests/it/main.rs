@@ -10,6 +10,7 @@ mod connections;
 mod did_you_mean;
 mod disabled_tools;
 mod gc;
+mod geogebra;
 mod import_deeptutor;
 mod kb;
 mod kb_replicas;

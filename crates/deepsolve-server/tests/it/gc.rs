@@ -160,6 +160,7 @@ impl Tool for Gated {
             mime: "text/html".into(),
             id: None,
             url: None,
+            rendered_sha256: None,
         });
         Ok(out)
     }

@@ -346,6 +346,7 @@ impl Tool for MakeFile {
             mime: "text/html".into(),
             id: None,
             url: None,
+            rendered_sha256: None,
         });
         Ok(out)
     }

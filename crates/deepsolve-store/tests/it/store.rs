@@ -7,8 +7,8 @@ use deepsolve_protocol::{
     EventKind, Language, SolveRecord, StopReason, StoredTurnSpec, TurnEvent, Usage,
 };
 use deepsolve_store::{
-    Backend, HubMsg, NewArtifact, NewTurn, Received, Role, Store, StoreError, StoreOptions,
-    StoredEvent, TurnFinish, TurnStatus,
+    ArtifactOrigin, Backend, HubMsg, NewArtifact, NewTurn, Received, Role, Store, StoreError,
+    StoreOptions, StoredEvent, TurnFinish, TurnStatus,
 };
 
 /// One store per backend under test; the guard keeps the SQLite directory alive.
@@ -634,10 +634,28 @@ async fn artifacts_are_served_to_their_owner_only() {
                 name: "plot.svg".into(),
                 mime: "image/svg+xml".into(),
                 content: b"<svg/>".to_vec(),
+                origin: ArtifactOrigin::Workspace,
             })
             .await
             .expect("put");
         assert_eq!(meta.size, 6);
+        let drawn = store
+            .put_artifact(NewArtifact {
+                turn_id: turn.clone(),
+                user_id: "alice".into(),
+                name: "figure.svg".into(),
+                mime: "image/svg+xml".into(),
+                content: b"<svg/>".to_vec(),
+                origin: ArtifactOrigin::Rendered,
+            })
+            .await
+            .expect("put");
+        let (got, _) = store
+            .artifact(&drawn.id, "alice")
+            .await
+            .expect("get")
+            .expect("mine");
+        assert_eq!(got.origin, ArtifactOrigin::Rendered, "the origin is kept");
         let (got, bytes) = store
             .artifact(&meta.id, "alice")
             .await
@@ -651,7 +669,8 @@ async fn artifacts_are_served_to_their_owner_only() {
                 .expect("get")
                 .is_none()
         );
-        assert_eq!(store.turn_artifacts(&turn).await.expect("list"), vec![meta]);
+        let listed = store.turn_artifacts(&turn).await.expect("list");
+        assert!(listed.len() == 2 && listed.contains(&meta) && listed.contains(&drawn));
     }
 }
 

@@ -8,6 +8,7 @@
 //! derivation ending in `Answer: …`, unless its docs say otherwise.
 
 mod bench;
+mod geogebra;
 mod kb_cite;
 mod markup;
 mod misbehave;
@@ -21,6 +22,9 @@ mod wrappers;
 use std::sync::Arc;
 
 pub use bench::{CODE_NARRATION, FIRST_CODE, FirstCodeCall};
+pub use geogebra::{
+    FIGURE_COMMANDS, GEOGEBRA_GOALS, GEOGEBRA_PROBLEM, Geogebra, MISSPELT, table_value,
+};
 pub use kb_cite::{FirstHit, KB_CITE_GOALS, KbCite, first_hit};
 pub use markup::{NoNativeTools, ReasoningModel, THINK_MARKER, TagsMode, VendorMarkup};
 pub use misbehave::{
@@ -143,12 +147,13 @@ pub const POLICY_NAMES: &[&str] = &[
 ];
 
 /// Policies [`by_name`] also knows that exist for benchmarks, the web UI's browser tests and
-/// the knowledge-base and web tests (`kb-cite` needs `rag` and `read_source`, `web-cite`
-/// `web_search` and `web_fetch`), not for the engine's
+/// the knowledge-base, web and figure tests (`kb-cite` needs `rag` and `read_source`,
+/// `web-cite` `web_search` and `web_fetch`, `geogebra` `geogebra_analysis`), not for the engine's
 /// behaviour tests (which replay every one of [`POLICY_NAMES`] and pin their requests byte
 /// for byte).
 pub const BENCH_POLICY_NAMES: &[&str] = &[
     "first-code-call",
+    "geogebra",
     "kb-cite",
     "showcase",
     "showcase-hostile",
@@ -193,6 +198,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "vendor-dsml" => Box::new(vendor(base, MarkupStyle::DeepSeekDsml)),
         "vendor-kimi" => Box::new(vendor(base, MarkupStyle::KimiK2)),
         "first-code-call" => Box::new(FirstCodeCall::default()),
+        "geogebra" => Box::new(Geogebra),
         "kb-cite" => Box::new(KbCite),
         "showcase" => Box::new(Showcase::new(ShowcaseVariant::Plain)),
         "showcase-hostile" => Box::new(Showcase::new(ShowcaseVariant::Hostile)),

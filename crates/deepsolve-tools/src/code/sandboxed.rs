@@ -47,6 +47,7 @@ pub(crate) fn artifacts(changes: Vec<FileChange>) -> Vec<Artifact> {
             mime: c.mime,
             id: None,
             url: None,
+            rendered_sha256: None,
         })
         .collect()
 }

@@ -37,6 +37,7 @@ pub(crate) fn deps(sandbox: Result<Sandbox, Unavailable>) -> Deps {
         settings: Settings::default(),
         main_model: model.clone(),
         reasoning_model: Ok(model),
+        vision: Ok(None),
         sandbox,
         knowledge: Err(Unavailable("no store in these tests".into())),
         pdf_child: None,
@@ -100,7 +101,9 @@ async fn a_turn_gets_the_automatic_tools_then_what_it_asks_for() {
     // Asking for an automatic tool changes nothing.
     assert_eq!(set.for_turn(&automatic).unwrap(), automatic);
     assert!(set.needs_workspace(&automatic));
-    assert!(!set.needs_workspace(&opt_in));
+    for entry in CATALOG.iter().filter(|e| e.policy == Policy::OptIn) {
+        assert_eq!(set.needs_workspace(&[entry.name]), entry.needs_workspace);
+    }
 }
 
 #[tokio::test]
@@ -133,7 +136,11 @@ fn with_companions(mut names: Vec<String>) -> Vec<String> {
 #[tokio::test]
 async fn without_a_sandbox_the_code_tools_are_unavailable_and_say_why() {
     let set = Toolset::mount(CATALOG, &deps(no_sandbox()));
-    for entry in CATALOG.iter().filter(|e| e.needs_workspace) {
+    let code_tools = [
+        deepsolve_tools::code::CODE_EXECUTION,
+        deepsolve_tools::code::EXEC,
+    ];
+    for entry in CATALOG.iter().filter(|e| code_tools.contains(&e.name)) {
         let why = set.why_unavailable(entry.name).expect("not mounted");
         assert_eq!(why.to_string(), "no sandbox: bubblewrap is missing");
         let err = set.for_turn(&[entry.name]).unwrap_err();

@@ -5,6 +5,7 @@
 
 mod catalog;
 mod code;
+mod geogebra;
 mod knowledge;
 mod reason;
 mod web_fetch;

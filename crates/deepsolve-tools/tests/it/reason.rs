@@ -105,6 +105,7 @@ fn built_from(sets: &[&str], model: Arc<Recorder>) -> ToolRef {
         settings: loaded.settings,
         main_model: model.clone(),
         reasoning_model: Ok(model),
+        vision: Ok(None),
         sandbox: Err(deepsolve_tools::Unavailable("not in these tests".into())),
         knowledge: Err(deepsolve_tools::Unavailable("not in these tests".into())),
         pdf_child: None,

@@ -1,0 +1,102 @@
+//! `geogebra_analysis` through the real binary against the mock model: a text-only
+//! construction is drawn (its figure model's misspelt command repaired in the one repair
+//! round), saved in the turn's workspace as our own rendering of the validated commands,
+//! listed by the CLI, and the answer uses the figure's table.
+
+use std::path::PathBuf;
+
+use deepsolve_testkit::MockServer;
+use deepsolve_testkit::policy::{FIGURE_COMMANDS, GEOGEBRA_PROBLEM, Geogebra, MISSPELT};
+
+use crate::support::Isolated;
+
+/// The one turn workspace of `env`'s runs.
+fn workspace(env: &Isolated) -> PathBuf {
+    let turns = env.data().join("deepsolve/turns");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&turns)
+        .unwrap_or_else(|e| panic!("{}: {e}", turns.display()))
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+#[test]
+fn a_described_construction_is_drawn_saved_listed_and_used_in_the_answer() {
+    let server = MockServer::policy(Geogebra);
+    let env = Isolated::new();
+    let out = env
+        .command()
+        .args([
+            "solve",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+        ])
+        .args(["--tool", "geogebra_analysis", GEOGEBRA_PROBLEM])
+        .output()
+        .expect("run deepsolve");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    server.assert_clean();
+    // `cargo test -p deepsolve-cli --test it geogebra -- --nocapture` shows the run.
+    println!("{stdout}");
+
+    // The figure model was asked twice: the misspelt command went back with its position.
+    let figure_requests: Vec<_> = server
+        .policy_requests()
+        .into_iter()
+        .filter(|r| r.tools.is_empty() && r.messages[0].content.contains("GeoGebra"))
+        .collect();
+    assert_eq!(figure_requests.len(), 2);
+    let repair = figure_requests[1].last_user_text();
+    assert!(
+        repair.contains(&format!(
+            "- command 5, column 1 (`{MISSPELT}`): unknown command 'Segmnt'; did you mean 'Segment'?"
+        )),
+        "{repair}"
+    );
+
+    // The SVG is in the workspace, byte for byte our rendering of the validated commands.
+    let dir = workspace(&env);
+    let svgs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+        .collect();
+    assert_eq!(svgs.len(), 1, "{svgs:?}");
+    let saved = std::fs::read_to_string(&svgs[0]).unwrap();
+    let checked = deepsolve_geometry::check(&FIGURE_COMMANDS.join("\n"));
+    let ours = deepsolve_geometry::render_svg(&checked.construction, &Default::default());
+    assert_eq!(saved, ours);
+    assert!(saved.contains(">∠B = 36.87°</text>") && saved.contains(">90°</text>"));
+
+    // The CLI lists it under the tool line and with the turn's files.
+    let listed = format!("{} (image/svg+xml,", svgs[0].display());
+    assert!(stdout.contains(&format!("▸ {listed}")), "{stdout}");
+    assert_eq!(stdout.matches(&listed).count(), 2, "{stdout}");
+
+    // The model read the table, and the answer uses it.
+    let result = server
+        .policy_requests()
+        .iter()
+        .flat_map(|r| r.tool_results())
+        .find(|r| r.name.as_deref() == Some("geogebra_analysis"))
+        .expect("the tool's result reached the model")
+        .content;
+    assert!(result.contains("```ggbscript\nA = (0, 0)\n"), "{result}");
+    assert!(
+        !result.contains("Segmnt(B, C)\n```"),
+        "no invalid command in the script"
+    );
+    assert!(result.contains("| β (\"∠B\") | angle | Angle(C, B, A) | 36.8699° at (4, 0) |"));
+    assert!(stdout.contains("∠B = 36.8699°"), "{stdout}");
+}
