@@ -1,6 +1,10 @@
 //! Chat messages as the engine keeps them (provider-neutral).
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
+
+use crate::image::TurnImage;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -20,11 +24,19 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// One message. Its content is `content` (text) and, in a user message, `images`: image
+/// parts shown with the text (the problem's figure). Almost every message has no image: it
+/// then costs nothing more than its text and goes out as plain text; one with images goes out
+/// as a list of parts, the images first (see the wire formats).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub role: Role,
     #[serde(default)]
     pub content: String,
+    /// User messages only: the images of this message's content, in order. Shared, so
+    /// cloning a message for every request copies no image.
+    #[serde(skip)]
+    pub images: Arc<[TurnImage]>,
     /// Assistant messages only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
@@ -45,6 +57,7 @@ impl Message {
         Message {
             role,
             content: content.into(),
+            images: Arc::default(),
             tool_calls: Vec::new(),
             tool_call_id: None,
             name: None,
@@ -58,6 +71,20 @@ impl Message {
 
     pub fn user(content: impl Into<String>) -> Self {
         Self::plain(Role::User, content)
+    }
+
+    /// A user message whose content is `images` and then `text` (the problem and its
+    /// figures, for a model that sees images).
+    pub fn user_with_images(text: impl Into<String>, images: Arc<[TurnImage]>) -> Self {
+        Message {
+            images,
+            ..Self::plain(Role::User, text)
+        }
+    }
+
+    /// The message has image parts.
+    pub fn has_images(&self) -> bool {
+        !self.images.is_empty()
     }
 
     pub fn assistant(content: impl Into<String>) -> Self {

@@ -106,6 +106,13 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// The tool reads the turn's images itself (`ToolContext::images`, with a model of its
+    /// own that sees them): a turn whose main model cannot see images is told so, and may
+    /// still be given images when such a tool is offered.
+    fn reads_images(&self) -> bool {
+        false
+    }
+
     /// The per-call timeout; a tool with a knob of its own overrides it.
     fn timeout(&self, config: &SolveConfig) -> Duration {
         config.tool_timeout()
