@@ -272,14 +272,15 @@ fn user_results(message: &Message, mut calling: Option<&mut Message>) -> Option<
         out.push(Message {
             role: Role::Tool,
             content: response.content,
+            images: Default::default(),
             tool_calls: Vec::new(),
             tool_call_id: Some(id),
             name: Some(response.name),
             reasoning_content: None,
         });
     }
-    if !rest.is_empty() {
-        out.push(Message::user(rest));
+    if !rest.is_empty() || message.has_images() {
+        out.push(Message::user_with_images(rest, message.images.clone()));
     }
     Some(out)
 }
