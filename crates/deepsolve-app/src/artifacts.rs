@@ -41,6 +41,10 @@ impl Tool for Registering {
         self.tool.playbook_line(language)
     }
 
+    fn reads_images(&self) -> bool {
+        self.tool.reads_images()
+    }
+
     fn timeout(&self, config: &SolveConfig) -> Duration {
         self.tool.timeout(config)
     }
