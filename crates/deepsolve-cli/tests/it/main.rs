@@ -9,6 +9,7 @@ mod connections;
 mod did_you_mean;
 mod disabled_tools;
 mod gc;
+mod images;
 mod kb;
 mod kb_replicas;
 mod memory_probe;

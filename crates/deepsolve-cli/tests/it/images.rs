@@ -1,0 +1,272 @@
+//! `deepsolve solve --image` through the real binary and the mock model: the image reaches a
+//! model that sees as an `image_url` part (scaled to 2 048 px) and the answer comes from it;
+//! a model that cannot see, or a file that is not a usable image, is refused with one line
+//! naming why before any model call of the turn.
+
+use std::path::{Path, PathBuf};
+
+use deepsolve_testkit::images::{Triangle, png_bomb, see};
+use deepsolve_testkit::wire::image_from_data_url;
+use deepsolve_testkit::*;
+use serde_json::Value;
+
+use crate::support::Isolated as Env;
+
+const PROBLEM: &str = "Find angle C.";
+
+/// A right triangle wider than the model is sent, so the CLI scales it down.
+fn triangle() -> Triangle {
+    Triangle::right(2600, 300)
+}
+
+fn write(env: &Env, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = env.path().join(name);
+    std::fs::write(&path, bytes).expect("fixture file");
+    path
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn solve(env: &Env, server: &MockServer, args: &[&str], images: &[&Path]) -> Run {
+    let mut cmd = env.command();
+    cmd.args([
+        "solve",
+        "--base-url",
+        &server.url(),
+        "--model",
+        "mock-model",
+    ]);
+    cmd.args(args);
+    for image in images {
+        cmd.arg("--image").arg(image);
+    }
+    cmd.arg(PROBLEM);
+    let out = cmd.output().expect("run deepsolve");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The data-URL images of each message of a captured request.
+fn images_of(body: &Value) -> Vec<(usize, Vec<deepsolve_core::TurnImage>)> {
+    let messages = body["messages"].as_array().expect("messages");
+    messages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| {
+            let parts = m["content"].as_array()?;
+            let images = parts
+                .iter()
+                .filter_map(|p| p["image_url"]["url"].as_str())
+                .enumerate()
+                .filter_map(|(k, url)| image_from_data_url(url, k + 1))
+                .collect();
+            Some((i, images))
+        })
+        .collect()
+}
+
+#[test]
+fn a_model_that_sees_gets_the_image_and_answers_from_it() {
+    let env = Env::new();
+    let server = MockServer::policy(Vision);
+    let image = write(&env, "triangle.png", &triangle().png());
+    let run = solve(&env, &server, &["--set", "llm.vision=true"], &[&image]);
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    server.assert_clean();
+    let requests = server.requests();
+    assert!(!requests.is_empty());
+    for request in &requests {
+        // The problem (message 1, after the system prompt) carries the one image, scaled.
+        let images = images_of(&request.body);
+        assert_eq!(images.len(), 1, "{:?}", request.body["messages"][1]);
+        let (at, sent) = &images[0];
+        assert_eq!((*at, sent.len()), (1, 1));
+        assert_eq!((sent[0].mime.as_str(), sent[0].width), ("image/png", 2048));
+        let text = request.body["messages"][1]["content"][1]["text"].as_str();
+        assert!(text.is_some_and(|t| t.starts_with(PROBLEM)), "{text:?}");
+    }
+    let system = requests[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        system.contains("`image_1`: triangle.png (2048×236)"),
+        "{system}"
+    );
+    // The answer was read off the pixels the model was sent.
+    let seen = see(&images_of(&requests[0].body)[0].1[0].bytes).expect("decodes");
+    let measured = format!("Angle C ≈ {:.1}°", seen.angle_c().expect("vertices"));
+    assert!(run.stdout.contains(&measured), "{}", run.stdout);
+    let drawn: f64 = triangle().angle_c();
+    assert!((seen.angle_c().unwrap_or_default() - drawn).abs() < 1.0);
+    assert!(
+        run.stdout.contains("a 2048×236 image, mostly white"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn auto_probes_once_then_the_turn_sees_in_chinese_and_through_tags() {
+    let env = Env::new();
+    let server = MockServer::policy(Vision);
+    let image = write(&env, "三角形.jpg", &Triangle::right(400, 300).jpeg());
+    let run = solve(
+        &env,
+        &server,
+        &["--lang", "zh", "--protocol", "tags", "--json"],
+        &[&image],
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    server.assert_clean();
+    let requests = server.requests();
+    // The probe: no tools, the probe question, one small image, in the turn's language.
+    let probe = &requests[0].body;
+    assert!(probe.get("tools").is_none());
+    assert!(
+        probe["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("颜色")
+    );
+    assert_eq!(images_of(probe)[0].1[0].width, 64);
+    // The turn: tags mode, the JPEG untouched (it is small), the section in Chinese.
+    let original = Triangle::right(400, 300).jpeg();
+    for request in &requests[1..] {
+        assert!(
+            request.body.get("tools").is_none(),
+            "tags: tools in the prompt"
+        );
+        let images = images_of(&request.body);
+        assert_eq!(images.len(), 1);
+        assert_eq!(&images[0].1[0].bytes[..], &original[..]);
+        assert_eq!(images[0].1[0].mime, "image/jpeg");
+    }
+    let system = requests[1].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        system.contains("# 图片") && system.contains("三角形.jpg（400×300）"),
+        "{system}"
+    );
+    let answer = run
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "answer")
+        .expect("an answer event");
+    let measured = Triangle::right(400, 300).angle_c();
+    let text = answer["text"].as_str().unwrap_or_default();
+    let shown: f64 = text
+        .split("≈ ")
+        .nth(1)
+        .and_then(|t| t.split('°').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_default();
+    assert!((shown - measured).abs() < 1.0, "{text}");
+}
+
+#[test]
+fn a_model_that_cannot_see_is_refused_before_the_turn() {
+    let env = Env::new();
+    let image = write(&env, "triangle.png", &Triangle::right(200, 200).png());
+    // Said by the setting: no model call at all.
+    let server = MockServer::policy(Vision);
+    let run = solve(&env, &server, &["--set", "llm.vision=false"], &[&image]);
+    assert_eq!(run.code, 1, "stdout: {}", run.stdout);
+    let line = run.stderr.trim();
+    assert!(
+        line.starts_with("error: this turn has images, but nothing can see them: the model 'mock-model' cannot see images (llm.vision is false)"),
+        "{line}"
+    );
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert_eq!(server.call_count(), 0);
+    // Found by the probe: one call (the probe), none of the turn.
+    let blind = MockServer::policy(WellBehaved::new(1));
+    let run = solve(&env, &blind, &[], &[&image]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .contains("cannot see images (asked the colour of a green image"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(blind.call_count(), 1);
+    assert!(
+        blind.requests()[0].body.get("tools").is_none(),
+        "only the probe"
+    );
+    blind.assert_clean();
+}
+
+#[test]
+fn files_that_are_not_usable_images_are_named_with_the_problem() {
+    let env = Env::new();
+    let server = MockServer::policy(Vision);
+    let text = write(
+        &env,
+        "figure.png",
+        b"this is a text file with a .png name\n",
+    );
+    let bomb = write(&env, "bomb.png", &png_bomb(60_000, 60_000));
+    let big = env.path().join("big.jpg");
+    let file = std::fs::File::create(&big).expect("big file");
+    file.set_len(11 * 1024 * 1024).expect("11 MiB");
+    let missing = env.path().join("missing.png");
+    let cases: [(&Path, String); 4] = [
+        (
+            &text,
+            format!(
+                "{}: not a PNG, JPEG, WebP or GIF image (read from its bytes, not its name)",
+                text.display()
+            ),
+        ),
+        (
+            &bomb,
+            format!(
+                "{}: 60000×60000 pixels is more than an image may have (50 megapixels)",
+                bomb.display()
+            ),
+        ),
+        (
+            &big,
+            format!(
+                "{}: 11 MiB is over the 10 MiB limit for an image",
+                big.display()
+            ),
+        ),
+        (&missing, format!("{}: cannot read it:", missing.display())),
+    ];
+    for (path, expected) in cases {
+        let run = solve(&env, &server, &["--set", "llm.vision=true"], &[path]);
+        assert_eq!(run.code, 1, "{}", path.display());
+        assert!(
+            run.stderr.starts_with(&format!("error: {expected}")),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+    }
+    assert_eq!(server.call_count(), 0);
+    // One bad file among good ones refuses the turn too.
+    let good = write(&env, "ok.png", &Triangle::right(100, 100).png());
+    let run = solve(
+        &env,
+        &server,
+        &["--set", "llm.vision=true"],
+        &[&good, &text],
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("figure.png: not a PNG"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(server.call_count(), 0);
+}
