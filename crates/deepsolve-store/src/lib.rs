@@ -21,6 +21,7 @@ mod browser_sessions;
 mod error;
 mod events;
 mod hub;
+mod images;
 mod kb;
 mod listen;
 mod model;
@@ -47,7 +48,7 @@ pub use kb::{
 };
 pub use model::{
     AppendEvent, ArtifactMeta, BrowserSession, IssuedBrowserSession, IssuedToken, NewArtifact,
-    NewTurn, Role, Session, StoredEvent, TurnFinish, TurnRecord, TurnStatus, User,
+    NewTurn, Role, Session, StoredEvent, TurnFinish, TurnImageRow, TurnRecord, TurnStatus, User,
 };
 pub use sqlx::AnyConnection;
 pub use users::hash_token;
@@ -320,7 +321,7 @@ pub fn redact_url(url: &str) -> String {
 
 /// The embedded migrations of a backend (no macros, no files at run time), in order.
 fn migrator(backend: Backend) -> Migrator {
-    let scripts: [(i64, &'static str, &'static str); 4] = match backend {
+    let scripts: [(i64, &'static str, &'static str); 5] = match backend {
         Backend::Sqlite => [
             (
                 1,
@@ -341,6 +342,11 @@ fn migrator(backend: Backend) -> Migrator {
                 4,
                 "kb_pages",
                 include_str!("../migrations/sqlite/0004_kb_pages.sql"),
+            ),
+            (
+                5,
+                "turn_images",
+                include_str!("../migrations/sqlite/0005_turn_images.sql"),
             ),
         ],
         Backend::Postgres => [
@@ -363,6 +369,11 @@ fn migrator(backend: Backend) -> Migrator {
                 4,
                 "kb_pages",
                 include_str!("../migrations/postgres/0004_kb_pages.sql"),
+            ),
+            (
+                5,
+                "turn_images",
+                include_str!("../migrations/postgres/0005_turn_images.sql"),
             ),
         ],
     };
