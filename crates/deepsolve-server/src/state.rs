@@ -62,6 +62,8 @@ pub struct ServerConfig {
     pub price: Option<deepsolve_protocol::api::PriceView>,
     /// Uploads and their ingest.
     pub kb: KbConfig,
+    /// What a turn's image may be (size, pixels; scaled to `max_side` for the model).
+    pub images: deepsolve_app::images::ImageLimits,
 }
 
 /// Uploads to knowledge bases (and a turn's attachments) and their ingest.
@@ -82,6 +84,17 @@ impl Default for KbConfig {
             max_files: crate::upload::MAX_FILES,
             ingest_concurrency: crate::ingest::DEFAULT_CONCURRENCY,
         }
+    }
+}
+
+impl ServerConfig {
+    /// The largest facade request (`/v1/chat/completions`): its images come inline, as
+    /// base64 data URLs, so it may carry a few at the image cap (4/3 for base64) with the
+    /// conversation.
+    pub fn max_facade_body_bytes(&self) -> usize {
+        let images = self.images.max_bytes.saturating_mul(4 * 4) / 3;
+        let bytes = images.saturating_add(self.max_body_bytes as u64);
+        usize::try_from(bytes).unwrap_or(usize::MAX)
     }
 }
 
@@ -126,6 +139,7 @@ impl Default for ServerConfig {
             trust_forwarded_proto: false,
             price: None,
             kb: KbConfig::default(),
+            images: deepsolve_app::images::ImageLimits::default(),
         }
     }
 }

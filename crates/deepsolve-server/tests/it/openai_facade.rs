@@ -149,7 +149,7 @@ async fn chat_completions_answers_and_streams_progress_then_the_answer() {
 }
 
 /// The Python client: a path to a Python that can `import openai`, or `None` to skip.
-fn python_with_openai() -> Option<String> {
+pub(crate) fn python_with_openai() -> Option<String> {
     let candidates = std::env::var("DEEPSOLVE_TEST_PYTHON")
         .ok()
         .into_iter()
