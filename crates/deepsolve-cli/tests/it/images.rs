@@ -53,6 +53,16 @@ fn solve(env: &Env, server: &MockServer, args: &[&str], images: &[&Path]) -> Run
     }
 }
 
+/// The angle of the answer's `Angle C ≈ x°`.
+fn angle_in(answer: &str) -> f64 {
+    answer
+        .split("Angle C ≈ ")
+        .nth(1)
+        .and_then(|t| t.split('°').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
 /// The data-URL images of each message of a captured request.
 fn images_of(body: &Value) -> Vec<(usize, Vec<deepsolve_core::TurnImage>)> {
     let messages = body["messages"].as_array().expect("messages");
@@ -161,15 +171,9 @@ fn auto_probes_once_then_the_turn_sees_in_chinese_and_through_tags() {
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .find(|e| e["type"] == "answer")
         .expect("an answer event");
-    let measured = Triangle::right(400, 300).angle_c();
     let text = answer["text"].as_str().unwrap_or_default();
-    let shown: f64 = text
-        .split("≈ ")
-        .nth(1)
-        .and_then(|t| t.split('°').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_default();
-    assert!((shown - measured).abs() < 1.0, "{text}");
+    let drawn = Triangle::right(400, 300).angle_c();
+    assert!((angle_in(text) - drawn).abs() < 1.0, "{text}");
 }
 
 #[test]
@@ -269,4 +273,118 @@ fn files_that_are_not_usable_images_are_named_with_the_problem() {
         run.stderr
     );
     assert_eq!(server.call_count(), 0);
+}
+
+/// The bytes of the images of the problem message of each turn request (the probe, a request
+/// without tools, left out).
+fn turn_request_images(requests: &[CapturedRequest]) -> Vec<Vec<u8>> {
+    requests
+        .iter()
+        .filter(|r| r.body.get("tools").is_some())
+        .flat_map(|r| images_of(&r.body))
+        .flat_map(|(_, images)| images)
+        .map(|image| image.bytes.to_vec())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_resumed_after_a_server_kill_sends_the_same_image() {
+    use crate::support::Server;
+    use std::time::Duration;
+
+    let home = tempfile::tempdir().expect("home");
+    let slow = FnPolicy(|req: &PolicyRequest| {
+        Reply::delayed(Duration::from_millis(300), Vision.reply(req))
+    });
+    let mock = MockServer::policy(slow);
+    let db = format!("sqlite://{}", home.path().join("images.db").display());
+    let mut server = Server::start(home.path(), &db, &mock.url(), "node-1");
+    let http = reqwest::Client::new();
+    let triangle = Triangle::right(360, 240);
+    let form = reqwest::multipart::Form::new()
+        .text("request", r#"{"problem": "Find angle C."}"#)
+        .part(
+            "image",
+            reqwest::multipart::Part::bytes(triangle.png()).file_name("triangle.png"),
+        );
+    let created: Value = http
+        .post(server.url("/api/v1/turns"))
+        .multipart(form)
+        .send()
+        .await
+        .expect("post")
+        .json()
+        .await
+        .expect("json");
+    let turn = created["turn_id"].as_str().expect("turn id").to_string();
+    // Kill once the first step's checkpoint is stored (the image was read by then).
+    let events = format!("/api/v1/turns/{turn}/events");
+    wait_for_event(&http, &server.url(&events), "checkpoint").await;
+    server.kill9();
+    let before = mock.requests().len();
+
+    let server = Server::start(home.path(), &db, &mock.url(), "node-1");
+    let resp = http
+        .post(server.url(&format!("/api/v1/turns/{turn}/resume")))
+        .send()
+        .await
+        .expect("resume");
+    assert_eq!(resp.status().as_u16(), 202);
+    wait_for_event(&http, &server.url(&events), "turn_finished").await;
+    let requests = mock.requests();
+    let sent_before = turn_request_images(&requests[..before]);
+    let sent_after = turn_request_images(&requests[before..]);
+    assert!(!sent_before.is_empty() && !sent_after.is_empty());
+    for bytes in sent_before.iter().chain(&sent_after) {
+        assert_eq!(
+            bytes[..],
+            triangle.png()[..],
+            "the same image before and after"
+        );
+    }
+    let view: Value = loop {
+        let view: Value = http
+            .get(server.url(&format!("/api/v1/turns/{turn}")))
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        if view["status"] != "running" {
+            break view;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(view["stop_reason"], "answered", "{view}");
+    let answer = view["answer"].as_str().unwrap_or_default();
+    assert!(
+        (angle_in(answer) - triangle.angle_c()).abs() < 1.0,
+        "{answer}"
+    );
+    let url = view["images"][0]["url"].as_str().expect("image url");
+    let served = http.get(server.url(url)).send().await.expect("image");
+    assert_eq!(
+        &served.bytes().await.expect("bytes")[..],
+        &triangle.png()[..]
+    );
+    mock.assert_clean();
+}
+
+/// Follow a turn's events until one of type `kind` has been stored.
+async fn wait_for_event(http: &reqwest::Client, url: &str, kind: &str) {
+    use futures::StreamExt;
+    let resp = http.get(url).send().await.expect("sse");
+    let mut stream = resp.bytes_stream();
+    let mut seen = String::new();
+    while let Some(chunk) = tokio::time::timeout(std::time::Duration::from_secs(60), stream.next())
+        .await
+        .expect("events keep coming")
+    {
+        seen.push_str(&String::from_utf8_lossy(&chunk.expect("chunk")));
+        if seen.contains(&format!("event: {kind}\n")) || seen.contains(&format!("event:{kind}\n")) {
+            return;
+        }
+    }
+    panic!("the stream ended without a {kind} event");
 }
