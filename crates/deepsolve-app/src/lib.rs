@@ -27,7 +27,6 @@
 
 pub mod artifacts;
 pub mod gc;
-pub mod images;
 pub mod knowledge;
 pub mod models;
 pub mod sandbox;
@@ -41,6 +40,9 @@ use deepsolve_core::{ChatModel, Engine, EngineError, Language, ToolRef, TurnImag
 use deepsolve_kb::extract::ChildCommand;
 use deepsolve_settings::{Loaded, Settings, ToolSection, Vision};
 use deepsolve_tools::{CATALOG, Deps, Knowledge, Sandbox, SandboxError, Toolset};
+
+/// A turn's images made ready for a model (every front end prepares them through it).
+pub use deepsolve_images as images;
 
 pub use artifacts::ArtifactRegistry;
 pub use deepsolve_tools::{

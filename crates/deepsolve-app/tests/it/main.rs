@@ -5,7 +5,7 @@
 
 mod app;
 mod gc;
-mod images;
 mod interp;
 mod knowledge;
 mod turn;
+mod vision;

@@ -1,6 +1,6 @@
-//! The images a turn is given, made ready for a model — the one place every front end (the
-//! CLI's `--image`, the API, the OpenAI facade) turns bytes and a name into a
-//! [`TurnImage`] or an error naming the file and the problem:
+//! deepsolve-images: the images a turn is given, made ready for a model — the one place every
+//! front end (the CLI's `--image`, the API, the OpenAI facade; through `deepsolve_app::images`)
+//! turns bytes and a name into a [`TurnImage`] or an error naming the file and the problem:
 //!
 //! - the type comes from the magic bytes only (PNG, JPEG, WebP, GIF), never from the name or
 //!   a declared type;
