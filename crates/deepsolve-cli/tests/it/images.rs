@@ -388,3 +388,45 @@ async fn wait_for_event(http: &reqwest::Client, url: &str, kind: &str) {
     }
     panic!("the stream ended without a {kind} event");
 }
+
+#[test]
+fn doctor_says_whether_the_model_sees_images() {
+    let env = Env::new();
+    let seeing = MockServer::policy(Vision);
+    let out = env.doctor(&seeing.url());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("✓ the model sees images (llm.vision: auto)"),
+        "{stdout}"
+    );
+    let blind = MockServer::policy(WellBehaved::new(1));
+    let stdout = String::from_utf8_lossy(&env.doctor(&blind.url()).stdout).into_owned();
+    assert!(
+        stdout.contains("! the model does not see images (asked the colour of a green image"),
+        "{stdout}"
+    );
+    // Said by the setting: no probe.
+    let calls = blind.call_count();
+    let out = env
+        .command()
+        .args([
+            "doctor",
+            "--base-url",
+            &blind.url(),
+            "--model",
+            "mock-model",
+        ])
+        .args(["--set", "llm.vision=false"])
+        .output()
+        .expect("doctor");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("! the model is not sent images (llm.vision: false)"),
+        "{stdout}"
+    );
+    let probes = blind.requests()[calls..]
+        .iter()
+        .filter(|r| r.body["messages"][1]["content"].is_array())
+        .count();
+    assert_eq!(probes, 0);
+}
