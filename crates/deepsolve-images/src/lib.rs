@@ -133,16 +133,6 @@ pub enum ImageError {
     TooMany { count: usize, max: usize },
 }
 
-impl ImageError {
-    /// The file is over the size cap (an HTTP front end answers 413 for it).
-    pub fn is_too_large(&self) -> bool {
-        matches!(
-            self,
-            ImageError::TooLarge { .. } | ImageError::TooMany { .. }
-        )
-    }
-}
-
 /// A size as people read it: `12.5 MiB`, `10 MiB`, `300 KiB`, `12 bytes`.
 fn size_text(bytes: u64) -> String {
     const KIB: f64 = 1024.0;

@@ -119,17 +119,19 @@ fn decode_inline(inline: &[TurnAttachment], limits: &ImageLimits) -> ApiResult<V
         .collect()
 }
 
-/// 413 for an image over the cap (or too many), 422 `invalid_image` for one that is not a
-/// usable image; the message names it.
+/// 413 for an image over the cap, 422 `invalid_request` for too many, 422 `invalid_image`
+/// for one that is not a usable image; the message names it.
 pub(crate) fn image_error(e: ImageError) -> ApiError {
-    if e.is_too_large() {
-        ApiError::new(
+    match e {
+        ImageError::TooLarge { .. } => ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             ApiErrorCode::PayloadTooLarge,
             e.to_string(),
-        )
-    } else {
-        ApiError::invalid(ApiErrorCode::InvalidImage, e.to_string())
+        ),
+        ImageError::TooMany { .. } => {
+            ApiError::invalid(ApiErrorCode::InvalidRequest, e.to_string())
+        }
+        _ => ApiError::invalid(ApiErrorCode::InvalidImage, e.to_string()),
     }
 }
 

@@ -302,8 +302,8 @@ fn facade_paths() -> Value {
             responses(json!({
                 "200": {"description": "chat.completion, or with stream: true an SSE stream of chat.completion.chunk", "content": content},
                 "404": error("Unknown model"),
-                "413": error("An image over its cap (named), or too many"),
-                "422": error("Bad conversation; invalid_image for an image_url that is not a data: URL of a usable image; cannot_see_images"),
+                "413": error("An image over its cap (named)"),
+                "422": error("Bad conversation, or too many images; invalid_image for an image_url that is not a data: URL of a usable image; cannot_see_images"),
                 "502": error("The turn ended without an answer"),
                 "503": error("Too many running turns on this server; retry shortly"),
             }))), request_body::<ChatRequest>())},

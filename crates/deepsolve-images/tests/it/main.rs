@@ -82,7 +82,7 @@ fn bad_files_are_refused_with_their_name_and_the_problem() {
     };
     let big = prepare_image("big.png", vec![0x89; 3 * 1024 * 1024], 1, &limits)
         .expect_err("over the cap");
-    assert!(big.is_too_large());
+    assert!(matches!(big, ImageError::TooLarge { .. }));
     assert_eq!(
         big.to_string(),
         "big.png: 3 MiB is over the 1 KiB limit for an image"
