@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 
 use deepsolve_testkit::images::{Triangle, png_bomb, see};
-use deepsolve_testkit::wire::image_from_data_url;
 use deepsolve_testkit::*;
 use serde_json::Value;
 
@@ -63,22 +62,13 @@ fn angle_in(answer: &str) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// The data-URL images of each message of a captured request.
-fn images_of(body: &Value) -> Vec<(usize, Vec<deepsolve_core::TurnImage>)> {
-    let messages = body["messages"].as_array().expect("messages");
-    messages
-        .iter()
+/// The messages that carry images, with them: `(index, images)`.
+fn with_images(request: &CapturedRequest) -> Vec<(usize, Vec<deepsolve_core::TurnImage>)> {
+    request
+        .images()
+        .into_iter()
         .enumerate()
-        .filter_map(|(i, m)| {
-            let parts = m["content"].as_array()?;
-            let images = parts
-                .iter()
-                .filter_map(|p| p["image_url"]["url"].as_str())
-                .enumerate()
-                .filter_map(|(k, url)| image_from_data_url(url, k + 1))
-                .collect();
-            Some((i, images))
-        })
+        .filter(|(_, images)| !images.is_empty())
         .collect()
 }
 
@@ -94,7 +84,7 @@ fn a_model_that_sees_gets_the_image_and_answers_from_it() {
     assert!(!requests.is_empty());
     for request in &requests {
         // The problem (message 1, after the system prompt) carries the one image, scaled.
-        let images = images_of(&request.body);
+        let images = with_images(request);
         assert_eq!(images.len(), 1, "{:?}", request.body["messages"][1]);
         let (at, sent) = &images[0];
         assert_eq!((*at, sent.len()), (1, 1));
@@ -110,7 +100,7 @@ fn a_model_that_sees_gets_the_image_and_answers_from_it() {
         "{system}"
     );
     // The answer was read off the pixels the model was sent.
-    let seen = see(&images_of(&requests[0].body)[0].1[0].bytes).expect("decodes");
+    let seen = see(&requests[0].images()[1][0].bytes).expect("decodes");
     let measured = format!("Angle C ≈ {:.1}°", seen.angle_c().expect("vertices"));
     assert!(run.stdout.contains(&measured), "{}", run.stdout);
     let drawn: f64 = triangle().angle_c();
@@ -137,15 +127,15 @@ fn auto_probes_once_then_the_turn_sees_in_chinese_and_through_tags() {
     server.assert_clean();
     let requests = server.requests();
     // The probe: no tools, the probe question, one small image, in the turn's language.
-    let probe = &requests[0].body;
-    assert!(probe.get("tools").is_none());
+    let probe = &requests[0];
+    assert!(!probe.offers_tools());
     assert!(
-        probe["messages"][0]["content"]
+        probe.body["messages"][0]["content"]
             .as_str()
             .unwrap_or_default()
             .contains("颜色")
     );
-    assert_eq!(images_of(probe)[0].1[0].width, 64);
+    assert_eq!(with_images(probe)[0].1[0].width, 64);
     // The turn: tags mode, the JPEG untouched (it is small), the section in Chinese.
     let original = Triangle::right(400, 300).jpeg();
     for request in &requests[1..] {
@@ -153,7 +143,7 @@ fn auto_probes_once_then_the_turn_sees_in_chinese_and_through_tags() {
             request.body.get("tools").is_none(),
             "tags: tools in the prompt"
         );
-        let images = images_of(&request.body);
+        let images = with_images(request);
         assert_eq!(images.len(), 1);
         assert_eq!(&images[0].1[0].bytes[..], &original[..]);
         assert_eq!(images[0].1[0].mime, "image/jpeg");
@@ -275,20 +265,20 @@ fn files_that_are_not_usable_images_are_named_with_the_problem() {
     assert_eq!(server.call_count(), 0);
 }
 
-/// The bytes of the images of the problem message of each turn request (the probe, a request
-/// without tools, left out).
+/// The bytes of every image the turn requests (not the probe) carried.
 fn turn_request_images(requests: &[CapturedRequest]) -> Vec<Vec<u8>> {
     requests
         .iter()
-        .filter(|r| r.body.get("tools").is_some())
-        .flat_map(|r| images_of(&r.body))
-        .flat_map(|(_, images)| images)
+        .filter(|r| r.offers_tools())
+        .flat_map(CapturedRequest::images)
+        .flatten()
         .map(|image| image.bytes.to_vec())
         .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_resumed_after_a_server_kill_sends_the_same_image() {
+    use crate::serve::{read_events, view_when_done};
     use crate::support::Server;
     use std::time::Duration;
 
@@ -319,7 +309,10 @@ async fn a_turn_resumed_after_a_server_kill_sends_the_same_image() {
     let turn = created["turn_id"].as_str().expect("turn id").to_string();
     // Kill once the first step's checkpoint is stored (the image was read by then).
     let events = format!("/api/v1/turns/{turn}/events");
-    wait_for_event(&http, &server.url(&events), "checkpoint").await;
+    read_events(&http, &server.url(&events), None, |e| {
+        e["type"] == "checkpoint"
+    })
+    .await;
     server.kill9();
     let before = mock.requests().len();
 
@@ -330,7 +323,7 @@ async fn a_turn_resumed_after_a_server_kill_sends_the_same_image() {
         .await
         .expect("resume");
     assert_eq!(resp.status().as_u16(), 202);
-    wait_for_event(&http, &server.url(&events), "turn_finished").await;
+    read_events(&http, &server.url(&events), None, |_| false).await;
     let requests = mock.requests();
     let sent_before = turn_request_images(&requests[..before]);
     let sent_after = turn_request_images(&requests[before..]);
@@ -342,20 +335,7 @@ async fn a_turn_resumed_after_a_server_kill_sends_the_same_image() {
             "the same image before and after"
         );
     }
-    let view: Value = loop {
-        let view: Value = http
-            .get(server.url(&format!("/api/v1/turns/{turn}")))
-            .send()
-            .await
-            .expect("get")
-            .json()
-            .await
-            .expect("json");
-        if view["status"] != "running" {
-            break view;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let view = view_when_done(&http, &server.url(&format!("/api/v1/turns/{turn}"))).await;
     assert_eq!(view["stop_reason"], "answered", "{view}");
     let answer = view["answer"].as_str().unwrap_or_default();
     assert!(
@@ -369,64 +349,4 @@ async fn a_turn_resumed_after_a_server_kill_sends_the_same_image() {
         &triangle.png()[..]
     );
     mock.assert_clean();
-}
-
-/// Follow a turn's events until one of type `kind` has been stored.
-async fn wait_for_event(http: &reqwest::Client, url: &str, kind: &str) {
-    use futures::StreamExt;
-    let resp = http.get(url).send().await.expect("sse");
-    let mut stream = resp.bytes_stream();
-    let mut seen = String::new();
-    while let Some(chunk) = tokio::time::timeout(std::time::Duration::from_secs(60), stream.next())
-        .await
-        .expect("events keep coming")
-    {
-        seen.push_str(&String::from_utf8_lossy(&chunk.expect("chunk")));
-        if seen.contains(&format!("event: {kind}\n")) || seen.contains(&format!("event:{kind}\n")) {
-            return;
-        }
-    }
-    panic!("the stream ended without a {kind} event");
-}
-
-#[test]
-fn doctor_says_whether_the_model_sees_images() {
-    let env = Env::new();
-    let seeing = MockServer::policy(Vision);
-    let out = env.doctor(&seeing.url());
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("✓ the model sees images (llm.vision: auto)"),
-        "{stdout}"
-    );
-    let blind = MockServer::policy(WellBehaved::new(1));
-    let stdout = String::from_utf8_lossy(&env.doctor(&blind.url()).stdout).into_owned();
-    assert!(
-        stdout.contains("! the model does not see images (asked the colour of a green image"),
-        "{stdout}"
-    );
-    // Said by the setting: no probe.
-    let calls = blind.call_count();
-    let out = env
-        .command()
-        .args([
-            "doctor",
-            "--base-url",
-            &blind.url(),
-            "--model",
-            "mock-model",
-        ])
-        .args(["--set", "llm.vision=false"])
-        .output()
-        .expect("doctor");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("! the model is not sent images (llm.vision: false)"),
-        "{stdout}"
-    );
-    let probes = blind.requests()[calls..]
-        .iter()
-        .filter(|r| r.body["messages"][1]["content"].is_array())
-        .count();
-    assert_eq!(probes, 0);
 }

@@ -10,11 +10,10 @@ use deepsolve_server::ServerConfig;
 use deepsolve_settings::{Settings, Vision as VisionSetting};
 use deepsolve_store::Role;
 use deepsolve_testkit::images::{Triangle, png_bomb, see, solid_png};
-use deepsolve_testkit::wire::image_from_data_url;
 use deepsolve_testkit::{Vision, WellBehaved};
 use serde_json::{Value, json};
 
-use crate::openai_facade::python_with_openai;
+use crate::openai_facade::python_or_skip;
 use crate::support::{Options, TestServer, start};
 
 fn b64(bytes: &[u8]) -> String {
@@ -50,23 +49,14 @@ async fn server(vision: VisionSetting) -> (TestServer, String, String) {
     (started.server, alice, mallory)
 }
 
-/// The images of the problem message of every turn request the mock received (the probe, a
-/// request without tools, left out).
+/// The images of the problem message (after the system prompt) of every turn request the
+/// mock received (the probe, a request without tools, left out).
 fn problem_images(s: &TestServer) -> Vec<Vec<deepsolve_core::TurnImage>> {
     s.mock
         .requests()
         .iter()
-        .filter(|r| r.body.get("tools").is_some())
-        .map(|r| {
-            let parts = r.body["messages"][1]["content"].as_array().cloned();
-            parts
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|p| p["image_url"]["url"].as_str())
-                .enumerate()
-                .filter_map(|(k, url)| image_from_data_url(url, k + 1))
-                .collect()
-        })
+        .filter(|r| r.offers_tools())
+        .map(|r| r.images().into_iter().nth(1).unwrap_or_default())
         .collect()
 }
 
@@ -403,12 +393,7 @@ print(json.dumps({"answer": full.choices[0].message.content, "remote": remote}))
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_openai_python_client_sends_an_image() {
-    let Some(python) = python_with_openai() else {
-        assert!(
-            std::env::var_os("DEEPSOLVE_TEST_PYTHON").is_none(),
-            "DEEPSOLVE_TEST_PYTHON is set but cannot `import openai`"
-        );
-        eprintln!("skipped: no Python with the openai package (scripts/install-deps installs one)");
+    let Some(python) = python_or_skip() else {
         return;
     };
     let (s, alice, _) = server(VisionSetting::Auto).await;
