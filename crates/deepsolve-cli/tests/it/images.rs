@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use deepsolve_testkit::images::{Triangle, png_bomb, see};
+use deepsolve_testkit::policy::answered_angle;
 use deepsolve_testkit::*;
 use serde_json::Value;
 
@@ -50,16 +51,6 @@ fn solve(env: &Env, server: &MockServer, args: &[&str], images: &[&Path]) -> Run
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
-}
-
-/// The angle of the answer's `Angle C ≈ x°`.
-fn angle_in(answer: &str) -> f64 {
-    answer
-        .split("Angle C ≈ ")
-        .nth(1)
-        .and_then(|t| t.split('°').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(f64::NAN)
 }
 
 /// The messages that carry images, with them: `(index, images)`.
@@ -163,7 +154,7 @@ fn auto_probes_once_then_the_turn_sees_in_chinese_and_through_tags() {
         .expect("an answer event");
     let text = answer["text"].as_str().unwrap_or_default();
     let drawn = Triangle::right(400, 300).angle_c();
-    assert!((angle_in(text) - drawn).abs() < 1.0, "{text}");
+    assert!((answered_angle(text) - drawn).abs() < 1.0, "{text}");
 }
 
 #[test]
@@ -339,7 +330,7 @@ async fn a_turn_resumed_after_a_server_kill_sends_the_same_image() {
     assert_eq!(view["stop_reason"], "answered", "{view}");
     let answer = view["answer"].as_str().unwrap_or_default();
     assert!(
-        (angle_in(answer) - triangle.angle_c()).abs() < 1.0,
+        (answered_angle(answer) - triangle.angle_c()).abs() < 1.0,
         "{answer}"
     );
     let url = view["images"][0]["url"].as_str().expect("image url");
@@ -349,4 +340,46 @@ async fn a_turn_resumed_after_a_server_kill_sends_the_same_image() {
         &triangle.png()[..]
     );
     mock.assert_clean();
+}
+
+#[test]
+fn doctor_says_whether_the_model_sees_images() {
+    let env = Env::new();
+    let seeing = MockServer::policy(Vision);
+    let out = env.doctor(&seeing.url());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("✓ the model sees images (llm.vision: auto)"),
+        "{stdout}"
+    );
+    let blind = MockServer::policy(WellBehaved::new(1));
+    let stdout = String::from_utf8_lossy(&env.doctor(&blind.url()).stdout).into_owned();
+    assert!(
+        stdout.contains("! the model does not see images (asked the colour of a green image"),
+        "{stdout}"
+    );
+    // Said by the setting: no probe.
+    let calls = blind.call_count();
+    let out = env
+        .command()
+        .args([
+            "doctor",
+            "--base-url",
+            &blind.url(),
+            "--model",
+            "mock-model",
+        ])
+        .args(["--set", "llm.vision=false"])
+        .output()
+        .expect("doctor");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("! the model is not sent images (llm.vision: false)"),
+        "{stdout}"
+    );
+    let probes = blind.requests()[calls..]
+        .iter()
+        .filter(|r| r.body["messages"][1]["content"].is_array())
+        .count();
+    assert_eq!(probes, 0);
 }

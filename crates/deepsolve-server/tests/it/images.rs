@@ -10,6 +10,7 @@ use deepsolve_server::ServerConfig;
 use deepsolve_settings::{Settings, Vision as VisionSetting};
 use deepsolve_store::Role;
 use deepsolve_testkit::images::{Triangle, png_bomb, see, solid_png};
+use deepsolve_testkit::policy::answered_angle;
 use deepsolve_testkit::{Vision, WellBehaved};
 use serde_json::{Value, json};
 
@@ -60,15 +61,6 @@ fn problem_images(s: &TestServer) -> Vec<Vec<deepsolve_core::TurnImage>> {
         .collect()
 }
 
-fn angle_of(answer: &str) -> f64 {
-    answer
-        .split("Angle C ≈ ")
-        .nth(1)
-        .and_then(|t| t.split('°').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(f64::NAN)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn base64_images_reach_the_model_are_stored_with_the_turn_and_shown_to_its_owner() {
     let (s, alice, mallory) = server(VisionSetting::Auto).await;
@@ -84,7 +76,7 @@ async fn base64_images_reach_the_model_are_stored_with_the_turn_and_shown_to_its
     assert_eq!(view["stop_reason"], "answered", "{view}");
     let answer = view["answer"].as_str().unwrap_or_default();
     assert!(
-        (angle_of(answer) - triangle.angle_c()).abs() < 1.0,
+        (answered_angle(answer) - triangle.angle_c()).abs() < 1.0,
         "{answer}"
     );
     // The probe came first (auto), then every turn request carried the image untouched.
@@ -333,7 +325,7 @@ async fn the_facade_takes_data_url_images_and_fetches_no_url() {
         .as_str()
         .unwrap_or_default();
     assert!(
-        (angle_of(answer) - triangle.angle_c()).abs() < 1.0,
+        (answered_angle(answer) - triangle.angle_c()).abs() < 1.0,
         "{answer}"
     );
     assert_eq!(problem_images(&s)[0][0].bytes[..], triangle.png()[..]);
@@ -414,7 +406,7 @@ async fn the_official_openai_python_client_sends_an_image() {
     let report: Value = serde_json::from_slice(&out.stdout).expect("report json");
     let answer = report["answer"].as_str().unwrap_or_default();
     assert!(
-        (angle_of(answer) - triangle.angle_c()).abs() < 1.0,
+        (answered_angle(answer) - triangle.angle_c()).abs() < 1.0,
         "{report}"
     );
     assert_eq!(report["remote"][0], 422, "{report}");

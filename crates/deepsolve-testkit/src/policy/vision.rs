@@ -87,7 +87,7 @@ impl Vision {
     fn angle_move(req: &PolicyRequest, step: &PlanStep) -> Reply {
         let angle = Self::seen(req).iter().find_map(Seen::angle_c);
         let summary = match angle {
-            Some(angle) => format!("Angle C ≈ {angle:.1}°"),
+            Some(angle) => format!("{ANGLE_PREFIX}{angle:.1}°"),
             None => "the figure shows no marked triangle to measure".to_string(),
         };
         finish_call_for(&step.id, &summary)
@@ -102,6 +102,20 @@ impl Vision {
         Reply::text(format!("**Answer:** {result}\n\nFrom the figure: {read}"))
     }
 }
+
+/// The angle an answer of this policy gives (`Angle C ≈ x°`), `NaN` when it gives none: what
+/// a test compares with the angle it drew.
+pub fn answered_angle(answer: &str) -> f64 {
+    answer
+        .split(ANGLE_PREFIX)
+        .nth(1)
+        .and_then(|t| t.split('°').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// How `S2` (and so the answer) states the angle.
+const ANGLE_PREFIX: &str = "Angle C ≈ ";
 
 fn colour_zh(colour: &str) -> &'static str {
     match colour {
@@ -210,5 +224,8 @@ mod tests {
             args["summary"],
             format!("Angle C ≈ {:.1}°", triangle.angle_c())
         );
+        let summary = args["summary"].as_str().unwrap_or_default();
+        assert!((answered_angle(summary) - triangle.angle_c()).abs() < 0.06);
+        assert!(answered_angle("no angle here").is_nan());
     }
 }
