@@ -125,11 +125,16 @@ export const api = {
     for (const file of files) form.append("file", file, file.name);
     return upload<Uploaded>(`/api/v1/knowledge-bases/${id(kb)}/documents`, form, onProgress);
   },
-  /** A turn with files of its own: multipart, the JSON request in a part of its own. */
-  createTurnWithFiles: (body: CreateTurn, files: File[], onProgress?: (sent: number, total: number) => void) => {
+  /** A turn with files or images of its own: multipart, the JSON request in a part of its own. */
+  createTurnWithFiles: (
+    body: CreateTurn,
+    uploads: { files: File[]; images: File[] },
+    onProgress?: (sent: number, total: number) => void,
+  ) => {
     const form = new FormData();
     form.append("request", new Blob([JSON.stringify(body)], { type: "application/json" }));
-    for (const file of files) form.append("file", file, file.name);
+    for (const file of uploads.files) form.append("file", file, file.name);
+    for (const image of uploads.images) form.append("image", image, image.name);
     return upload<TurnCreated>("/api/v1/turns", form, onProgress);
   },
 

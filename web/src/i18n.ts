@@ -74,6 +74,7 @@ const en = {
   "language.zh": "中文",
 
   "turn.problem": "Problem",
+  "turn.images": "Images of the problem",
   "turn.plan": "Plan",
   "turn.planning": "Planning",
   "turn.waiting": "Waiting for the first event…",
@@ -255,6 +256,16 @@ const en = {
   "material.kbDocsOne": "1 document",
   "material.sending": "Sending files… {pct}%",
 
+  "images.add": "Add images",
+  "images.hint": "Or paste or drop a picture of the problem on the editor.",
+  "images.label": "Images of the problem",
+  "images.alt": "Image {n} of the problem: {name}",
+  "images.remove": "Remove {name}",
+  "images.drop": "Drop the images to add them",
+  "images.notImage": "{name} is not a PNG, JPEG, WebP or GIF image.",
+  "images.tooLarge": "{name} is {size}; an image may be at most {max}.",
+  "images.tooMany": "A problem may have at most {max} images.",
+
   "sources.title": "Sources",
   "sources.page": "p. {n}",
   "sources.open": "Open the source",
@@ -328,6 +339,7 @@ const zh: Record<Key, string> = {
   "language.zh": "中文",
 
   "turn.problem": "题目",
+  "turn.images": "题目的图片",
   "turn.plan": "计划",
   "turn.planning": "制定计划",
   "turn.waiting": "正在等待第一个事件…",
@@ -508,6 +520,16 @@ const zh: Record<Key, string> = {
   "material.kbDocs": "{n} 份文档",
   "material.kbDocsOne": "1 份文档",
   "material.sending": "正在发送文件… {pct}%",
+
+  "images.add": "添加图片",
+  "images.hint": "也可以把题目的图片粘贴或拖到编辑框里。",
+  "images.label": "题目的图片",
+  "images.alt": "题目的第 {n} 张图片：{name}",
+  "images.remove": "移除 {name}",
+  "images.drop": "松开即可添加图片",
+  "images.notImage": "{name} 不是 PNG、JPEG、WebP 或 GIF 图片。",
+  "images.tooLarge": "{name} 大小为 {size}，每张图片最大 {max}。",
+  "images.tooMany": "每道题最多 {max} 张图片。",
 
   "sources.title": "来源",
   "sources.page": "第 {n} 页",

@@ -6,7 +6,7 @@
 export type AnswerSource = "model" | "forced" | "step_summaries";
 
 /** The machine-readable `code` of an API error. */
-export type ApiErrorCode = "payload_too_large" | "unsupported_media_type" | "unknown_tool" | "unknown_config_key" | "invalid_config" | "settings_not_written" | "unauthorized" | "forbidden" | "not_found" | "bad_request" | "bad_json" | "request_timeout" | "invalid_request" | "invalid" | "unsupported" | "conflict" | "busy" | "unavailable" | "model_not_found" | "no_answer" | "internal";
+export type ApiErrorCode = "payload_too_large" | "unsupported_media_type" | "unknown_tool" | "unknown_config_key" | "invalid_config" | "settings_not_written" | "unauthorized" | "forbidden" | "not_found" | "bad_request" | "bad_json" | "request_timeout" | "invalid_request" | "invalid" | "unsupported" | "conflict" | "busy" | "unavailable" | "model_not_found" | "no_answer" | "invalid_image" | "cannot_see_images" | "internal";
 
 /** A file a tool produced in the turn's workspace. */
 export interface Artifact {
@@ -115,7 +115,11 @@ export interface ChatCompletionChunk {
 }
 
 export interface ChatMessage {
-  /** A string, or an array of content parts (only `text` parts are supported). */
+  /**
+   * A string, or an array of content parts: `text`, and in user messages `image_url` with
+   * a `data:` URL (`data:image/png;base64,…`; the server fetches no URL). The images of the
+   * user messages are the turn's.
+   */
   content?: unknown;
   /** `user`, `assistant`; `system`, `developer` and `tool` messages are ignored. */
   role: string;
@@ -226,6 +230,14 @@ export interface CreateTurn {
   attachments?: TurnAttachment[];
   /** Solve knob overrides; unknown keys are refused by name, values clamped. */
   config?: Record<string, unknown>;
+  /**
+   * Pictures of the problem or its figure (PNG, JPEG, WebP or GIF by their bytes, at most
+   * 10 MiB each and 8 per turn), base64 with a name; larger ones go as `multipart/form-data`
+   * parts `image`. One that is not a usable image refuses the turn naming it (422
+   * `invalid_image`, 413 over the size cap); a turn whose images nothing can see is refused
+   * with 422 `cannot_see_images`.
+   */
+  images?: TurnAttachment[];
   /**
    * The caller's knowledge bases the turn may search, by id or name (an unknown one is
    * refused with 422 listing the caller's).
@@ -463,6 +475,10 @@ export type Language = "en" | "zh";
 export interface LimitsView {
   /** The largest request body, in bytes. */
   max_body_bytes: number;
+  /** The largest image a turn may be given, in bytes. */
+  max_image_bytes: number;
+  /** The most images one turn may have. */
+  max_images: number;
   /** The longest problem, in characters. */
   max_problem_chars: number;
 }
@@ -789,6 +805,20 @@ export type TurnEvent = {
   turn_id: string;
 } & EventKind;
 
+/**
+ * An image of a turn as clients see it (`TurnView::images`): shown from `url`, a raster image
+ * served with its verified type.
+ */
+export interface TurnImageView {
+  height: number;
+  id: string;
+  mime: string;
+  name: string;
+  size: number;
+  url: string;
+  width: number;
+}
+
 /** What a turn produced, once it ended. */
 export interface TurnOutcome {
   answer: string | null;
@@ -821,6 +851,8 @@ export interface TurnView {
   events_url: string;
   finished_at: number | null;
   id: string;
+  /** The images the turn was given, in order (shown above its problem). */
+  images: TurnImageView[];
   language: Language | null;
   problem: string;
   rounds: number;

@@ -69,14 +69,16 @@ describe("uploads", () => {
     expect(failure).toMatchObject({ status: 413, code: "payload_too_large", message: "big.pdf is over the 50 MiB upload cap" });
   });
 
-  it("a turn with files sends its request as a JSON part before them", async () => {
+  it("a turn with files and images sends its request as a JSON part before them", async () => {
     const sent = fakeXhr(201, JSON.stringify({ turn_id: "t", session_id: "s", status: "running", events_url: "/x" }));
-    const created = await api.createTurnWithFiles({ problem: "p", knowledge_bases: ["notes"] }, [new File(["x"], "h.pdf")]);
+    const uploads = { files: [new File(["x"], "h.pdf")], images: [new File(["y"], "triangle.png")] };
+    const created = await api.createTurnWithFiles({ problem: "p", knowledge_bases: ["notes"] }, uploads);
     expect(created.turn_id).toBe("t");
     const form = sent[0].body as FormData;
     expect(sent[0].url).toBe("/api/v1/turns");
     const request = form.get("request") as Blob;
     expect(JSON.parse(await request.text())).toEqual({ problem: "p", knowledge_bases: ["notes"] });
     expect((form.getAll("file") as File[]).map((f) => f.name)).toEqual(["h.pdf"]);
+    expect((form.getAll("image") as File[]).map((f) => f.name)).toEqual(["triangle.png"]);
   });
 });

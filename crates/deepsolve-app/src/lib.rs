@@ -31,14 +31,18 @@ pub mod knowledge;
 pub mod models;
 pub mod sandbox;
 pub mod turn;
+pub mod vision;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use deepsolve_core::{ChatModel, Engine, EngineError, ToolRef};
+use deepsolve_core::{ChatModel, Engine, EngineError, Language, ToolRef, TurnImage};
 use deepsolve_kb::extract::ChildCommand;
-use deepsolve_settings::{Loaded, Settings, ToolSection};
+use deepsolve_settings::{Loaded, Settings, ToolSection, Vision};
 use deepsolve_tools::{CATALOG, Deps, Knowledge, Sandbox, SandboxError, Toolset};
+
+/// A turn's images made ready for a model (every front end prepares them through it).
+pub use deepsolve_images as images;
 
 pub use artifacts::{ArtifactRegistry, is_rendered};
 pub use deepsolve_tools::{
@@ -51,6 +55,7 @@ pub use turn::{
     HeldWorkspace, WorkspaceError, create_workspace, data_dir, default_workspace_root,
     hold_workspace, new_turn_id,
 };
+pub use vision::{CannotSeeImages, Sight};
 
 /// The settings sections the tool catalog declares (`tools.<tool>`): what the settings loader
 /// (`LoadOptions::tool_sections`) and `settings set` check those keys against.
@@ -89,6 +94,10 @@ pub struct App {
     sandbox: Result<Sandbox, Unavailable>,
     knowledge: Option<Knowledge>,
     catalog: &'static [ToolEntry],
+    /// `llm.vision`.
+    vision: Vision,
+    /// What the vision probe found, per model (`llm.vision: auto`).
+    sight: vision::Remembered,
 }
 
 impl App {
@@ -144,6 +153,57 @@ impl App {
     /// The knowledge-base service the knowledge tools use, when the front end gave one.
     pub fn knowledge(&self) -> Option<&Knowledge> {
         self.knowledge.as_ref()
+    }
+
+    /// Whether the main model sees images: `llm.vision`, or with `auto` a probe (one small
+    /// image) asked once per model and remembered for the process. An unknown answer (the probe
+    /// failed) is not remembered.
+    pub async fn main_model_sight(&self, language: Language) -> Sight {
+        vision::main_sight(self.vision, self.model.as_ref(), &self.sight, language).await
+    }
+
+    /// The one check before a turn with `images` starts, offered the work tools `offered`:
+    /// `Ok(true)` when the main model sees images (they go with the problem:
+    /// `TurnSpec::sees_images`), `Ok(false)` when it does not but a tool of the turn reads them
+    /// (or there are no images), `Err` — one line — when nothing can see them. Asks the model
+    /// (see [`App::main_model_sight`]) only for a turn with images.
+    pub async fn image_sight<S: AsRef<str>>(
+        &self,
+        images: &[TurnImage],
+        offered: &[S],
+        language: Language,
+    ) -> Result<bool, CannotSeeImages> {
+        if images.is_empty() {
+            return Ok(false);
+        }
+        let sight = self.main_model_sight(language).await;
+        if sight == Sight::Sees {
+            return Ok(true);
+        }
+        // The other way to see: a tool of the turn that reads images with a model of its own
+        // (`Tool::reads_images`, e.g. `geogebra_analysis`). Where its model's own sight must be
+        // checked too (`models.vision`), this is the one place to add it.
+        if self.reads_images(offered) {
+            return Ok(false);
+        }
+        Err(CannotSeeImages::new(self.model.name(), &sight))
+    }
+
+    /// Some tool among `offered` reads the turn's images itself.
+    fn reads_images<S: AsRef<str>>(&self, offered: &[S]) -> bool {
+        self.image_readers()
+            .iter()
+            .any(|name| offered.iter().any(|o| o.as_ref() == name))
+    }
+
+    /// The mounted tools that read images themselves (`Tool::reads_images`).
+    pub fn image_readers(&self) -> Vec<String> {
+        self.tools
+            .tools()
+            .iter()
+            .filter(|tool| tool.reads_images())
+            .map(|tool| tool.spec().name.clone())
+            .collect()
     }
 
     /// Whether a turn offered `offered` needs a workspace ([`turn::create_workspace`]).
@@ -280,6 +340,7 @@ impl AppBuilder {
     pub fn build(self) -> Result<App, AppError> {
         deepsolve_tools::check_disabled(self.catalog, &self.settings.tools.disabled)
             .map_err(AppError::Disabled)?;
+        let settings_vision = self.settings.llm.vision;
         let deps = Deps {
             reasoning_model: self
                 .reasoning_model
@@ -318,6 +379,8 @@ impl AppBuilder {
             sandbox: deps.sandbox,
             knowledge: self.knowledge,
             catalog: self.catalog,
+            vision: settings_vision,
+            sight: vision::Remembered::default(),
         })
     }
 }

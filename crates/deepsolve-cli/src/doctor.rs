@@ -59,6 +59,10 @@ pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
     }
     if healthy {
         healthy &= probe_protocols(&client).await;
+        match crate::images::vision_line(loaded.settings.llm.vision, client.as_ref()).await {
+            Ok(line) => ok(&line),
+            Err(line) => warn(&line),
+        }
     }
     Ok(if healthy {
         ExitCode::SUCCESS

@@ -2,6 +2,7 @@
 
 mod doctor;
 mod gc;
+mod images;
 mod kb_cmd;
 mod render;
 mod serve;
@@ -81,6 +82,10 @@ pub struct SolveArgs {
     /// cited like a knowledge base's.
     #[arg(long = "attach", value_name = "FILE")]
     pub attachments: Vec<PathBuf>,
+    /// A picture of the problem or its figure (repeatable): PNG, JPEG, WebP or GIF, at most
+    /// 10 MiB; the model sees it when it can (llm.vision), else a tool that reads images must.
+    #[arg(long = "image", value_name = "FILE")]
+    pub images: Vec<PathBuf>,
     /// With --kb or --attach: act as this user of the server (default: the single-user
     /// identity).
     #[arg(long, value_name = "NAME")]

@@ -36,6 +36,15 @@ pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
     let app = build_app_with_knowledge(&loaded, None, None, knowledge).await?;
     let offered = app.tools_for_turn_with(&args.tools, material.is_some())?;
     report_sandbox(&app);
+    let language = match args.lang {
+        LangArg::En => Language::En,
+        LangArg::Zh => Language::Zh,
+    };
+    // `--image`: ready, and seen by something, before any model call of the turn.
+    let images = match crate::images::for_turn(&args.images, &app, &offered, language).await {
+        Ok(images) => images,
+        Err(code) => return Ok(code),
+    };
     // Held until the turn is over: no collection, here or in another process, deletes it.
     let held = if app.needs_workspace(&offered) {
         Some(hold_workspace(&default_workspace_root()?, &turn_id)?)
@@ -46,10 +55,7 @@ pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
     let automatic_gc = crate::gc::collect_in_background(&loaded.settings);
     let mut spec = TurnSpec::new(turn_id, args.problem.clone());
     spec.workspace = workspace.clone();
-    spec.language = match args.lang {
-        LangArg::En => Language::En,
-        LangArg::Zh => Language::Zh,
-    };
+    spec.language = language;
     spec.config = loaded.settings.solve.clone();
     if let Some(window) = loaded.settings.llm.context_window {
         spec.context_window = window;
@@ -58,6 +64,8 @@ pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
     spec.protocol = protocol(args.protocol, loaded.settings.llm.protocol);
     spec.material = material;
     spec.user_id = user_id;
+    spec.images = images.images;
+    spec.sees_images = images.sees;
 
     let model = app.model();
     let renderer: Box<dyn Renderer> = if args.json {

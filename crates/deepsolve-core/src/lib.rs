@@ -44,7 +44,7 @@ pub use model::{
 pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 pub use solve::{Language, SolveRecord};
 pub use texts::{OverrideError, TOOLS_MARKER, Text, Texts};
-pub use tokens::{count as count_tokens, message_tokens};
+pub use tokens::{IMAGE_TOKENS, count as count_tokens, message_tokens};
 pub use tool::{
     Artifact, Material, MaterialDocument, MaterialKb, Source, Tool, ToolContext, ToolError,
     ToolOutput, ToolRef,

@@ -71,7 +71,7 @@ fn document_line(d: &MaterialDocument, texts: &Texts) -> String {
 
 /// A name on one line, without control characters or backticks, at most
 /// [`MAX_NAME_CHARS`] characters.
-fn clean(name: &str) -> String {
+pub(crate) fn clean(name: &str) -> String {
     let mut out: String = name
         .chars()
         .map(|c| if c.is_control() || c == '`' { ' ' } else { c })

@@ -49,7 +49,7 @@ fn pair_tool_calls(messages: Vec<Message>, no_result: &str) -> Vec<Message> {
 fn merge_and_clean(messages: Vec<Message>) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::with_capacity(messages.len());
     for msg in messages {
-        let empty = msg.content.trim().is_empty() && msg.tool_calls.is_empty();
+        let empty = msg.content.trim().is_empty() && msg.tool_calls.is_empty() && !msg.has_images();
         if empty && msg.role != Role::Tool {
             continue;
         }
@@ -57,20 +57,34 @@ fn merge_and_clean(messages: Vec<Message>) -> Vec<Message> {
             && msg.role == Role::User
             && prev.role == Role::User
         {
-            prev.content.push_str("\n\n");
-            prev.content.push_str(&msg.content);
+            merge_user(prev, msg);
             continue;
         }
         if msg.role == Role::System && !out.is_empty() {
             // Only one leading system message: later ones become user context.
-            let mut demoted = Message::user(msg.content);
-            demoted.role = Role::User;
-            out.push(demoted);
+            out.push(Message::user(msg.content));
             continue;
         }
         out.push(msg);
     }
     out
+}
+
+/// `next` joins the user message before it: its text after a blank line, its images after
+/// the earlier ones (the problem's figure survives the progress block merged into it).
+fn merge_user(prev: &mut Message, next: Message) {
+    if !prev.content.is_empty() && !next.content.is_empty() {
+        prev.content.push_str("\n\n");
+    }
+    prev.content.push_str(&next.content);
+    if next.has_images() {
+        prev.images = prev
+            .images
+            .iter()
+            .chain(next.images.iter())
+            .cloned()
+            .collect();
+    }
 }
 
 #[cfg(test)]
@@ -130,6 +144,41 @@ mod tests {
         ]);
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].content, "a\n\nb");
+    }
+
+    fn figure() -> crate::image::TurnImage {
+        crate::image::TurnImage {
+            id: "image_1".into(),
+            name: "figure.png".into(),
+            mime: "image/png".into(),
+            width: 4,
+            height: 3,
+            bytes: std::sync::Arc::from(&b"\x89PNG"[..]),
+        }
+    }
+
+    #[test]
+    fn a_merged_user_message_keeps_the_images_of_both() {
+        let problem = Message::user_with_images("Find angle C.", vec![figure()].into());
+        let out = normalize(vec![
+            Message::system("s"),
+            problem,
+            Message::user("[deepsolve:progress] round 1"),
+            Message::user_with_images("", vec![figure(), figure()].into()),
+        ]);
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            out[1].content,
+            "Find angle C.\n\n[deepsolve:progress] round 1"
+        );
+        assert_eq!(out[1].images.len(), 3);
+        // An image alone is content: the message stays.
+        let alone = normalize(vec![
+            Message::system("s"),
+            Message::user_with_images(" ", vec![figure()].into()),
+        ]);
+        assert_eq!(alone.len(), 2);
+        assert_eq!(alone[1].images.len(), 1);
     }
 
     #[test]

@@ -17,6 +17,13 @@ const PER_MESSAGE: u64 = 4;
 /// Framing of one tool call (id, type, function wrapper).
 const PER_CALL: u64 = 8;
 
+/// What one image part is charged, whatever its size. Providers count images their own way
+/// (OpenAI's high detail: at most 1 445 for an image of up to 2 048 px; Anthropic: up to about
+/// 1 600; DashScope's Qwen-VL: 1 280 by default): a fixed figure near the top of that range
+/// errs high, as the text estimate does, and the provider's reported usage corrects it after
+/// the first call. Images are at most 2 048 px on their long side when they reach the engine.
+pub const IMAGE_TOKENS: u64 = 1_500;
+
 /// Costs are summed in eighths of a token and rounded up at the end.
 const UNIT: u64 = 8;
 
@@ -266,12 +273,31 @@ pub fn message_tokens(m: &Message) -> u64 {
         .map(|c| count(&c.name) + count(&c.arguments) + PER_CALL)
         .sum();
     let reasoning = m.reasoning_content.as_deref().map_or(0, count);
-    PER_MESSAGE + count(&m.content) + reasoning + calls
+    let images = IMAGE_TOKENS * m.images.len() as u64;
+    PER_MESSAGE + count(&m.content) + reasoning + calls + images
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_image_costs_its_fixed_estimate() {
+        let text = Message::user("Find angle C.");
+        let image = crate::image::TurnImage {
+            id: "image_1".into(),
+            name: "a.png".into(),
+            mime: "image/png".into(),
+            width: 2048,
+            height: 1024,
+            bytes: std::sync::Arc::from(&b"\x89PNG"[..]),
+        };
+        let with = Message::user_with_images("Find angle C.", vec![image.clone(), image].into());
+        assert_eq!(
+            message_tokens(&with),
+            message_tokens(&text) + 2 * IMAGE_TOKENS
+        );
+    }
 
     /// Exact o200k counts, measured once with tiktoken. The bench crate's test checks the
     /// estimate against the tokenizer itself on the repository's texts, per kind.

@@ -16,8 +16,8 @@ pub fn count_tokens(text: &str) -> u64 {
     deepsolve_core::count_tokens(text)
 }
 
-/// Estimated prompt tokens of `request`: messages (with their tool calls and sent-back
-/// reasoning), framing, and the tool declarations.
+/// Estimated prompt tokens of `request`: messages (with their tool calls, sent-back
+/// reasoning and images, at the engine's fixed cost each), framing, and the tool declarations.
 pub fn prompt_tokens(request: &ChatRequest) -> u64 {
     let messages: u64 = request
         .messages
@@ -25,6 +25,7 @@ pub fn prompt_tokens(request: &ChatRequest) -> u64 {
         .map(|m| {
             let reasoning = m.reasoning_content.as_deref().unwrap_or_default();
             MESSAGE_OVERHEAD
+                + deepsolve_core::IMAGE_TOKENS * m.images.len() as u64
                 + count_tokens(&m.content)
                 + count_tokens(reasoning)
                 + calls_tokens(&m.tool_calls)

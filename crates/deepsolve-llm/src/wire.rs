@@ -5,8 +5,10 @@
 //! [`Value`]) because OpenAI-compatible servers disagree on details: `null` vs missing,
 //! `content` as a string or an array of parts, `arguments` as a string or an object.
 
-use deepsolve_core::{ChatRequest, Message, Role, ToolCall, ToolChoice, ToolSpec};
-use serde::ser::SerializeMap;
+use base64::display::Base64Display;
+use base64::engine::general_purpose::STANDARD;
+use deepsolve_core::{ChatRequest, Message, Role, ToolCall, ToolChoice, ToolSpec, TurnImage};
+use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
@@ -97,6 +99,9 @@ fn temperature_value(temperature: f32) -> Option<Value> {
 pub fn message_to_wire(message: &Message) -> Value {
     match message.role {
         Role::System => json!({ "role": "system", "content": message.content }),
+        Role::User if message.has_images() => {
+            json!({ "role": "user", "content": content_parts(message) })
+        }
         Role::User => json!({ "role": "user", "content": message.content }),
         Role::Tool => json!({
             "role": "tool",
@@ -104,6 +109,48 @@ pub fn message_to_wire(message: &Message) -> Value {
             "content": message.content,
         }),
         Role::Assistant => assistant_to_wire(message),
+    }
+}
+
+/// A message with images as OpenAI content parts: each image as an `image_url` part with a
+/// `data:` URL, then the text (when there is any). Images first: their parts stay byte-stable
+/// while text is appended to the message (prefix caching), and vision models read a figure
+/// before the question about it best.
+fn content_parts(message: &Message) -> Value {
+    let mut parts: Vec<Value> = message
+        .images
+        .iter()
+        .map(|image| {
+            json!({
+                "type": "image_url",
+                "image_url": { "url": DataUrl(image).to_string() },
+            })
+        })
+        .collect();
+    if !message.content.is_empty() {
+        parts.push(json!({ "type": "text", "text": message.content }));
+    }
+    Value::Array(parts)
+}
+
+/// An image as a `data:` URL (`data:image/png;base64,…`). Serialised as it is displayed
+/// (`collect_str`): the request body gets the base64 without a second copy of the image.
+struct DataUrl<'a>(&'a TurnImage);
+
+impl Serialize for DataUrl<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl std::fmt::Display for DataUrl<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "data:{};base64,{}",
+            self.0.mime,
+            Base64Display::new(&self.0.bytes, &STANDARD)
+        )
     }
 }
 
@@ -229,6 +276,8 @@ impl Serialize for WireMessage<'_> {
         let with_calls = m.role == Role::Assistant && !m.tool_calls.is_empty();
         if with_calls && m.content.is_empty() {
             map.serialize_entry("content", &Value::Null)?;
+        } else if m.role == Role::User && m.has_images() {
+            map.serialize_entry("content", &WireParts(m))?;
         } else {
             map.serialize_entry("content", &m.content)?;
         }
@@ -246,6 +295,46 @@ impl Serialize for WireMessage<'_> {
             map.serialize_entry("tool_calls", &calls)?;
         }
         map.end()
+    }
+}
+
+/// A message's content parts in the shape of `content_parts`, keys in the same order.
+struct WireParts<'a>(&'a Message);
+
+impl Serialize for WireParts<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct ImageUrl<'a> {
+            url: DataUrl<'a>,
+        }
+        #[derive(Serialize)]
+        struct ImagePart<'a> {
+            image_url: ImageUrl<'a>,
+            r#type: &'static str,
+        }
+        #[derive(Serialize)]
+        struct TextPart<'a> {
+            text: &'a str,
+            r#type: &'static str,
+        }
+        let m = self.0;
+        let text = usize::from(!m.content.is_empty());
+        let mut seq = serializer.serialize_seq(Some(m.images.len() + text))?;
+        for image in m.images.iter() {
+            seq.serialize_element(&ImagePart {
+                image_url: ImageUrl {
+                    url: DataUrl(image),
+                },
+                r#type: "image_url",
+            })?;
+        }
+        if text == 1 {
+            seq.serialize_element(&TextPart {
+                text: &m.content,
+                r#type: "text",
+            })?;
+        }
+        seq.end()
     }
 }
 
@@ -476,6 +565,8 @@ mod tests {
         let request = ChatRequest {
             messages: vec![
                 Message::system("sys"),
+                Message::user_with_images("look \"here\"", vec![image(), image()].into()),
+                Message::user_with_images("", vec![image()].into()),
                 Message::user("é \u{1F980} \\ \""),
                 with_reasoning,
                 Message::tool_result(&call("c1", ""), "1\n"),
@@ -506,6 +597,38 @@ mod tests {
             let bytes = request_body_bytes("m", &request, &extra);
             assert_eq!(serde_json::to_vec(&value).expect("json"), bytes);
         }
+    }
+
+    fn image() -> TurnImage {
+        TurnImage {
+            id: "image_1".into(),
+            name: "a.png".into(),
+            mime: "image/png".into(),
+            width: 1,
+            height: 1,
+            bytes: std::sync::Arc::from(&b"\x89PNG\xff\x00"[..]),
+        }
+    }
+
+    #[test]
+    fn images_go_as_data_url_parts_before_the_text_and_text_alone_as_a_string() {
+        let with = message_to_wire(&Message::user_with_images(
+            "Find angle C.",
+            vec![image()].into(),
+        ));
+        assert_eq!(
+            with,
+            json!({"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR/8A"}},
+                {"type": "text", "text": "Find angle C."}
+            ]})
+        );
+        let alone = message_to_wire(&Message::user_with_images("", vec![image()].into()));
+        assert_eq!(alone["content"].as_array().map(Vec::len), Some(1));
+        assert_eq!(
+            message_to_wire(&Message::user("Find angle C.")),
+            json!({"role": "user", "content": "Find angle C."})
+        );
     }
 
     #[test]

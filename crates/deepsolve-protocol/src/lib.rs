@@ -9,6 +9,7 @@
 pub mod api;
 mod content;
 mod event;
+mod image;
 mod material;
 mod outcome;
 pub mod schema;
@@ -21,6 +22,7 @@ pub use content::ContentPart;
 pub use event::{
     ErrorKind, EventKind, PlanStepView, RoundRole, StepStatus, TurnEvent, WarningKind,
 };
+pub use image::{StoredImage, TurnImageView};
 pub use material::{Material, MaterialDocument, MaterialKb};
 pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 pub use solve::{Language, PlanVersion, SolveRecord, SolveStep, StepSummary};

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::image::StoredImage;
 use crate::material::Material;
 use crate::solve::{Language, SolveRecord};
 
@@ -37,6 +38,11 @@ pub struct StoredTurnSpec {
     /// absent for a turn without any, and in turns recorded before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub material: Option<Material>,
+    /// The images the turn was given, as the model was sent them (their bytes are stored
+    /// with the turn); absent for a turn without any, and in turns recorded before they were
+    /// kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<StoredImage>,
 }
 
 /// Where a turn stands. `Running` is the only non-terminal state.
@@ -96,6 +102,7 @@ mod tests {
         assert_eq!(spec.language, Language::Zh);
         assert!(spec.history.is_empty());
         assert_eq!(spec.material, None);
+        assert!(spec.images.is_empty());
         assert_eq!(spec.config["max_rounds"], 5);
     }
 

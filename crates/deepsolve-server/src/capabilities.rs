@@ -21,6 +21,8 @@ pub async fn capabilities(
         limits: LimitsView {
             max_problem_chars: state.config.max_problem_chars as u64,
             max_body_bytes: state.config.max_body_bytes as u64,
+            max_image_bytes: state.config.images.max_bytes,
+            max_images: deepsolve_app::images::MAX_IMAGES as u64,
         },
         price: state.config.price.clone(),
         sandbox: sandbox(&state),

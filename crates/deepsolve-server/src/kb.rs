@@ -252,7 +252,7 @@ pub async fn upload_documents(
     let parts = read_parts(
         multipart.map_err(not_multipart)?,
         state.config.kb.caps(),
-        false,
+        None,
     )
     .await?;
     if parts.files.is_empty() {

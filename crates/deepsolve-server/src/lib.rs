@@ -21,6 +21,7 @@ pub mod cors;
 pub mod error;
 pub mod extract;
 pub mod gc;
+pub mod images;
 pub mod ingest;
 pub mod kb;
 pub mod links;
@@ -137,12 +138,18 @@ pub fn router(state: Arc<AppState>) -> Router {
     // Uploads (and turns with attachments) may be larger than any other body; a JSON body
     // is still held to `max_body` (see `routes::create_turn`).
     let uploads = DefaultBodyLimit::max(state.config.kb.max_request_bytes());
+    // The facade's images come inline (data URLs): its body may hold a few.
+    let facade_body = DefaultBodyLimit::max(state.config.max_facade_body_bytes());
     let routes = Router::new()
         .route("/api/v1/turns", post(routes::create_turn).layer(uploads))
         .route("/api/v1/turns/{id}", get(routes::get_turn))
         .route("/api/v1/turns/{id}/events", get(routes::turn_events))
         .route("/api/v1/turns/{id}/cancel", post(routes::cancel_turn))
         .route("/api/v1/turns/{id}/resume", post(routes::resume_turn))
+        .route(
+            "/api/v1/turns/{id}/images/{image}",
+            get(images::get_turn_image),
+        )
         .route("/api/v1/sessions", get(routes::list_sessions))
         .route(
             "/api/v1/sessions/{id}",
@@ -185,7 +192,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(routes::healthz))
         .route("/metrics", get(routes::metrics))
         .route("/openapi.json", get(openapi::openapi_json))
-        .route("/v1/chat/completions", post(openai::chat_completions))
+        .route(
+            "/v1/chat/completions",
+            post(openai::chat_completions).layer(facade_body),
+        )
         .route("/v1/models", get(openai::list_models))
         .route("/", get(ui::page))
         .route("/assets/{*path}", get(ui::asset))

@@ -23,7 +23,7 @@ use deepsolve_protocol::api::openai::{
     AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionChunk, ChatMessage, ChatRequest,
     ChatUsage, ChunkChoice, ChunkDelta, ModelCard, ModelList, StreamError, StreamErrorDetail,
 };
-use deepsolve_protocol::api::{ApiErrorCode, CreateTurn};
+use deepsolve_protocol::api::{ApiErrorCode, CreateTurn, TurnAttachment};
 use deepsolve_protocol::{EventKind, PriorTurn, Source, Usage};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -67,10 +67,15 @@ pub async fn chat_completions(
             format!("model '{}' is not served here; use '{MODEL_ID}'", req.model),
         ));
     }
-    let (problem, history) = conversation(&req.messages)?;
+    let Conversation {
+        problem,
+        history,
+        images,
+    } = conversation(&req.messages)?;
     let create = CreateTurn {
         problem,
         knowledge_bases: req.knowledge_bases.clone(),
+        images,
         ..CreateTurn::default()
     };
     let created = start_turn_with(&state, &caller, create, Some(history)).await?;
@@ -170,15 +175,28 @@ fn files_block(
     Some(text)
 }
 
-/// The last user message is the problem; earlier user → assistant pairs are the history.
-fn conversation(messages: &[ChatMessage]) -> ApiResult<(String, Vec<PriorTurn>)> {
+/// What the facade makes of a conversation.
+#[derive(Debug)]
+struct Conversation {
+    problem: String,
+    history: Vec<PriorTurn>,
+    /// The images of the user messages, in order: the turn's images (a follow-up about a
+    /// figure sent earlier still sees it).
+    images: Vec<TurnAttachment>,
+}
+
+/// The last user message is the problem; earlier user → assistant pairs are the history; the
+/// users' images are the turn's.
+fn conversation(messages: &[ChatMessage]) -> ApiResult<Conversation> {
     let mut history = Vec::new();
+    let mut images = Vec::new();
     let mut pending_user: Option<String> = None;
     for m in messages {
         let text = text_of(&m.content)?;
         match m.role.as_str() {
             // Two user messages in a row are one question.
             "user" => {
+                images_of(&m.content, &mut images)?;
                 pending_user = Some(match pending_user.take() {
                     Some(earlier) => format!("{earlier}\n\n{text}"),
                     None => text,
@@ -205,7 +223,11 @@ fn conversation(messages: &[ChatMessage]) -> ApiResult<(String, Vec<PriorTurn>)>
         }
     }
     match pending_user {
-        Some(problem) if !problem.trim().is_empty() => Ok((problem, history)),
+        Some(problem) if !problem.trim().is_empty() => Ok(Conversation {
+            problem,
+            history,
+            images,
+        }),
         _ => Err(ApiError::invalid(
             ApiErrorCode::InvalidRequest,
             "the conversation must end with a non-empty user message (the problem)",
@@ -213,7 +235,8 @@ fn conversation(messages: &[ChatMessage]) -> ApiResult<(String, Vec<PriorTurn>)>
     }
 }
 
-/// A message's text: a string, or the text parts of a content array.
+/// A message's text: a string, or the text parts of a content array (its `image_url` parts
+/// are read by [`images_of`]).
 fn text_of(content: &Value) -> ApiResult<String> {
     match content {
         Value::String(s) => Ok(s.clone()),
@@ -228,6 +251,7 @@ fn text_of(content: &Value) -> ApiResult<String> {
                             .unwrap_or_default()
                             .to_string(),
                     ),
+                    Some("image_url") => {}
                     other => {
                         return Err(ApiError::invalid(
                             ApiErrorCode::Unsupported,
@@ -245,6 +269,55 @@ fn text_of(content: &Value) -> ApiResult<String> {
             ApiErrorCode::InvalidRequest,
             "message content must be a string or an array of parts",
         )),
+    }
+}
+
+/// The `image_url` parts of a user message's content, appended to `images` as the turn's
+/// images (named `image_<n>`). Only `data:` URLs: the server never fetches a URL a client
+/// names (it could point anywhere, the server's own network included).
+fn images_of(content: &Value, images: &mut Vec<TurnAttachment>) -> ApiResult<()> {
+    let Value::Array(parts) = content else {
+        return Ok(());
+    };
+    let image_urls = parts
+        .iter()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("image_url"));
+    for part in image_urls {
+        let n = images.len() + 1;
+        // `{"image_url": {"url": …}}`, or the URL as a plain string (older clients).
+        let url = part
+            .get("image_url")
+            .and_then(|u| u.get("url").or(Some(u)))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        images.push(TurnAttachment {
+            name: format!("image_{n}"),
+            data_base64: data_url_payload(url, n)?.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// The base64 payload of a `data:<type>;base64,<payload>` URL; anything else is refused. The
+/// declared type is not trusted: the image's type is read from its bytes.
+fn data_url_payload(url: &str, n: usize) -> ApiResult<&str> {
+    let refuse = |why: &str| {
+        ApiError::invalid(
+            ApiErrorCode::InvalidImage,
+            format!(
+                "image_{n}: {why}: send the image inline as a data: URL (data:image/png;base64,…)"
+            ),
+        )
+    };
+    let Some(rest) = url.strip_prefix("data:") else {
+        return Err(refuse(&match url.split_once(':') {
+            Some((scheme, _)) => format!("this server does not fetch image URLs ({scheme}:…)"),
+            None => "the image_url is not a URL".to_string(),
+        }));
+    };
+    match rest.split_once(";base64,") {
+        Some((_, payload)) => Ok(payload),
+        None => Err(refuse("the data: URL is not base64")),
     }
 }
 
@@ -558,13 +631,18 @@ mod tests {
 
     #[test]
     fn the_conversation_becomes_history_and_a_problem() {
-        let (problem, history) = conversation(&[
+        let Conversation {
+            problem,
+            history,
+            images,
+        } = conversation(&[
             msg("system", json!("be nice")),
             msg("user", json!("q1")),
             msg("assistant", json!("a1")),
             msg("user", json!([{"type": "text", "text": "q2"}])),
         ])
         .expect("ok");
+        assert!(images.is_empty());
         assert_eq!(problem, "q2");
         assert_eq!(history.len(), 1);
         assert_eq!(
@@ -573,8 +651,47 @@ mod tests {
         );
         assert!(conversation(&[msg("user", json!("q")), msg("assistant", json!("a"))]).is_err());
         assert!(conversation(&[msg("wizard", json!("q"))]).is_err());
-        let err = conversation(&[msg("user", json!([{"type": "image_url"}]))]).err();
+        let err = conversation(&[msg("user", json!([{"type": "input_audio"}]))]).err();
         assert_eq!(err.map(|e| e.code), Some(ApiErrorCode::Unsupported));
+    }
+
+    #[test]
+    fn images_come_only_as_data_urls_from_every_user_message() {
+        let image = |url: &str| json!({"type": "image_url", "image_url": {"url": url}});
+        let seen = conversation(&[
+            msg("user", json!([image("data:image/png;base64,AAAA"), {"type": "text", "text": "q1"}])),
+            msg("assistant", json!("a1")),
+            msg("user", json!([{"type": "text", "text": "and angle B?"}, {"type": "image_url", "image_url": "data:image/jpeg;base64,BBBB"}])),
+        ])
+        .expect("ok");
+        assert_eq!(seen.problem, "and angle B?");
+        let images: Vec<(&str, &str)> = seen
+            .images
+            .iter()
+            .map(|i| (i.name.as_str(), i.data_base64.as_str()))
+            .collect();
+        assert_eq!(images, [("image_1", "AAAA"), ("image_2", "BBBB")]);
+        for (url, why) in [
+            (
+                "https://example.com/a.png",
+                "does not fetch image URLs (https:…)",
+            ),
+            ("file:///etc/passwd", "does not fetch image URLs (file:…)"),
+            ("data:image/png,rawbytes", "not base64"),
+            ("", "not a URL"),
+        ] {
+            let err = conversation(&[msg(
+                "user",
+                json!([image(url), {"type": "text", "text": "q"}]),
+            )])
+            .expect_err(url);
+            assert_eq!(err.code, ApiErrorCode::InvalidImage);
+            assert!(
+                err.message.contains(why) && err.message.starts_with("image_1: "),
+                "{}",
+                err.message
+            );
+        }
     }
 
     #[test]

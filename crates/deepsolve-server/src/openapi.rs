@@ -87,6 +87,8 @@ fn turn_request_body() -> Value {
                     "request": {"type": "string", "description": "The turn's JSON (CreateTurn)"},
                     "file": {"type": "array", "items": {"type": "string", "contentMediaType": "application/octet-stream"},
                              "description": "Attachments, ingested before the turn starts"},
+                    "image": {"type": "array", "items": {"type": "string", "contentMediaType": "image/*"},
+                              "description": "Images of the problem (PNG, JPEG, WebP, GIF by their bytes; at most 10 MiB each, 8 per turn)"},
                 },
             },
         }));
@@ -99,14 +101,14 @@ fn turn_paths() -> Value {
     let busy = || error("Too many running turns on this server; retry shortly");
     json!({
         "/api/v1/turns": {"post": with_body(op(
-            "Start a turn (a new session, or a follow-up with session_id); knowledge_bases and attachments give it material to cite", vec![],
+            "Start a turn (a new session, or a follow-up with session_id); knowledge_bases and attachments give it material to cite, images show the problem", vec![],
             responses(json!({
                 "201": ok::<TurnCreated>("Started: follow events_url"),
                 "404": not_found(),
                 "409": error("Another turn of the session is running"),
-                "413": error("Body too large, or an attachment over the upload cap (named)"),
+                "413": error("Body too large, or an attachment or image over its cap (named)"),
                 "415": error("Neither JSON nor multipart/form-data"),
-                "422": error("Invalid request (unknown fields, tools, config keys or knowledge bases are named; an attachment that cannot be read is named with why)"),
+                "422": error("Invalid request (unknown fields, tools, config keys or knowledge bases are named; an attachment that cannot be read is named with why; invalid_image names an image that is not a usable PNG, JPEG, WebP or GIF; cannot_see_images: neither the model nor a tool of the turn sees images)"),
                 "503": busy(),
             }))), turn_request_body())},
         "/api/v1/turns/{id}": {"get": op(
@@ -122,6 +124,15 @@ fn turn_paths() -> Value {
                 "200": {"description": "The turn's events, from the log then live; the stream ends after turn_finished",
                         "content": sse_body("SSE frames `event: <the event's type>` + `id: <seq>` + `data: <TurnEvent as JSON>`", reference::<TurnEvent>())},
                 "400": error("Last-Event-ID is not a number"),
+                "404": not_found(),
+            })))},
+        "/api/v1/turns/{id}/images/{image}": {"get": op(
+            "One image the turn was given (as the model was sent it), shown in the page: its type from its bytes",
+            vec![id_param(), json!({"name": "image", "in": "path", "required": true, "schema": {"type": "string"},
+                                    "description": "The image's id in the turn (image_1, …)"})],
+            responses(json!({
+                "200": {"description": "The image",
+                        "content": {"image/*": {"schema": {"type": "string", "contentMediaType": "image/*"}}}},
                 "404": not_found(),
             })))},
         "/api/v1/turns/{id}/cancel": {"post": op(
@@ -320,7 +331,8 @@ fn facade_paths() -> Value {
             responses(json!({
                 "200": {"description": "chat.completion, or with stream: true an SSE stream of chat.completion.chunk", "content": content},
                 "404": error("Unknown model"),
-                "422": error("Bad conversation"),
+                "413": error("An image over its cap (named)"),
+                "422": error("Bad conversation, or too many images; invalid_image for an image_url that is not a data: URL of a usable image; cannot_see_images"),
                 "502": error("The turn ended without an answer"),
                 "503": error("Too many running turns on this server; retry shortly"),
             }))), request_body::<ChatRequest>())},

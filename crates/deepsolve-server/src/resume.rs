@@ -16,7 +16,7 @@ use deepsolve_store::{Store, TurnRecord};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ApiError, ApiResult};
-use crate::runner::{TurnKeys, engine_spec, launch, stored_config};
+use crate::runner::{TurnKeys, engine_spec, launch, stored_config, with_images};
 use crate::state::AppState;
 
 /// Resume `turn` (already known to be the caller's) on this replica.
@@ -48,6 +48,11 @@ async fn restart(
     let config = stored_config(&turn.spec, &turn.id)?;
     ensure_tools_offered(state, &turn.spec.tools)?;
     let mut spec = engine_spec(turn.spec.clone(), config, TurnKeys::from(turn));
+    // The same images, from the store; the model's sight is checked again here.
+    let images =
+        crate::images::for_resumed_turn(state, &turn.id, &turn.spec.tools, turn.spec.language)
+            .await?;
+    with_images(&mut spec, images);
     continue_log(&state.store, &mut spec).await?;
     if !state
         .store

@@ -19,10 +19,10 @@ use deepsolve_store::{ArtifactMeta, ArtifactOrigin, Session, Store, TurnRecord};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
-use crate::runner::start_turn_with_files;
+use crate::runner::{Uploaded, start_turn_with_files};
 use crate::sse::follow;
 use crate::state::AppState;
-use crate::upload::{Upload, read_parts};
+use crate::upload::{UploadCaps, read_parts};
 
 type AppStateRef = State<Arc<AppState>>;
 
@@ -33,8 +33,8 @@ pub async fn create_turn(
     caller: Caller,
     request: Request,
 ) -> ApiResult<Response> {
-    let (req, files) = turn_request(&state, request).await?;
-    let created = start_turn_with_files(&state, &caller, req, files).await?;
+    let (req, uploaded) = turn_request(&state, request).await?;
+    let created = start_turn_with_files(&state, &caller, req, uploaded).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
@@ -49,11 +49,12 @@ fn is_multipart(headers: &HeaderMap) -> bool {
         })
 }
 
-/// The turn and its uploaded attachments (none for a JSON body: its attachments are inline).
+/// The turn and its uploaded attachments and images (none for a JSON body: its attachments
+/// and images are inline).
 async fn turn_request(
     state: &Arc<AppState>,
     request: Request,
-) -> ApiResult<(CreateTurn, Vec<Upload>)> {
+) -> ApiResult<(CreateTurn, Uploaded)> {
     if !is_multipart(request.headers()) {
         // The route allows upload-sized bodies for multipart; JSON keeps the usual limit.
         let limit = state.config.max_body_bytes;
@@ -62,19 +63,24 @@ async fn turn_request(
             Ok(ApiJson(req)) => req,
             Err(mut e) if e.status == StatusCode::PAYLOAD_TOO_LARGE => {
                 e.message = format!(
-                    "the request body is over {limit} bytes: send attachments as \
-                     multipart/form-data (a part 'request' with the JSON, parts 'file')"
+                    "the request body is over {limit} bytes: send attachments and images as \
+                     multipart/form-data (a part 'request' with the JSON, parts 'file' and \
+                     'image')"
                 );
                 return Err(e);
             }
             Err(e) => return Err(e),
         };
-        return Ok((req, Vec::new()));
+        return Ok((req, Uploaded::default()));
     }
     let multipart = Multipart::from_request(request, state)
         .await
         .map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let parts = read_parts(multipart, state.config.kb.caps(), true).await?;
+    let images = UploadCaps {
+        max_file_bytes: state.config.images.max_bytes,
+        max_files: deepsolve_app::images::MAX_IMAGES,
+    };
+    let parts = read_parts(multipart, state.config.kb.caps(), Some(images)).await?;
     let Some(json) = parts.request else {
         return Err(ApiError::invalid(
             ApiErrorCode::InvalidRequest,
@@ -87,7 +93,11 @@ async fn turn_request(
             format!("the part 'request': {e}"),
         )
     })?;
-    Ok((req, parts.files))
+    let uploaded = Uploaded {
+        files: parts.files,
+        images: parts.images,
+    };
+    Ok((req, uploaded))
 }
 
 fn artifact_view(a: ArtifactMeta) -> ArtifactView {
@@ -102,6 +112,7 @@ fn artifact_view(a: ArtifactMeta) -> ArtifactView {
 
 fn turn_view(turn: TurnRecord, artifacts: Vec<ArtifactMeta>, sources: Vec<Source>) -> TurnView {
     TurnView {
+        images: crate::images::views(&turn.id, &turn.spec.images),
         sources,
         events_url: format!("/api/v1/turns/{}/events", turn.id),
         language: Some(turn.spec.language),
@@ -446,7 +457,7 @@ fn attachment(name: &str) -> String {
 }
 
 /// `inline; filename="…"` (what a "save image" offers), the name as safe as for a download.
-fn inline(name: &str) -> String {
+pub(crate) fn inline(name: &str) -> String {
     format!("inline; filename=\"{}\"", safe_file_name(name))
 }
 

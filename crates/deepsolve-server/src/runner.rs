@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
+use crate::images::TurnImages;
 use crate::state::AppState;
 use crate::upload::Upload;
 use deepsolve_kb::Knowledge;
@@ -32,6 +33,8 @@ struct Prepared {
     config: SolveConfig,
     /// What the turn may read (its knowledge bases and attachments), once gathered.
     material: Option<Material>,
+    /// Its images, ready, once checked.
+    images: TurnImages,
 }
 
 /// Validate, record and start a turn.
@@ -51,17 +54,27 @@ pub async fn start_turn_with(
     req: CreateTurn,
     history: Option<Vec<PriorTurn>>,
 ) -> ApiResult<TurnCreated> {
-    start(state, caller, req, history, Vec::new()).await
+    start(state, caller, req, history, Uploaded::default()).await
 }
 
-/// Like [`start_turn`], with attachments uploaded as files (besides those inline in `req`).
+/// Files that came with a turn as `multipart/form-data` parts.
+#[derive(Debug, Default)]
+pub struct Uploaded {
+    /// Attachments (parts `file`).
+    pub files: Vec<Upload>,
+    /// Images (parts `image`).
+    pub images: Vec<Upload>,
+}
+
+/// Like [`start_turn`], with attachments and images uploaded as files (besides those inline
+/// in `req`).
 pub async fn start_turn_with_files(
     state: &Arc<AppState>,
     caller: &Caller,
     req: CreateTurn,
-    files: Vec<Upload>,
+    uploaded: Uploaded,
 ) -> ApiResult<TurnCreated> {
-    start(state, caller, req, None, files).await
+    start(state, caller, req, None, uploaded).await
 }
 
 async fn start(
@@ -69,11 +82,20 @@ async fn start(
     caller: &Caller,
     req: CreateTurn,
     history: Option<Vec<PriorTurn>>,
-    files: Vec<Upload>,
+    uploaded: Uploaded,
 ) -> ApiResult<TurnCreated> {
+    let files = uploaded.files;
     let has_material =
         !req.knowledge_bases.is_empty() || !req.attachments.is_empty() || !files.is_empty();
     let mut prepared = prepare(state, &req, has_material)?;
+    prepared.images = crate::images::for_new_turn(
+        state,
+        &req.images,
+        uploaded.images,
+        &prepared.tools,
+        prepared.language,
+    )
+    .await?;
     let asked = asked_material(state, caller, &req, files).await?;
     let turn_id = new_turn_id();
     // Reserve the slot first: a refused turn must leave nothing behind.
@@ -241,6 +263,7 @@ async fn record_turn(
         context_window: state.config.context_window,
         history,
         material: prepared.material,
+        images: prepared.images.stored(),
     };
     let new = NewTurn {
         id: turn_id.to_string(),
@@ -252,8 +275,10 @@ async fn record_turn(
     };
     // Built before the insert: once the turn is recorded `running`, nothing may fail before
     // its task starts (a failure would leave a running turn that nothing runs).
-    let spec = engine_spec(stored, prepared.config, TurnKeys::from(&new));
-    state.store.create_turn(&new).await?;
+    let rows = prepared.images.rows();
+    let mut spec = engine_spec(stored, prepared.config, TurnKeys::from(&new));
+    with_images(&mut spec, prepared.images);
+    state.store.create_turn_with_images(&new, &rows).await?;
     Ok(launch(state, spec, cancel))
 }
 
@@ -273,6 +298,12 @@ pub(crate) fn engine_spec(
     spec.tools = stored.tools;
     spec.material = stored.material.map(Arc::new);
     spec
+}
+
+/// The turn's images on its engine spec.
+pub(crate) fn with_images(spec: &mut TurnSpec, images: TurnImages) {
+    spec.images = images.images.into();
+    spec.sees_images = images.sees;
 }
 
 /// The config a stored turn ran with. Knobs this build no longer knows are dropped (the turn
@@ -385,6 +416,7 @@ fn prepare(state: &AppState, req: &CreateTurn, has_material: bool) -> ApiResult<
         tools: check_tools(state, &req.tools, has_material)?,
         config: turn_config(&state.solve_defaults(), &req.config)?,
         material: None,
+        images: TurnImages::default(),
     })
 }
 

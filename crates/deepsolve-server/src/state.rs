@@ -75,6 +75,8 @@ pub struct ServerConfig {
     /// The prompt overrides loaded with the settings (`prompts`, and the `prompts/` directory
     /// beside the settings file); the settings endpoint shows and changes them.
     pub prompts: deepsolve_settings::prompts::PromptsSettings,
+    /// What a turn's image may be (size, pixels; scaled to `max_side` for the model).
+    pub images: deepsolve_app::images::ImageLimits,
 }
 
 /// A secret bearer token for `/metrics`. `Debug` does not show it.
@@ -120,6 +122,17 @@ impl Default for KbConfig {
             max_files: crate::upload::MAX_FILES,
             ingest_concurrency: crate::ingest::DEFAULT_CONCURRENCY,
         }
+    }
+}
+
+impl ServerConfig {
+    /// The largest facade request (`/v1/chat/completions`): its images come inline, as
+    /// base64 data URLs, so it may carry a few at the image cap (4/3 for base64) with the
+    /// conversation.
+    pub fn max_facade_body_bytes(&self) -> usize {
+        let images = self.images.max_bytes.saturating_mul(4 * 4) / 3;
+        let bytes = images.saturating_add(self.max_body_bytes as u64);
+        usize::try_from(bytes).unwrap_or(usize::MAX)
     }
 }
 
@@ -169,6 +182,7 @@ impl Default for ServerConfig {
             artifact_link_ttl: Duration::from_secs(7 * 24 * 60 * 60),
             metrics_token: None,
             prompts: Default::default(),
+            images: deepsolve_app::images::ImageLimits::default(),
         }
     }
 }

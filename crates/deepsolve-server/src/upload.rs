@@ -31,11 +31,12 @@ pub struct UploadCaps {
 }
 
 /// What a multipart body held: its files (parts `file`) and, for `POST /api/v1/turns`, the
-/// part `request` (the JSON of the turn).
+/// part `request` (the JSON of the turn) and the turn's images (parts `image`).
 #[derive(Debug, Default)]
 pub struct Parts {
     pub files: Vec<Upload>,
     pub request: Option<Vec<u8>>,
+    pub images: Vec<Upload>,
 }
 
 /// The file's base name: anything up to the last `/` or `\` dropped (`../../x.pdf` is
@@ -106,13 +107,15 @@ async fn read_field(mut field: Field<'_>, name: &str, max_bytes: u64) -> ApiResu
     Ok(bytes)
 }
 
-/// Read every part. Parts other than `file` (and `request` when `with_request`) are refused
-/// by name; so are more than `caps.max_files` files and a file without a name.
+/// Read every part. Parts other than `file` (and `request` and `image` when `turn` gives the
+/// images' caps) are refused by name; so are more than `caps.max_files` files (or
+/// `max_files` images) and a file without a name.
 pub async fn read_parts(
     mut multipart: Multipart,
     caps: UploadCaps,
-    with_request: bool,
+    turn: Option<UploadCaps>,
 ) -> ApiResult<Parts> {
+    let with_request = turn.is_some();
     let mut parts = Parts::default();
     loop {
         let field = multipart
@@ -136,6 +139,18 @@ pub async fn read_parts(
                 let bytes = read_field(field, &name, caps.max_file_bytes).await?;
                 parts.files.push(Upload { name, bytes });
             }
+            "image" if with_request => {
+                let images = turn.unwrap_or(caps);
+                if parts.images.len() >= images.max_files {
+                    return Err(invalid(format!(
+                        "at most {} images per turn",
+                        images.max_files
+                    )));
+                }
+                let name = base_name(field.file_name().unwrap_or("image"));
+                let bytes = read_field(field, &name, images.max_file_bytes).await?;
+                parts.images.push(Upload { name, bytes });
+            }
             "request" if with_request => {
                 if parts.request.is_some() {
                     return Err(invalid("more than one part 'request'"));
@@ -146,7 +161,7 @@ pub async fn read_parts(
             }
             other => {
                 let expected = if with_request {
-                    "'request' and 'file'"
+                    "'request', 'file' and 'image'"
                 } else {
                     "'file'"
                 };

@@ -53,6 +53,56 @@ pub struct LlmSettings {
     pub max_reply_mb: u64,
     /// What the model costs, for showing a turn's cost; unset = not shown.
     pub price: Option<PriceSettings>,
+    /// Whether the model sees images: `auto` asks it once (one tiny image) and remembers the
+    /// answer for the process; `true`/`false` say so without asking.
+    pub vision: Vision,
+}
+
+/// `llm.vision`: `auto`, `true` or `false` (a YAML boolean or the word).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Vision {
+    /// Probe the model the first time a turn has images, and remember the answer.
+    #[default]
+    Auto,
+    /// It sees images: they go with the problem, unprobed.
+    Sees,
+    /// It does not: images go only to tools that read them.
+    Blind,
+}
+
+impl Vision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Vision::Auto => "auto",
+            Vision::Sees => "true",
+            Vision::Blind => "false",
+        }
+    }
+}
+
+impl Serialize for Vision {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Vision::Auto => serializer.serialize_str("auto"),
+            Vision::Sees => serializer.serialize_bool(true),
+            Vision::Blind => serializer.serialize_bool(false),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Vision {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::Bool(true) => Ok(Vision::Sees),
+            Value::Bool(false) => Ok(Vision::Blind),
+            Value::String(s) if s == "auto" => Ok(Vision::Auto),
+            Value::String(s) if s == "true" => Ok(Vision::Sees),
+            Value::String(s) if s == "false" => Ok(Vision::Blind),
+            other => Err(serde::de::Error::custom(format!(
+                "expected auto, true or false, got {other}"
+            ))),
+        }
+    }
 }
 
 /// The main model's price per million tokens.
@@ -85,6 +135,7 @@ impl Default for LlmSettings {
             extra_body: Map::new(),
             max_reply_mb: 4,
             price: None,
+            vision: Vision::Auto,
         }
     }
 }

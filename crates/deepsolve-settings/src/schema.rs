@@ -174,6 +174,8 @@ const fn field(name: &'static str, kind: Kind) -> Field {
 
 /// The protocols `llm.protocol` accepts, in the order they are documented.
 pub(crate) const PROTOCOLS: &[&str] = &["native", "tags", "auto"];
+/// The values `llm.vision` accepts (`true` and `false` also as YAML booleans).
+pub(crate) const VISION: &[&str] = &["auto", "true", "false"];
 /// The isolation backends `sandbox.backend` (and the deprecated `tools.sandbox`) accept.
 pub(crate) const BACKENDS: &[&str] = &["auto", "bwrap", "none"];
 
@@ -192,6 +194,7 @@ const LLM: &[Field] = &[
     field("extra_body", Kind::FreeMap),
     field("max_reply_mb", Kind::Number(MAX_REPLY_MB)),
     field("price", Kind::Section(PRICE)),
+    field("vision", Kind::Choice(VISION)),
 ];
 
 /// `llm.price`: what the main model costs per million tokens (the web UI shows a turn's cost).
@@ -487,7 +490,7 @@ mod tests {
         assert!(keys.contains(&"kb.max_chunks".to_string()));
         assert_eq!(
             keys.len(),
-            8 + PRICE.len()
+            9 + PRICE.len()
                 + 9
                 + KNOBS.len()
                 + FLAGS.len()

@@ -404,6 +404,9 @@ impl Checker<'_> {
     ) -> Result<(), SettingsError> {
         match value {
             Value::String(s) if words.contains(&s.as_str()) => Ok(()),
+            // A choice between words that include `true`/`false` (`llm.vision`) takes the YAML
+            // boolean for them as well.
+            Value::Bool(b) if words.contains(&if *b { "true" } else { "false" }) => Ok(()),
             Value::String(s) if s.trim().is_empty() => {
                 *value = Value::Null;
                 Ok(())
@@ -499,6 +502,24 @@ mod tests {
     }
 
     #[test]
+    fn vision_is_auto_or_a_boolean_written_either_way() {
+        use crate::Vision;
+        let vision = |v: Value| run(json!({"llm": {"vision": v}})).unwrap().0.llm.vision;
+        assert_eq!(run(json!({})).unwrap().0.llm.vision, Vision::Auto);
+        assert_eq!(vision(json!("auto")), Vision::Auto);
+        assert_eq!(vision(json!(true)), Vision::Sees);
+        assert_eq!(vision(json!("true")), Vision::Sees);
+        assert_eq!(vision(json!(false)), Vision::Blind);
+        assert_eq!(vision(json!("false")), Vision::Blind);
+        // `settings get` shows the boolean as a boolean.
+        let (s, _) = run(json!({"llm": {"vision": "false"}})).unwrap();
+        assert_eq!(
+            serde_json::to_value(&s.llm).unwrap()["vision"],
+            json!(false)
+        );
+    }
+
+    #[test]
     fn a_full_tree_builds() {
         let (s, w) = run(json!({
             "llm": {"base_url": "http://x", "model": "m", "api_key_env": "K",
@@ -548,6 +569,11 @@ mod tests {
             run(json!({"tools": {"sandbox": "none"}, "sandbox": {"backend": "bwrap"}})).unwrap();
         assert_eq!(s.sandbox.backend, "bwrap");
         assert!(w[0].contains("deprecated and ignored"), "{w:?}");
+        let e = err(json!({"llm": {"vision": "maybe"}}));
+        assert!(
+            e.contains("'llm.vision'") && e.contains("auto, true, false"),
+            "{e}"
+        );
         let e = err(json!({"tools": {"sandbox": "docker"}}));
         assert!(
             e.contains("'tools.sandbox'") && e.contains("auto, bwrap, none"),

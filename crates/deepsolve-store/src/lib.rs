@@ -21,6 +21,7 @@ mod browser_sessions;
 mod error;
 mod events;
 mod hub;
+mod images;
 mod kb;
 mod listen;
 mod model;
@@ -47,7 +48,8 @@ pub use kb::{
 };
 pub use model::{
     AppendEvent, ArtifactMeta, ArtifactOrigin, BrowserSession, IssuedBrowserSession, IssuedToken,
-    NewArtifact, NewTurn, Role, Session, StoredEvent, TurnFinish, TurnRecord, TurnStatus, User,
+    NewArtifact, NewTurn, Role, Session, StoredEvent, TurnFinish, TurnImageRow, TurnRecord,
+    TurnStatus, User,
 };
 pub use sqlx::AnyConnection;
 pub use users::hash_token;
@@ -320,7 +322,7 @@ pub fn redact_url(url: &str) -> String {
 
 /// The embedded migrations of a backend (no macros, no files at run time), in order.
 fn migrator(backend: Backend) -> Migrator {
-    let scripts: [(i64, &'static str, &'static str); 5] = match backend {
+    let scripts: [(i64, &'static str, &'static str); 6] = match backend {
         Backend::Sqlite => [
             (
                 1,
@@ -346,6 +348,11 @@ fn migrator(backend: Backend) -> Migrator {
                 5,
                 "artifact_origin",
                 include_str!("../migrations/sqlite/0005_artifact_origin.sql"),
+            ),
+            (
+                6,
+                "turn_images",
+                include_str!("../migrations/sqlite/0006_turn_images.sql"),
             ),
         ],
         Backend::Postgres => [
@@ -373,6 +380,11 @@ fn migrator(backend: Backend) -> Migrator {
                 5,
                 "artifact_origin",
                 include_str!("../migrations/postgres/0005_artifact_origin.sql"),
+            ),
+            (
+                6,
+                "turn_images",
+                include_str!("../migrations/postgres/0006_turn_images.sql"),
             ),
         ],
     };

@@ -184,6 +184,32 @@ impl AppendEvent for Arc<StoredEvent> {
     }
 }
 
+/// One image of a turn with its bytes: what the model was sent.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TurnImageRow {
+    /// The turn's own id of it (`image_1`, …).
+    pub id: String,
+    pub name: String,
+    pub mime: String,
+    pub width: u32,
+    pub height: u32,
+    pub content: Vec<u8>,
+}
+
+impl std::fmt::Debug for TurnImageRow {
+    // The bytes would flood a log or a failed assertion; their length says enough.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnImageRow")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("mime", &self.mime)
+            .field("width", &self.width)
+            .field("height", &self.height)
+            .field("content", &self.content.len())
+            .finish()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArtifactMeta {
     pub id: String,

@@ -108,6 +108,7 @@ impl Store {
         for sql in [
             "DELETE FROM turn_events WHERE turn_id IN (SELECT id FROM turns WHERE session_id = $1 AND user_id = $2)",
             "DELETE FROM artifacts WHERE turn_id IN (SELECT id FROM turns WHERE session_id = $1 AND user_id = $2)",
+            "DELETE FROM turn_images WHERE turn_id IN (SELECT id FROM turns WHERE session_id = $1 AND user_id = $2)",
             "DELETE FROM turns WHERE session_id = $1 AND user_id = $2",
         ] {
             sqlx::query(sql)

@@ -8,7 +8,7 @@ use sqlx::{AnyConnection, Connection, Row};
 
 use crate::error::StoreError;
 use crate::events::notify_all;
-use crate::model::{NewTurn, TurnFinish, TurnRecord, TurnStatus};
+use crate::model::{NewTurn, TurnFinish, TurnImageRow, TurnRecord, TurnStatus};
 use crate::{Backend, Store, now_ms, to_i64, to_u64};
 
 /// The `UPDATE` that records a turn's end (only a running turn's).
@@ -99,9 +99,20 @@ impl Store {
     /// is running: a follow-up needs the previous answer. The check and the insert are one
     /// statement, so two racing requests cannot both get in.
     pub async fn create_turn(&self, turn: &NewTurn) -> Result<TurnRecord, StoreError> {
+        self.create_turn_with_images(turn, &[]).await
+    }
+
+    /// [`Store::create_turn`] with the turn's images, stored with it in one transaction: a
+    /// turn is never recorded without the images its spec lists.
+    pub async fn create_turn_with_images(
+        &self,
+        turn: &NewTurn,
+        images: &[TurnImageRow],
+    ) -> Result<TurnRecord, StoreError> {
         // The connection first, so the gate is held only while writing (see `create_session`).
         let mut conn = self.pool().acquire().await?;
         let gate = self.write_gate().await;
+        let mut tx = conn.begin().await?;
         let now = now_ms();
         let done = sqlx::query(
             "INSERT INTO turns (id, session_id, user_id, problem, spec, status, owner, created_at, updated_at) \
@@ -115,7 +126,7 @@ impl Store {
             .bind(to_json("spec", &turn.spec)?)
             .bind(&turn.owner)
             .bind(now)
-            .execute(&mut *conn)
+            .execute(&mut *tx)
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::Conflict(
@@ -125,8 +136,10 @@ impl Store {
         sqlx::query("UPDATE sessions SET updated_at = $1 WHERE id = $2")
             .bind(now)
             .bind(&turn.session_id)
-            .execute(&mut *conn)
+            .execute(&mut *tx)
             .await?;
+        crate::images::insert(&mut tx, turn, images, now).await?;
+        tx.commit().await?;
         drop(gate);
         drop(conn);
         self.turn_unscoped(&turn.id)

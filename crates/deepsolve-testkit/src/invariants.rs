@@ -67,6 +67,7 @@ pub fn check_request(body: &Value, config: &InvariantConfig) -> Vec<String> {
     check_pairing(&views, config, &mut out);
     check_unique_ids(&views, &mut out);
     check_empty(&views, &mut out);
+    check_content_parts(messages, &mut out);
     check_alternation(&views, &mut out);
     check_tools(body, &views, config, &mut out);
     check_budget(&views, config, &mut out);
@@ -249,6 +250,77 @@ fn check_empty(views: &[View<'_>], out: &mut Vec<String>) {
             out.push(format!("message #{i} ({}) is empty", view.role));
         }
     }
+}
+
+/// Content as a list of parts only where it carries an image: in a user message, each
+/// image an `image_url` part whose URL is a `data:` URL of a PNG, JPEG, WebP or GIF that its
+/// bytes really are (the engine never sends a URL for the provider to fetch), each text part
+/// a string. Text alone goes as a plain string.
+fn check_content_parts(messages: &[Value], out: &mut Vec<String>) {
+    for (i, message) in messages.iter().enumerate() {
+        let Some(parts) = message.get("content").and_then(Value::as_array) else {
+            continue;
+        };
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("?");
+        if role != "user" {
+            out.push(format!(
+                "message #{i} ({role}): content parts outside a user message"
+            ));
+        }
+        let mut images = 0;
+        for (k, part) in parts.iter().enumerate() {
+            match part.get("type").and_then(Value::as_str) {
+                Some("text") if part.get("text").is_some_and(Value::is_string) => {}
+                Some("image_url") => {
+                    images += 1;
+                    let url = part.pointer("/image_url/url").and_then(Value::as_str);
+                    if let Some(problem) = image_url_problem(url) {
+                        out.push(format!("message #{i}, part {k}: {problem}"));
+                    }
+                }
+                other => out.push(format!(
+                    "message #{i}, part {k}: not a text or image_url part ({other:?})"
+                )),
+            }
+        }
+        if images == 0 {
+            out.push(format!(
+                "message #{i}: content parts without an image (text goes as a plain string)"
+            ));
+        }
+    }
+}
+
+/// What is wrong with an `image_url` part's URL, if anything.
+fn image_url_problem(url: Option<&str>) -> Option<String> {
+    const TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "image/gif"];
+    let Some(url) = url else {
+        return Some("an image_url part without a url".into());
+    };
+    let Some((mime, payload)) = url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(";base64,"))
+    else {
+        return Some(format!(
+            "the image is not a base64 data: URL ({})",
+            head(url)
+        ));
+    };
+    if !TYPES.contains(&mime) {
+        return Some(format!(
+            "the image's type {mime} is not PNG, JPEG, WebP or GIF"
+        ));
+    }
+    use base64::Engine as _;
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(payload) else {
+        return Some("the image's base64 does not decode".into());
+    };
+    let format = image::guess_format(&bytes).ok().map(|f| f.to_mime_type());
+    (format != Some(mime)).then(|| format!("the image says {mime} but its bytes are {format:?}"))
+}
+
+fn head(text: &str) -> String {
+    text.chars().take(40).collect()
 }
 
 fn check_alternation(views: &[View<'_>], out: &mut Vec<String>) {
@@ -461,6 +533,51 @@ mod tests {
         assert!(
             violations.iter().any(|v| v.contains(needle)),
             "expected a violation containing {needle:?}, got {violations:#?}"
+        );
+    }
+
+    #[test]
+    fn image_parts_are_data_urls_of_what_their_bytes_are() {
+        use base64::Engine as _;
+        let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+        let png = b64(&crate::images::solid_png(2, 2, [0, 0, 0]));
+        let image = |url: String| json!({"type": "image_url", "image_url": {"url": url}});
+        let with = |parts: Value| {
+            check(json!([
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": parts},
+            ]))
+        };
+        let good = with(
+            json!([image(format!("data:image/png;base64,{png}")), {"type": "text", "text": "u"}]),
+        );
+        assert!(good.is_empty(), "{good:#?}");
+        assert_one(
+            with(json!([image("https://example.com/a.png".into())])),
+            "not a base64 data: URL",
+        );
+        assert_one(
+            with(json!([image(format!("data:image/jpeg;base64,{png}"))])),
+            "says image/jpeg",
+        );
+        assert_one(
+            with(json!([image(format!(
+                "data:image/png;base64,{}",
+                b64(b"text")
+            ))])),
+            "says image/png",
+        );
+        assert_one(
+            with(json!([{"type": "text", "text": "u"}])),
+            "without an image",
+        );
+        assert_one(
+            check(json!([
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "u"},
+                {"role": "assistant", "content": [image(format!("data:image/png;base64,{png}"))]},
+            ])),
+            "outside a user message",
         );
     }
 

@@ -12,6 +12,8 @@
 //!   wrappers that write any of them as text-tag calls ([`TagsMode`]), with inline `<think>`
 //!   ([`ReasoningModel`]) or as vendor markup ([`VendorMarkup`]).
 //! - [`documents`]: fixture documents (PDF, DOCX, HTML, Markdown) and hostile ones.
+//! - [`images`]: fixture images (a triangle figure, a solid colour, a decompression bomb)
+//!   and what the scripted vision model reads from an image's pixels.
 //! - [`tags`]: the text-tag protocol read and written independently of the engine's
 //!   implementation; tags-mode requests reach policies in the same neutral shape as native ones.
 //!
@@ -32,6 +34,7 @@
 //! ```
 
 pub mod documents;
+pub mod images;
 pub mod invariants;
 pub mod policy;
 pub mod progress;
@@ -53,7 +56,7 @@ pub use policy::{
     AnswerWithOpenSteps, CutBeforeOutput, FlakyStatus, FnPolicy, IdenticalLoop, MalformedArgs,
     NeverEnding, NoIndexDeltas, NoNativeTools, OutOfOrderFinisher, ParallelFlood, PlanSkipper,
     Policy, ReasoningModel, ReasoningOnly, RepeatedIdName, ReplanPastBudget, Script, SecondPlan,
-    THINK_MARKER, TagsMode, UnknownTool, VendorMarkup, WellBehaved, WithStyle,
+    THINK_MARKER, TagsMode, UnknownTool, VendorMarkup, Vision, WellBehaved, WithStyle,
 };
 pub use progress::{PROGRESS_MARKER, PlanStep, ProgressBlock};
 pub use reply::{DEFAULT_USAGE, DeltaStyle, Reply, Turn};

@@ -461,6 +461,15 @@ impl PolicyRequest {
             .any(|m| m.role == Role::User && m.content.contains(NUDGE_MARKER))
     }
 
+    /// The images the conversation shows the model (the problem's figures), in order.
+    pub fn images(&self) -> Vec<&deepsolve_core::TurnImage> {
+        self.messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .flat_map(|m| m.images.iter())
+            .collect()
+    }
+
     /// The problem: from the progress block, else the latest user text before any marker.
     pub fn problem(&self) -> String {
         if let Some(problem) = self.progress_block().and_then(|b| b.problem) {

@@ -60,6 +60,19 @@ impl CapturedRequest {
     pub fn policy_request(&self) -> Result<PolicyRequest, WireError> {
         PolicyRequest::from_wire(&self.body)
     }
+
+    /// The images of each message, in order (empty for a message without any), read from
+    /// their `image_url` parts; an unreadable body has none.
+    pub fn images(&self) -> Vec<Vec<deepsolve_core::TurnImage>> {
+        crate::wire::messages_from_wire(&self.body)
+            .map(|messages| messages.iter().map(|m| m.images.to_vec()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The request offered tools natively (a turn's request, not a tool-less probe or sub-call).
+    pub fn offers_tools(&self) -> bool {
+        self.body.get("tools").is_some()
+    }
 }
 
 /// Why a mock server could not start.

@@ -279,8 +279,8 @@ fn user_results(message: &Message, mut calling: Option<&mut Message>) -> Option<
             reasoning_content: None,
         });
     }
-    if !rest.is_empty() {
-        out.push(Message::user(rest));
+    if !rest.is_empty() || message.has_images() {
+        out.push(Message::user_with_images(rest, message.images.clone()));
     }
     Some(out)
 }

@@ -2,7 +2,11 @@
 //! client crate it tests (`deepsolve-llm`): two independent readings of the format catch more
 //! bugs than one shared one.
 
-use deepsolve_core::{ChatRequest, Message, Role, ToolCall, ToolChoice};
+use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use deepsolve_core::{ChatRequest, Message, Role, ToolCall, ToolChoice, TurnImage};
 use serde_json::{Map, Value, json};
 
 /// Why a wire request could not be read.
@@ -81,6 +85,55 @@ fn parse_tool_calls(value: Option<&Value>) -> Vec<ToolCall> {
         .unwrap_or_default()
 }
 
+/// The text parts of a wire `content` joined, and its image parts: the engine's shape of a
+/// message with images (text in `content`, images in `images`). An image part this reader
+/// cannot decode (not a `data:` URL, bad base64) is left out; the invariants name it.
+fn content_and_images(content: Option<&Value>) -> (String, Arc<[TurnImage]>) {
+    let Some(Value::Array(parts)) = content else {
+        return (content_text(content), Arc::default());
+    };
+    let mut text = String::new();
+    let mut images = Vec::new();
+    for part in parts {
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") => text.push_str(part.get("text").and_then(Value::as_str).unwrap_or("")),
+            Some("image_url") => {
+                let url = part.pointer("/image_url/url").and_then(Value::as_str);
+                if let Some(image) = url.and_then(|u| image_from_data_url(u, images.len() + 1)) {
+                    images.push(image);
+                }
+            }
+            _ => {}
+        }
+    }
+    (text, images.into())
+}
+
+/// A `data:<mime>;base64,<payload>` URL as the `n`-th image of a message (its size read
+/// from its header when it is a format the testkit reads; 0×0 otherwise).
+pub fn image_from_data_url(url: &str, n: usize) -> Option<TurnImage> {
+    let (mime, payload) = url.strip_prefix("data:")?.split_once(";base64,")?;
+    let bytes = STANDARD.decode(payload).ok()?;
+    let (width, height) = crate::images::dimensions(&bytes).unwrap_or((0, 0));
+    Some(TurnImage {
+        id: format!("image_{n}"),
+        name: format!("image_{n}"),
+        mime: mime.to_string(),
+        width,
+        height,
+        bytes: bytes.into(),
+    })
+}
+
+/// An image as the `data:` URL a client sends.
+pub fn data_url(image: &TurnImage) -> String {
+    format!(
+        "data:{};base64,{}",
+        image.mime,
+        STANDARD.encode(&image.bytes)
+    )
+}
+
 /// One wire message as the engine's [`Message`].
 pub fn message_from_wire(index: usize, value: &Value) -> Result<Message, WireError> {
     let bad = |message: &str| WireError::BadMessage {
@@ -93,10 +146,11 @@ pub fn message_from_wire(index: usize, value: &Value) -> Result<Message, WireErr
         .ok_or_else(|| bad("no role"))?;
     let role = parse_role(role).ok_or_else(|| bad(&format!("unknown role '{role}'")))?;
     let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+    let (content, images) = content_and_images(value.get("content"));
     Ok(Message {
         role,
-        content: content_text(value.get("content")),
-        images: Default::default(),
+        content,
+        images,
         tool_calls: parse_tool_calls(value.get("tool_calls")),
         tool_call_id: text("tool_call_id"),
         name: text("name"),
@@ -135,6 +189,16 @@ pub fn message_to_wire(message: &Message) -> Value {
     out.insert("role".into(), json!(role_name(message.role)));
     let content = if message.content.is_empty() && !message.tool_calls.is_empty() {
         Value::Null
+    } else if message.has_images() {
+        let mut parts: Vec<Value> = message
+            .images
+            .iter()
+            .map(|i| json!({"type": "image_url", "image_url": {"url": data_url(i)}}))
+            .collect();
+        if !message.content.is_empty() {
+            parts.push(json!({"type": "text", "text": message.content}));
+        }
+        Value::Array(parts)
     } else {
         json!(message.content)
     };
@@ -217,8 +281,30 @@ mod tests {
             {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": {"k": 1}}}]}
         ]});
         let m = messages_from_wire(&body).unwrap();
-        assert_eq!(m[0].content, "look: [image]");
+        assert_eq!(m[0].content, "look: ");
+        assert!(m[0].images.is_empty(), "not a data: URL");
         assert_eq!(m[1].tool_calls[0].arguments, r#"{"k":1}"#);
+    }
+
+    #[test]
+    fn images_round_trip_as_data_url_parts() {
+        let png = crate::images::solid_png(3, 2, [0, 200, 0]);
+        let image = image_from_data_url(
+            &format!("data:image/png;base64,{}", STANDARD.encode(&png)),
+            1,
+        )
+        .expect("an image");
+        assert_eq!(
+            (image.width, image.height, image.mime.as_str()),
+            (3, 2, "image/png")
+        );
+        let message = Message::user_with_images("Which colour?", vec![image.clone()].into());
+        let wire = message_to_wire(&message);
+        assert_eq!(wire["content"][0]["type"], "image_url");
+        assert_eq!(wire["content"][1]["text"], "Which colour?");
+        let back = message_from_wire(0, &wire).unwrap();
+        assert_eq!(back.content, "Which colour?");
+        assert_eq!(back.images[..], [image]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ import { collectKnobs } from "../knobs";
 import type { CreateTurn, ToolView, TurnCreated } from "../protocol";
 import { Markdown } from "../render/Markdown";
 import { errorText, FormError } from "./ErrorMessage";
+import { ImagePicker, useProblemImages } from "./ImagePicker";
 import { KnobFields } from "./KnobFields";
 import { MaterialPicker, readPicked, writePicked } from "./MaterialPicker";
 import { ToolToggles } from "./ToolToggles";
@@ -81,6 +82,7 @@ export function ProblemForm(props: Props) {
   const [busy, setBusy] = useState(false);
   const [picked, setPicked] = useState<Set<string>>(() => new Set(readPicked()));
   const [files, setFiles] = useState<File[]>([]);
+  const images = useProblemImages();
   const [sent, setSent] = useState<number | null>(null);
   const form = useRef<HTMLFormElement>(null);
   const preview = useDebounced(problem, 120);
@@ -138,12 +140,14 @@ export function ProblemForm(props: Props) {
     if (!body) return;
     setBusy(true);
     try {
+      const uploads = { files, images: images.images };
       const created =
-        files.length > 0
-          ? await api.createTurnWithFiles(body, files, (done, total) => setSent(total > 0 ? Math.round((done / total) * 100) : 0))
+        files.length + images.images.length > 0
+          ? await api.createTurnWithFiles(body, uploads, (done, total) => setSent(total > 0 ? Math.round((done / total) * 100) : 0))
           : await api.createTurn(body);
       setProblem("");
       setFiles([]);
+      images.clear();
       props.onCreated(created);
     } catch (failure) {
       setServerError(failure);
@@ -171,7 +175,13 @@ export function ProblemForm(props: Props) {
   return (
     <form ref={form} class="problem-form card" onSubmit={submit} noValidate>
       <div class="editor-grid">
-        <div class="editor">
+        <div
+          class={images.editor.dragging ? "editor dragging" : "editor"}
+          onDragOver={images.editor.onDragOver}
+          onDragLeave={images.editor.onDragLeave}
+          onDrop={images.editor.onDrop}
+          data-drop-hint={t("images.drop")}
+        >
           <label class="field-label" for={`${idPrefix}-text`}>
             {t("editor.label")}
           </label>
@@ -189,6 +199,7 @@ export function ProblemForm(props: Props) {
               if (problemError) setProblemError(null);
             }}
             onKeyDown={onKeyDown}
+            onPaste={images.editor.onPaste}
           />
           <div class="editor-meta">
             <span id={`${idPrefix}-count`} class={tooLong ? "count over" : "count"}>
@@ -199,6 +210,7 @@ export function ProblemForm(props: Props) {
             <kbd class="shortcut">{t("editor.shortcut", { key: MAC ? "⌘" : "Ctrl" })}</kbd>
           </div>
           {problemError && <FormError text={problemError} id={`${idPrefix}-problem-error`} />}
+          <ImagePicker idPrefix={idPrefix} state={images} disabled={busy} />
         </div>
         <section class="preview" aria-label={t("editor.preview")}>
           <h2 class="field-label">{t("editor.preview")}</h2>

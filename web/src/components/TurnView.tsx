@@ -10,6 +10,7 @@ import type { TurnState } from "../state/view";
 import { useTurn, type Connection } from "../state/useTurn";
 import { AnswerPanel } from "./AnswerPanel";
 import { ErrorMessage } from "./ErrorMessage";
+import { TurnImages } from "./ImagePicker";
 import { PlanChecklist, SupersededPlans } from "./PlanChecklist";
 import { Timeline } from "./Timeline";
 import { TurnControls } from "./TurnControls";
@@ -116,6 +117,7 @@ export function TurnView(props: Props) {
         </header>
 
         <section class="turn-problem" aria-label={t("turn.problem")}>
+          {record && <TurnImages images={record.images ?? []} />}
           <Markdown class="problem-text" text={problem} />
         </section>
 

@@ -8,3 +8,4 @@ mod gc;
 mod interp;
 mod knowledge;
 mod turn;
+mod vision;

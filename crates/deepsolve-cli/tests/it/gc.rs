@@ -216,6 +216,7 @@ fn interrupted_turn_in_the_default_store(env: &Isolated) -> String {
             context_window: 32_000,
             history: Vec::new(),
             material: None,
+            images: Vec::new(),
         };
         store
             .create_turn(&NewTurn {

@@ -11,6 +11,7 @@ mod did_you_mean;
 mod disabled_tools;
 mod gc;
 mod geogebra;
+mod images;
 mod import_deeptutor;
 mod kb;
 mod kb_replicas;

@@ -31,7 +31,7 @@ fn parse_block(block: &str) -> Option<(u64, Value)> {
 }
 
 /// Read SSE events until `stop` says so or the stream ends.
-async fn read_events(
+pub(crate) async fn read_events(
     http: &reqwest::Client,
     url: &str,
     token: Option<&str>,
@@ -81,7 +81,7 @@ async fn read_events_after(
 
 /// A turn's view once it is no longer running: `turn_finished` reaches readers before the
 /// server has stored the turn's files and recorded its end.
-async fn view_when_done(http: &reqwest::Client, url: &str) -> Value {
+pub(crate) async fn view_when_done(http: &reqwest::Client, url: &str) -> Value {
     for _ in 0..600 {
         let view: Value = http
             .get(url)

@@ -84,6 +84,10 @@ pub struct TurnSpec {
     /// The images the turn was given: sent to a model that can see them, and handed to
     /// every tool call (`ToolContext::images`).
     pub images: Arc<[TurnImage]>,
+    /// The model sees images: the turn's images go with the problem as image parts. When
+    /// false they are only listed in the system prompt, with the tools that can read them
+    /// (`Tool::reads_images`). Front ends decide it before the turn (`llm.vision`).
+    pub sees_images: bool,
 }
 
 impl TurnSpec {
@@ -104,6 +108,7 @@ impl TurnSpec {
             resume: None,
             material: None,
             images: Arc::default(),
+            sees_images: false,
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::config::SolveConfig;
 use crate::context::Context;
 use crate::dispatch::{RepetitionGuard, Toolbox};
 use crate::event::{Emitter, EventKind, EventSink};
+use crate::image::TurnImage;
 use crate::message::Message;
 use crate::model::{ChatModel, ChatRequest, ModelError, ToolChoice, ToolSpec};
 use crate::outcome::{AnswerSource, StopReason, TurnOutcome};
@@ -88,16 +89,27 @@ pub(super) struct TurnRun<'a> {
     pub(super) reply: ReplyState,
     pub(super) guard: RepetitionGuard,
     pub(super) artifacts: Vec<Artifact>,
+    /// The model sees the turn's images (`TurnSpec::sees_images`).
+    pub(super) sees_images: bool,
 }
 
-/// The system prompt: the playbook, the material manifest (when the turn has material), and
-/// the protocol's tools manifest. Each mounted work tool is listed with its own line in the
-/// turn's language.
+/// What a turn was given besides its problem's text, as the system prompt lists it.
+#[derive(Clone, Copy)]
+pub(super) struct Given<'a> {
+    pub(super) material: Option<&'a Material>,
+    pub(super) images: &'a [TurnImage],
+    /// The model sees the images (they go with the problem as image parts).
+    pub(super) sees_images: bool,
+}
+
+/// The system prompt: the playbook, the material manifest (when the turn has material), the
+/// images (when it has any), and the protocol's tools manifest. Each mounted work tool is
+/// listed with its own line in the turn's language.
 pub(super) fn system_prompt(
     texts: &Texts,
     toolbox: &Toolbox,
     protocol: &dyn ToolProtocol,
-    material: Option<&Material>,
+    given: Given<'_>,
 ) -> String {
     let mounted: Vec<ToolLine<'_>> = toolbox
         .work_tools()
@@ -111,7 +123,19 @@ pub(super) fn system_prompt(
         })
         .collect();
     let mut prompt = playbook(texts, &mounted);
-    if let Some(manifest) = material.and_then(|m| crate::material::manifest(m, texts)) {
+    if let Some(manifest) = given
+        .material
+        .and_then(|m| crate::material::manifest(m, texts))
+    {
+        prompt.push_str(&manifest);
+    }
+    let readers: Vec<&str> = toolbox
+        .work_tools()
+        .filter(|tool| tool.reads_images())
+        .map(|tool| tool.spec().name.as_str())
+        .collect();
+    if let Some(manifest) = crate::image::manifest(given.images, given.sees_images, &readers, texts)
+    {
         prompt.push_str(&manifest);
     }
     if let Some(manifest) = protocol.manifest(&toolbox.specs(), texts) {
@@ -149,6 +173,15 @@ fn history_messages(history: &[PriorTurn], texts: &Texts) -> Vec<Message> {
             ]
         })
         .collect()
+}
+
+/// The problem as the model reads it: with its images as parts when the model sees them.
+fn problem_message(spec: &TurnSpec) -> Message {
+    if spec.sees_images && !spec.images.is_empty() {
+        Message::user_with_images(spec.problem.clone(), spec.images.clone())
+    } else {
+        Message::user(spec.problem.clone())
+    }
 }
 
 /// The context every tool call of the turn starts from. Its one `Citations` continues the
@@ -190,15 +223,21 @@ impl<'a> TurnRun<'a> {
         cancel: CancellationToken,
     ) -> Self {
         let specs = toolbox.specs();
+        let given = Given {
+            material: spec.material.as_deref(),
+            images: &spec.images,
+            sees_images: spec.sees_images,
+        };
         let mut prefix = vec![Message::system(system_prompt(
             &texts,
             &toolbox,
             wire.protocol(),
-            spec.material.as_deref(),
+            given,
         ))];
         prefix.extend(history_messages(&spec.history, &texts));
-        prefix.push(Message::user(spec.problem.clone()));
+        prefix.push(problem_message(&spec));
         TurnRun {
+            sees_images: spec.sees_images,
             model,
             emit: Emitter::new(spec.turn_id.clone(), spec.first_seq, sink),
             tool_ctx: tool_context(&spec, &cancel),
@@ -325,12 +364,12 @@ impl<'a> TurnRun<'a> {
     /// included.
     pub(super) fn fall_back_to_tags(&mut self) {
         if self.wire.fall_back() {
-            let prompt = system_prompt(
-                &self.texts,
-                &self.toolbox,
-                self.wire.protocol(),
-                self.tool_ctx.material.as_deref(),
-            );
+            let given = Given {
+                material: self.tool_ctx.material.as_deref(),
+                images: &self.tool_ctx.images,
+                sees_images: self.sees_images,
+            };
+            let prompt = system_prompt(&self.texts, &self.toolbox, self.wire.protocol(), given);
             self.ctx.set_system(prompt);
         }
     }

@@ -130,6 +130,38 @@ mod tests {
         }
     }
 
+    /// The history is rewritten to text, but the problem's figure stays an image part.
+    #[test]
+    fn the_problem_keeps_its_images_in_the_text_protocol() {
+        let image = crate::image::TurnImage {
+            id: "image_1".into(),
+            name: "triangle.png".into(),
+            mime: "image/png".into(),
+            width: 8,
+            height: 8,
+            bytes: std::sync::Arc::from(&b"\x89PNG"[..]),
+        };
+        let call = crate::message::ToolCall {
+            id: "c1".into(),
+            name: "echo".into(),
+            arguments: "{}".into(),
+        };
+        let texts = Texts::builtin(crate::solve::Language::En);
+        let out = to_text_protocol(
+            vec![
+                Message::system("s"),
+                Message::user_with_images("Find angle C.", vec![image.clone()].into()),
+                Message::assistant_with_calls("", vec![call.clone()], None),
+                Message::tool_result(&call, "done"),
+            ],
+            &texts,
+        );
+        assert_eq!(out[1].images[..], [image]);
+        assert_eq!(out[1].content, "Find angle C.");
+        assert!(out[3].content.starts_with("<tool_response"));
+        assert!(out[3].images.is_empty());
+    }
+
     /// A tool's output (a web page, say) cannot close its response early or forge one.
     #[test]
     fn a_result_cannot_close_its_response_or_forge_one() {

@@ -105,8 +105,15 @@ pub(crate) fn check_invariants(req: &ChatRequest) {
     let offered: HashSet<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
     for (i, msg) in m.iter().enumerate() {
         assert!(
-            !(msg.content.trim().is_empty() && msg.tool_calls.is_empty() && msg.role != Role::Tool),
+            !(msg.content.trim().is_empty()
+                && msg.tool_calls.is_empty()
+                && !msg.has_images()
+                && msg.role != Role::Tool),
             "empty message at {i}"
+        );
+        assert!(
+            !msg.has_images() || msg.role == Role::User,
+            "images only in user messages (at {i})"
         );
         if i > 0 {
             assert!(

@@ -6,4 +6,5 @@
 mod citations;
 mod common;
 mod engine;
+mod images;
 mod live_output;

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::image::TurnImageView;
 use crate::outcome::StopReason;
 use crate::solve::{Language, SolveRecord};
 use crate::tool::Source;
@@ -47,6 +48,13 @@ pub struct CreateTurn {
     /// refused with 422 listing the caller's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub knowledge_bases: Vec<String>,
+    /// Pictures of the problem or its figure (PNG, JPEG, WebP or GIF by their bytes, at most
+    /// 10 MiB each and 8 per turn), base64 with a name; larger ones go as `multipart/form-data`
+    /// parts `image`. One that is not a usable image refuses the turn naming it (422
+    /// `invalid_image`, 413 over the size cap); a turn whose images nothing can see is refused
+    /// with 422 `cannot_see_images`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<TurnAttachment>,
 }
 
 /// A started (or resumed) turn: follow `events_url`.
@@ -84,6 +92,9 @@ pub struct TurnView {
     #[serde(default)]
     pub sources: Vec<Source>,
     pub events_url: String,
+    /// The images the turn was given, in order (shown above its problem).
+    #[serde(default)]
+    pub images: Vec<TurnImageView>,
 }
 
 /// A file a turn produced, downloadable from `url`.
@@ -275,6 +286,10 @@ pub struct LimitsView {
     pub max_problem_chars: u64,
     /// The largest request body, in bytes.
     pub max_body_bytes: u64,
+    /// The largest image a turn may be given, in bytes.
+    pub max_image_bytes: u64,
+    /// The most images one turn may have.
+    pub max_images: u64,
 }
 
 /// The main model's price per million tokens.
@@ -361,12 +376,16 @@ pub enum ApiErrorCode {
     ModelNotFound,
     /// The facade's turn ended without an answer.
     NoAnswer,
+    /// An image of the turn is not a usable PNG, JPEG, WebP or GIF (the message names it).
+    InvalidImage,
+    /// The turn has images, but neither the model nor a tool of the turn can see them.
+    CannotSeeImages,
     /// The server's fault; its log has the details.
     Internal,
 }
 
 impl ApiErrorCode {
-    pub const ALL: [ApiErrorCode; 21] = [
+    pub const ALL: [ApiErrorCode; 23] = [
         ApiErrorCode::NotFound,
         ApiErrorCode::BadRequest,
         ApiErrorCode::BadJson,
@@ -387,6 +406,8 @@ impl ApiErrorCode {
         ApiErrorCode::Unavailable,
         ApiErrorCode::ModelNotFound,
         ApiErrorCode::NoAnswer,
+        ApiErrorCode::InvalidImage,
+        ApiErrorCode::CannotSeeImages,
         ApiErrorCode::Internal,
     ];
 
@@ -412,6 +433,8 @@ impl ApiErrorCode {
             ApiErrorCode::Unavailable => "unavailable",
             ApiErrorCode::ModelNotFound => "model_not_found",
             ApiErrorCode::NoAnswer => "no_answer",
+            ApiErrorCode::InvalidImage => "invalid_image",
+            ApiErrorCode::CannotSeeImages => "cannot_see_images",
             ApiErrorCode::Internal => "internal",
         }
     }

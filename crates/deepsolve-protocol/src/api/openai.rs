@@ -34,7 +34,9 @@ pub struct StreamOptions {
 pub struct ChatMessage {
     /// `user`, `assistant`; `system`, `developer` and `tool` messages are ignored.
     pub role: String,
-    /// A string, or an array of content parts (only `text` parts are supported).
+    /// A string, or an array of content parts: `text`, and in user messages `image_url` with
+    /// a `data:` URL (`data:image/png;base64,…`; the server fetches no URL). The images of the
+    /// user messages are the turn's.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub content: Value,
 }

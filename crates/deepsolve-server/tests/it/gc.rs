@@ -70,6 +70,7 @@ async fn interrupted_turn(s: &crate::support::TestServer) -> String {
         context_window: 32_000,
         history: Vec::new(),
         material: None,
+        images: Vec::new(),
     };
     store
         .create_turn(&NewTurn {

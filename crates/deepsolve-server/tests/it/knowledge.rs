@@ -715,6 +715,7 @@ async fn a_resumed_turn_reads_the_material_it_was_started_with() {
         context_window: 32_000,
         history: Vec::new(),
         material: Some(material),
+        images: Vec::new(),
     };
     let turn = "turn_with_material".to_string();
     store

@@ -8,6 +8,7 @@ mod artifacts;
 mod browser_auth;
 mod config_keys;
 mod gc;
+mod images;
 mod knowledge;
 mod openai_facade;
 mod openapi;

@@ -148,6 +148,20 @@ async fn chat_completions_answers_and_streams_progress_then_the_answer() {
     s.shutdown().await;
 }
 
+/// The Python client, or `None` (said on stderr) to skip the test. scripts/test (and so CI)
+/// names the venv it installed: there, a missing client is a failure, never a silent skip.
+pub(crate) fn python_or_skip() -> Option<String> {
+    let python = python_with_openai();
+    if python.is_none() {
+        assert!(
+            std::env::var_os("DEEPSOLVE_TEST_PYTHON").is_none(),
+            "DEEPSOLVE_TEST_PYTHON is set but cannot `import openai`"
+        );
+        eprintln!("skipped: no Python with the openai package (scripts/install-deps installs one)");
+    }
+    python
+}
+
 /// The Python client: a path to a Python that can `import openai`, or `None` to skip.
 fn python_with_openai() -> Option<String> {
     let candidates = std::env::var("DEEPSOLVE_TEST_PYTHON")
@@ -209,14 +223,7 @@ print(json.dumps({
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_openai_python_client_works_streaming_and_not() {
-    let Some(python) = python_with_openai() else {
-        // scripts/test (and so CI) names the venv it installed: there, a missing client is a
-        // failure, never a silent skip.
-        assert!(
-            std::env::var_os("DEEPSOLVE_TEST_PYTHON").is_none(),
-            "DEEPSOLVE_TEST_PYTHON is set but cannot `import openai`"
-        );
-        eprintln!("skipped: no Python with the openai package (scripts/install-deps installs one)");
+    let Some(python) = python_or_skip() else {
         return;
     };
     let started = start(

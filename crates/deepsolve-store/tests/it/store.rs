@@ -8,7 +8,7 @@ use deepsolve_protocol::{
 };
 use deepsolve_store::{
     ArtifactOrigin, Backend, HubMsg, NewArtifact, NewTurn, Received, Role, Store, StoreError,
-    StoreOptions, StoredEvent, TurnFinish, TurnStatus,
+    StoreOptions, StoredEvent, TurnFinish, TurnImageRow, TurnStatus,
 };
 
 /// One store per backend under test; the guard keeps the SQLite directory alive.
@@ -52,6 +52,7 @@ fn spec() -> StoredTurnSpec {
         context_window: 32_000,
         history: Vec::new(),
         material: None,
+        images: Vec::new(),
     }
 }
 
@@ -671,6 +672,83 @@ async fn artifacts_are_served_to_their_owner_only() {
         );
         let listed = store.turn_artifacts(&turn).await.expect("list");
         assert!(listed.len() == 2 && listed.contains(&meta) && listed.contains(&drawn));
+    }
+}
+
+fn image_row(id: &str, content: &[u8]) -> TurnImageRow {
+    TurnImageRow {
+        id: id.into(),
+        name: format!("{id}.png"),
+        mime: "image/png".into(),
+        width: 640,
+        height: 480,
+        content: content.to_vec(),
+    }
+}
+
+#[tokio::test]
+async fn a_turns_images_are_stored_with_it_in_order_and_scoped_to_its_user() {
+    for (store, _dir) in stores().await {
+        let session = store
+            .create_session("alice", "a figure")
+            .await
+            .expect("session");
+        let new = NewTurn {
+            id: "turn_with_images".into(),
+            session_id: session.id.clone(),
+            user_id: "alice".into(),
+            problem: "Find angle C.".into(),
+            spec: spec(),
+            owner: "node-a".into(),
+        };
+        let rows = [
+            image_row("image_2", b"\x89PNG two"),
+            image_row("image_1", b"\x89PNG one"),
+        ];
+        store
+            .create_turn_with_images(&new, &rows)
+            .await
+            .expect("created");
+        assert_eq!(store.turn_images(&new.id).await.expect("read"), rows);
+        let one = store
+            .turn_image(&new.id, "image_1", "alice")
+            .await
+            .expect("read");
+        assert_eq!(one.as_ref(), Some(&rows[1]));
+        let theirs = store
+            .turn_image(&new.id, "image_1", "mallory")
+            .await
+            .expect("read");
+        assert_eq!(theirs, None);
+        // A refused turn (its session busy) leaves no image behind.
+        let second = NewTurn {
+            id: "turn_refused".into(),
+            ..new.clone()
+        };
+        let refused = store.create_turn_with_images(&second, &rows).await;
+        assert!(
+            matches!(refused, Err(StoreError::Conflict(_))),
+            "{refused:?}"
+        );
+        assert!(
+            store
+                .turn_images("turn_refused")
+                .await
+                .expect("read")
+                .is_empty()
+        );
+        // Deleted with the session.
+        store
+            .finish_turn(&new.id, &TurnFinish::default())
+            .await
+            .expect("finished");
+        assert!(
+            store
+                .delete_session(&session.id, "alice")
+                .await
+                .expect("deleted")
+        );
+        assert!(store.turn_images(&new.id).await.expect("read").is_empty());
     }
 }
 

@@ -16,6 +16,7 @@ pub(crate) mod moves;
 mod script;
 mod showcase;
 mod solver;
+mod vision;
 mod web_cite;
 mod wrappers;
 
@@ -37,6 +38,7 @@ pub use showcase::{
     HOSTILE_MARKUP, SHOWCASE_CODE, SHOWCASE_PROBLEM, SHOWCASE_ROOTS_LINE, Showcase, ShowcaseVariant,
 };
 pub use solver::WellBehaved;
+pub use vision::{FIGURE_TOOL, NO_FIGURE, VISION_GOALS, Vision, answered_angle};
 pub use web_cite::{WEB_CITE_GOALS, WebCite, result_urls};
 pub use wrappers::{CutBeforeOutput, FlakyStatus, NoIndexDeltas, RepeatedIdName, WithStyle};
 
@@ -147,10 +149,10 @@ pub const POLICY_NAMES: &[&str] = &[
 ];
 
 /// Policies [`by_name`] also knows that exist for benchmarks, the web UI's browser tests and
-/// the knowledge-base, web and figure tests (`kb-cite` needs `rag` and `read_source`,
-/// `web-cite` `web_search` and `web_fetch`, `geogebra` `geogebra_analysis`), not for the engine's
-/// behaviour tests (which replay every one of [`POLICY_NAMES`] and pin their requests byte
-/// for byte).
+/// the knowledge-base, web, figure and image tests (`kb-cite` needs `rag` and `read_source`,
+/// `web-cite` `web_search` and `web_fetch`, `geogebra` `geogebra_analysis`, `vision` a turn
+/// with images), not for the engine's behaviour tests (which replay every one of
+/// [`POLICY_NAMES`] and pin their requests byte for byte).
 pub const BENCH_POLICY_NAMES: &[&str] = &[
     "first-code-call",
     "geogebra",
@@ -158,6 +160,7 @@ pub const BENCH_POLICY_NAMES: &[&str] = &[
     "showcase",
     "showcase-hostile",
     "showcase-long",
+    "vision",
     "web-cite",
 ];
 
@@ -203,6 +206,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "showcase" => Box::new(Showcase::new(ShowcaseVariant::Plain)),
         "showcase-hostile" => Box::new(Showcase::new(ShowcaseVariant::Hostile)),
         "showcase-long" => Box::new(Showcase::new(ShowcaseVariant::Long)),
+        "vision" => Box::new(Vision),
         "web-cite" => Box::new(WebCite),
         _ => return None,
     };

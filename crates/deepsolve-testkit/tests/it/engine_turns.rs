@@ -17,7 +17,7 @@ use deepsolve_core::solve::SolveStep;
 use deepsolve_core::{
     AnswerSource, ChatRequest, Engine, Language, Material, MaterialDocument, MaterialKb, PriorTurn,
     Protocol, Role, SolveRecord, Text, Texts, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
-    TurnOutcome, TurnSpec, VecSink,
+    TurnImage, TurnOutcome, TurnSpec, VecSink,
 };
 use deepsolve_testkit::policy::{POLICY_NAMES, by_name};
 use deepsolve_testkit::{Reply, ScriptedModel, Turn};
@@ -196,6 +196,21 @@ fn manifest_material() -> Material {
     }
 }
 
+/// Two figures of the problem (small PNGs made by the testkit).
+fn figures() -> Arc<[TurnImage]> {
+    [("image_1", [220, 30, 30]), ("image_2", [30, 30, 220])]
+        .into_iter()
+        .map(|(id, rgb)| TurnImage {
+            id: id.into(),
+            name: format!("{id}.png"),
+            mime: "image/png".into(),
+            width: 4,
+            height: 3,
+            bytes: deepsolve_testkit::images::solid_png(4, 3, rgb).into(),
+        })
+        .collect()
+}
+
 fn empty() -> Reply {
     Reply::Turn(Turn::text("").with_usage(Some((100, 20))))
 }
@@ -322,6 +337,37 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
             ]
         },
     },
+    // A turn with figures for a model that sees them: image parts with the problem, and the
+    // images section of the system prompt.
+    Scenario {
+        name: "images-seen",
+        protocol: Protocol::Native,
+        configure: |spec| {
+            spec.images = figures();
+            spec.sees_images = true;
+        },
+        replies: || {
+            vec![
+                plan(&["read the figure"]),
+                finish("S1", "a right angle at C"),
+                Reply::text("C = 90°."),
+            ]
+        },
+    },
+    // The same figures for a model that cannot see them, in the text protocol: listed only,
+    // with no tool to read them.
+    Scenario {
+        name: "images-unseen",
+        protocol: Protocol::Tags,
+        configure: |spec| spec.images = figures(),
+        replies: || {
+            vec![
+                plan(&["work from the text"]),
+                finish("S1", "no figure to read"),
+                Reply::text("The figure is needed for C."),
+            ]
+        },
+    },
 ];
 
 /// One scripted scenario through the engine.
@@ -342,8 +388,25 @@ pub(crate) async fn play_scenario(
 }
 
 pub(crate) fn request_json(req: &ChatRequest) -> Value {
+    let mut messages = json!(req.messages);
+    // Image parts are not serialised with a message: fingerprint each (where it is, what it
+    // is, a hash of its bytes). Messages without images read as before.
+    for (message, json) in req
+        .messages
+        .iter()
+        .zip(messages.as_array_mut().into_iter().flatten())
+    {
+        if message.has_images() {
+            let images: Vec<Value> = message
+                .images
+                .iter()
+                .map(|i| json!([i.id, i.mime, i.width, i.height, fnv1a(&i.bytes)]))
+                .collect();
+            json["images"] = json!(images);
+        }
+    }
     json!({
-        "messages": req.messages,
+        "messages": messages,
         "tools": req.tools,
         "tool_choice": req.tool_choice,
         "max_tokens": req.max_tokens,
@@ -677,6 +740,8 @@ async fn chinese_turns_carry_no_english_engine_text_and_the_chinese_texts_arrive
         "material_attachments",
         "material_document",
         "material_more",
+        "images_seen",
+        "images_unseen_no_reader",
     ] {
         assert!(exercised.contains(name), "no turn exercised {name}");
     }
