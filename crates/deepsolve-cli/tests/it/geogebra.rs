@@ -100,3 +100,79 @@ fn a_described_construction_is_drawn_saved_listed_and_used_in_the_answer() {
     assert!(result.contains("| β (\"∠B\") | angle | Angle(C, B, A) | 36.8699° at (4, 0) |"));
     assert!(stdout.contains("∠B = 36.8699°"), "{stdout}");
 }
+
+/// A photographed problem and a main model that cannot see: `geogebra_analysis` hands the
+/// photo to the vision model (`models.vision`), checks the commands it reads off the pixels,
+/// draws the triangle as our SVG, and the answer states the angle the figure's table gives.
+#[test]
+fn a_photographed_triangle_is_read_by_the_vision_model_drawn_and_used_in_the_answer() {
+    use deepsolve_testkit::images::Triangle;
+    use deepsolve_testkit::policy::{ANGLE_C, Vision, answered_angle};
+
+    let server = MockServer::policy(Vision);
+    let env = Isolated::new();
+    let photo = Triangle {
+        width: 800,
+        height: 600,
+        a: (120, 500),
+        b: (700, 480),
+        c: (260, 110),
+    };
+    let image = env.path().join("triangle.png");
+    std::fs::write(&image, photo.png()).expect("fixture image");
+    let out = env
+        .command()
+        .args(["solve", "--base-url", &server.url(), "--model", "mock-main"])
+        .args(["--set", "llm.vision=false"])
+        .args(["--set", &format!("models.vision.base_url={}", server.url())])
+        .args(["--set", "models.vision.model=mock-vision"])
+        .args(["--tool", "geogebra_analysis", "--image"])
+        .arg(&image)
+        .arg("Find angle C.")
+        .output()
+        .expect("run deepsolve");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    server.assert_clean();
+
+    // The main model never saw the photo; the vision model was asked once, with it.
+    let requests = server.requests();
+    let (to_vision, to_main): (Vec<_>, Vec<_>) = requests
+        .iter()
+        .partition(|r| r.body["model"] == "mock-vision");
+    assert_eq!(to_vision.len(), 1, "one figure request, no repair needed");
+    assert_eq!(to_vision[0].images().concat().len(), 1);
+    assert!(to_main.iter().all(|r| r.images().concat().is_empty()));
+
+    // The figure in the workspace is our rendering of the checked commands.
+    let svg = std::fs::read_dir(workspace(&env))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "svg"))
+        .expect("the figure was saved");
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        drawn.starts_with("<svg") && drawn.contains(">∠C = "),
+        "{drawn}"
+    );
+    assert!(!drawn.contains("<script") && !drawn.contains("href"));
+
+    // The answer's angle is the figure's, and the figure's is the photo's (to the rounding of
+    // the vertices the model read).
+    let angle = answered_angle(&stdout);
+    assert!(
+        (angle - photo.angle_c()).abs() < 0.5,
+        "{angle} vs {}: {stdout}",
+        photo.angle_c()
+    );
+    assert!(
+        stdout.contains(&format!("From the figure: {ANGLE_C} = ")),
+        "{stdout}"
+    );
+}

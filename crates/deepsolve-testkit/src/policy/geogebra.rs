@@ -48,7 +48,7 @@ pub const MISSPELT: &str = "Segmnt(B, C)";
 pub struct Geogebra;
 
 /// A request from `geogebra_analysis` to its figure model.
-fn is_figure_request(req: &PolicyRequest) -> bool {
+pub(crate) fn is_figure_request(req: &PolicyRequest) -> bool {
     req.messages
         .first()
         .is_some_and(|m| m.role == Role::System && m.content.contains("GeoGebra"))

@@ -38,7 +38,9 @@ pub use showcase::{
     HOSTILE_MARKUP, SHOWCASE_CODE, SHOWCASE_PROBLEM, SHOWCASE_ROOTS_LINE, Showcase, ShowcaseVariant,
 };
 pub use solver::WellBehaved;
-pub use vision::{FIGURE_TOOL, NO_FIGURE, VISION_GOALS, Vision, answered_angle};
+pub use vision::{
+    ANGLE_C, FIGURE_TOOL, NO_FIGURE, VISION_GOALS, Vision, answered_angle, figure_commands,
+};
 pub use web_cite::{WEB_CITE_GOALS, WebCite, result_urls};
 pub use wrappers::{CutBeforeOutput, FlakyStatus, NoIndexDeltas, RepeatedIdName, WithStyle};
 

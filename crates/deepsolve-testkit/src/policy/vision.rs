@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::images::{Seen, see};
 use crate::policy::Policy;
+use crate::policy::geogebra::{is_figure_request, table_value};
 use crate::policy::moves::{call_once, derivation, finish_call_for, plan_of, short, step_summary};
 use crate::progress::PlanStep;
 use crate::reply::Reply;
@@ -22,16 +23,21 @@ pub const FIGURE_TOOL: &str = "geogebra_analysis";
 /// What S1's summary says when nothing could read the figure.
 pub const NO_FIGURE: &str = "no figure could be read";
 
+/// The name its figure gives the angle at C (`γ = Angle(A, C, B)`).
+pub const ANGLE_C: &str = "γ";
+
 /// A solver that sees the turn's images:
 ///
 /// - a tool-less call with an image (the vision probe, a tool's vision sub-call) is answered
 ///   with the name of the colour that fills the image, in the language of the question
-///   (`green`, `绿色`); a tool-less call without one gets a derivation;
+///   (`green`, `绿色`) — but `geogebra_analysis`'s figure request gets the marked triangle as
+///   GeoGebra commands ([`figure_commands`]); a tool-less call without one gets a derivation;
 /// - a solve plans two steps, [`VISION_GOALS`]. `S1` finishes with what the images show
 ///   ([`Seen::describe`]: size, colour, the triangle's vertices `A`, `B`, `C` when they are
 ///   marked); when the request carries no image, it calls [`FIGURE_TOOL`] `{question}` once
-///   (when offered) and finishes with its result, else with [`NO_FIGURE`]. `S2` finishes with
-///   `Angle C ≈ x°` measured on the first image with a triangle (or says there is none);
+///   (when offered) and finishes with the figure's [`ANGLE_C`] (`γ = x° at (…)`) or its
+///   result, else with [`NO_FIGURE`]. `S2` finishes with `Angle C ≈ x°` measured on the first
+///   image with a triangle, or read from S1's `γ` (or says there is none);
 /// - the answer is `**Answer:** <S2> From the figure: <S1>`.
 ///
 /// **Expected ending:** `answered`, both steps done.
@@ -44,11 +50,18 @@ impl Vision {
         req.images().iter().filter_map(|i| see(&i.bytes)).collect()
     }
 
-    /// A tool-less call: with an image, the colour that fills it.
+    /// A tool-less call: with an image, the colour that fills it, or the triangle it shows
+    /// as GeoGebra commands when a figure tool asks for them.
     fn look(req: &PolicyRequest) -> Reply {
         let Some(seen) = Self::seen(req).into_iter().next() else {
             return derivation(req);
         };
+        if is_figure_request(req)
+            && let Some(commands) = figure_commands(&seen)
+        {
+            let figure = json!({"constraints": [], "relations": ["find ∠C"], "commands": commands});
+            return Reply::text(format!("```json\n{figure}\n```"));
+        }
         let chinese = req.messages.iter().any(|m| {
             m.content
                 .chars()
@@ -77,15 +90,26 @@ impl Vision {
             ControlFlow::Continue(results) => results,
             ControlFlow::Break(call) => return call,
         };
-        let summary = results
-            .first()
-            .map_or(NO_FIGURE.to_string(), |r| short(&r.content, 300));
+        let summary = results.first().map_or(NO_FIGURE.to_string(), |r| {
+            table_value(&r.content, ANGLE_C)
+                .map(|value| format!("{ANGLE_C} = {value}"))
+                .unwrap_or_else(|| short(&r.content, 300))
+        });
         finish_call_for(&step.id, &summary)
     }
 
-    /// `S2`: the angle at C of the first marked triangle.
+    /// `S2`: the angle at C of the first marked triangle, seen, or read from the figure's
+    /// table in S1's summary.
     fn angle_move(req: &PolicyRequest, step: &PlanStep) -> Reply {
-        let angle = Self::seen(req).iter().find_map(Seen::angle_c);
+        let from_figure = || {
+            let read = step_summary(req.plan().as_ref(), 0);
+            let value = read.strip_prefix(ANGLE_C)?.strip_prefix(" = ")?;
+            value.split('°').next()?.parse::<f64>().ok()
+        };
+        let angle = Self::seen(req)
+            .iter()
+            .find_map(Seen::angle_c)
+            .or_else(from_figure);
         let summary = match angle {
             Some(angle) => format!("{ANGLE_PREFIX}{angle:.1}°"),
             None => "the figure shows no marked triangle to measure".to_string(),
@@ -101,6 +125,24 @@ impl Vision {
         );
         Reply::text(format!("**Answer:** {result}\n\nFrom the figure: {read}"))
     }
+}
+
+/// The marked triangle of `seen` as GeoGebra commands: its vertices in units of 100 px with
+/// y up, the triangle, and the angle at C captioned `∠C`; `None` without a triangle.
+pub fn figure_commands(seen: &Seen) -> Option<Vec<String>> {
+    let [a, b, c] = seen.vertices?;
+    let height = f64::from(seen.height);
+    let point = |name: &str, (x, y): (f64, f64)| {
+        format!("{name} = ({:.2}, {:.2})", x / 100.0, (height - y) / 100.0)
+    };
+    Some(vec![
+        point("A", a),
+        point("B", b),
+        point("C", c),
+        "t = Polygon(A, B, C)".to_string(),
+        format!("{ANGLE_C} = Angle(A, C, B)"),
+        format!("SetCaption({ANGLE_C}, \"∠C\")"),
+    ])
 }
 
 /// The angle an answer of this policy gives (`Angle C ≈ x°`), `NaN` when it gives none: what
