@@ -127,7 +127,7 @@ export class WebFixture {
 export type ServerOptions = {
   /** Settings file contents (YAML). */
   settings?: string;
-  /** Extra `--set KEY=VALUE` overrides. */
+  /** Extra `--set KEY=VALUE` overrides; `{mock}` in one stands for the mock model's URL. */
   set?: string[];
   /** Extra environment variables (e.g. the one a search provider's key is read from). */
   env?: Record<string, string>;
@@ -154,7 +154,7 @@ export class Server {
 
   private commonArgs(): string[] {
     const args = ["--database", this.database, "--base-url", this.mock.url, "--model", "mock-model"];
-    for (const s of this.options.set ?? []) args.push("--set", s);
+    for (const s of this.options.set ?? []) args.push("--set", s.replaceAll("{mock}", this.mock.url));
     return args;
   }
 

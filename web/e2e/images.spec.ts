@@ -4,7 +4,7 @@
 // `vision` model measures the triangle it is sent), and the image shown above the problem,
 // live and in the history. En and zh, desktop and 360 px.
 import type { Page } from "@playwright/test";
-import { test, expect, waitForFooter, screenshotPath } from "./fixtures";
+import { test, expect, waitForFooter, screenshotPath, openAllWork } from "./fixtures";
 
 /** The triangle the page draws: A red, B green, C blue, as the testkit's vision model reads them. */
 const TRIANGLE = { width: 480, height: 360, a: [60, 40], b: [60, 320], c: [270, 320] } as const;
@@ -149,4 +149,31 @@ test("in Chinese at 360 px: the picker, its message and the turn's image fit the
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
   await page.screenshot({ path: screenshotPath("images-turn-zh-phone"), fullPage: true });
   await context.close();
+});
+
+test("a pasted photo drawn by geogebra_analysis: a blind main model, the vision model reads it, the figure shows in its card", async ({ page, deepsolve }) => {
+  const app = await deepsolve({
+    policy: "vision",
+    set: ["llm.vision=false", "models.vision.base_url={mock}", "models.vision.model=mock-vision"],
+  });
+  await page.goto(app.base + "/");
+  await page.getByTestId("problem").fill("Find angle C of the triangle in the picture.");
+  await giveImage(page, "paste", "triangle.png", "triangle");
+  await expect(thumb(page, "triangle.png")).toBeVisible();
+  await page.locator("details.options > summary").click();
+  await page.locator('input[id$="-tool-geogebra_analysis"]').check();
+  await page.getByTestId("submit").click();
+  await waitForFooter(page);
+
+  // The answer's angle is the one the figure's table gives, and that is the photo's.
+  const answer = await page.getByTestId("answer").innerText();
+  expect(answer).toContain("From the figure: γ = ");
+  expect(Math.abs(angleIn(answer) - angleC())).toBeLessThan(1);
+  await openAllWork(page);
+  const card = page.getByTestId("tool-card").filter({ has: page.locator("code.tool-name", { hasText: /^geogebra_analysis$/ }) });
+  await expect(card).toContainText("```ggbscript");
+  const figure = card.getByTestId("figure").locator("img");
+  await figure.scrollIntoViewIfNeeded();
+  await expect.poll(() => figure.evaluate((img: HTMLImageElement) => (img.complete ? img.naturalWidth : 0))).toBeGreaterThan(0);
+  await page.screenshot({ path: screenshotPath("images-figure-desktop"), fullPage: true });
 });
