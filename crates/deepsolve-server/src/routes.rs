@@ -418,19 +418,10 @@ fn inline_type(meta: &ArtifactMeta, content: &[u8]) -> Option<&'static str> {
     })
 }
 
-/// The image type the bytes start with: PNG, JPEG, GIF or WebP.
+/// The image type the bytes start with: PNG, JPEG, GIF or WebP (the one sniffer that also
+/// admits a turn's images).
 pub(crate) fn raster_image_type(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
-        Some("image/jpeg")
-    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
-        Some("image/gif")
-    } else if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP" {
-        Some("image/webp")
-    } else {
-        None
-    }
+    deepsolve_app::images::ImageType::sniff(bytes).map(|kind| kind.mime())
 }
 
 /// A syntactically plain MIME type, or `application/octet-stream`.
