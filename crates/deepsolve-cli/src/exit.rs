@@ -70,9 +70,14 @@ impl Exit {
                 || cause.is::<deepsolve_settings::SettingsError>()
                 || cause.is::<deepsolve_app::ToolRequestError>()
                 || matches!(
+                    cause.downcast_ref::<deepsolve_server::ServerError>(),
+                    Some(deepsolve_server::ServerError::UnsafeBind(_))
+                )
+                || matches!(
                     cause.downcast_ref::<deepsolve_app::AppError>(),
                     Some(
                         deepsolve_app::AppError::NoModel { .. }
+                            | deepsolve_app::AppError::SandboxRequired(_)
                             | deepsolve_app::AppError::Enabled(_)
                             | deepsolve_app::AppError::Disabled(_)
                     )

@@ -209,7 +209,8 @@ async fn resume_turn(
         Some(_) => Some(knowledge(loaded, store.clone())?),
         None => None,
     };
-    let app = build_recording_app(loaded, store, knowledge).await?;
+    let builder = deepsolve_app::AppBuilder::from_settings(loaded).await?;
+    let app = build_recording_app(builder, store, knowledge)?;
     report_sandbox(&app);
     let mut spec = resume_spec(store, &turn, &app.tools().available())
         .await

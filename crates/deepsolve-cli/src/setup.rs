@@ -58,10 +58,12 @@ pub(crate) async fn build_app_with_knowledge(
     Ok(builder.build()?)
 }
 
-/// The app of a turn recorded in `store` (`solve`, `resume`): its calls' files are stored as
-/// each call ends, as the server stores them, so the web UI shows them too.
-pub(crate) async fn build_recording_app(
-    loaded: &Loaded,
+/// The app of a turn recorded in `store` (`solve`, `resume`), from a builder made by
+/// [`AppBuilder::from_settings`] (the sandbox probe, which may run while the store opens):
+/// its calls' files are stored as each call ends, as the server stores them, so the web UI
+/// shows them too.
+pub(crate) fn build_recording_app(
+    builder: AppBuilder,
     store: &Store,
     knowledge: Option<Knowledge>,
 ) -> anyhow::Result<App> {
@@ -69,7 +71,13 @@ pub(crate) async fn build_recording_app(
         store.clone(),
         deepsolve_server::ServerConfig::default().max_artifact_bytes,
     );
-    build_app_with_knowledge(loaded, None, Some(artifacts), knowledge).await
+    let mut builder = builder
+        .pdf_child(crate::kb_cmd::pdf_child())
+        .artifact_registry(artifacts);
+    if let Some(knowledge) = knowledge {
+        builder = builder.knowledge(knowledge);
+    }
+    Ok(builder.build()?)
 }
 
 /// The model endpoint the settings name.

@@ -4,7 +4,7 @@
 
 use deepsolve_app::owner::cli_owner;
 use deepsolve_app::stored::{TurnKeys, engine_spec};
-use deepsolve_app::{default_workspace_root, hold_workspace, new_turn_id};
+use deepsolve_app::{AppBuilder, default_workspace_root, hold_workspace, new_turn_id};
 use deepsolve_core::{PriorTurn, SolveConfig, count_tokens, prompt_room};
 use deepsolve_kb::Knowledge;
 use deepsolve_protocol::{Language, Material, Protocol, StoredTurnSpec};
@@ -25,8 +25,16 @@ use crate::{LangArg, ProtocolArg, SolveArgs};
 pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<Exit> {
     let problem = crate::input::read_problem(args.problem.as_deref(), args.file.as_deref())?;
     let loaded = load_settings(&args.config)?;
-    let store = open_store(&args.database, &loaded.settings.server).await?;
-    let result = solve(&args, problem, &loaded, &store).await;
+    // The store opens while the model clients are made and the sandbox is probed.
+    let (store, builder) = tokio::join!(
+        open_store(&args.database, &loaded.settings.server),
+        AppBuilder::from_settings(&loaded)
+    );
+    let store = store?;
+    let result = match builder {
+        Ok(builder) => solve(&args, problem, &loaded, &store, builder).await,
+        Err(e) => Err(e.into()),
+    };
     store.close().await;
     result
 }
@@ -36,6 +44,7 @@ async fn solve(
     problem: String,
     loaded: &Loaded,
     store: &Store,
+    builder: AppBuilder,
 ) -> anyhow::Result<Exit> {
     let user = user_id(store, args.user.as_deref()).await?;
     let follow = follow_up(store, &user, args.continue_last, args.session.as_deref()).await?;
@@ -62,7 +71,7 @@ async fn solve(
     };
     let knowledge = prepared.as_ref().map(|p| p.knowledge.clone());
     let material = prepared.map(|p| p.material);
-    let app = build_recording_app(loaded, store, knowledge).await?;
+    let app = build_recording_app(builder, store, knowledge)?;
     let offered = app.tools_for_turn_with(&args.tools, material.is_some())?;
     report_sandbox(&app);
     // Held until the turn is over: no collection, here or in another process, deletes it.
