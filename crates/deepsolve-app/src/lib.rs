@@ -29,7 +29,9 @@ pub mod artifacts;
 pub mod gc;
 pub mod knowledge;
 pub mod models;
+pub mod owner;
 pub mod sandbox;
+pub mod stored;
 pub mod turn;
 pub mod vision;
 

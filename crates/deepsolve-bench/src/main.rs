@@ -4,6 +4,8 @@
 //! peak heap per turn, and the prompt size of every round with folding on and off.
 //!
 //! `bench first-turn`: the first turn of a fresh process (engine time, resident set).
+//! `bench cli-startup`: a `deepsolve solve` process from its start to its first model request
+//! (time, CPU, resident set; see the `cli_startup` module).
 //! `bench tokens`: the engine's token estimate against the exact o200k count, per kind of text.
 //! `bench server …`: the real `deepsolve serve` against the `deepsolve-mock` model over HTTP
 //! (see the `server` module).
@@ -15,6 +17,7 @@
 //! the `ui` module).
 
 mod alloc;
+mod cli_startup;
 mod kb;
 mod procfs;
 mod server;
@@ -200,6 +203,9 @@ fn bench() -> anyhow::Result<()> {
     if scenario == Some("ui") {
         return ui::run(&args[1..]);
     }
+    if scenario == Some("cli-startup") {
+        return cli_startup::run(&args[1..]);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -208,7 +214,7 @@ fn bench() -> anyhow::Result<()> {
         Some("first-turn") => runtime.block_on(first_turn()),
         Some("tokens") => tokens::print_table(),
         Some(other) => anyhow::bail!(
-            "unknown scenario {other:?} (scenarios: engine, the default; first-turn; tokens; server; ui; kb)"
+            "unknown scenario {other:?} (scenarios: engine, the default; first-turn; tokens; server; ui; kb; cli-startup)"
         ),
     }
 }

@@ -1,6 +1,6 @@
 //! `deepsolve doctor`: is the configured endpoint usable for solving?
 
-use std::process::ExitCode;
+use crate::exit::Exit;
 
 use console::style;
 use deepsolve_app::{AppBuilder, DEFAULT_BASE_URL, main_client, reasoning_model, vision_model};
@@ -8,9 +8,10 @@ use deepsolve_settings::Loaded;
 use deepsolve_tools::{Sandbox, Unavailable};
 
 use crate::ConfigArgs;
+use crate::output::outln;
 use crate::setup::load_settings;
 
-pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<Exit> {
     let loaded = load_settings(args)?;
     let llm = &loaded.settings.llm;
     let exists = if loaded.file_exists {
@@ -18,16 +19,16 @@ pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
     } else {
         " (not created yet)"
     };
-    println!("settings   {}{exists}", loaded.path.display());
+    outln!("settings   {}{exists}", loaded.path.display());
     let (sandbox_ok, sandbox) = sandbox_section(&loaded.settings).await;
     let client = main_client(&loaded)?;
-    println!(
+    outln!(
         "endpoint   {}",
         llm.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL)
     );
     let model = llm.model.clone().unwrap_or_default();
-    println!("model      {model}");
-    println!(
+    outln!("model      {model}");
+    outln!(
         "api key    {}",
         match &llm.api_key_source {
             Some(source) => format!("set (from {source})"),
@@ -43,17 +44,17 @@ pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
                 "endpoint reachable ({} models listed)",
                 models.len()
             ));
-            if models.iter().any(|m| m == &model) {
-                ok(&format!("model '{model}' is listed"));
-            } else {
-                warn(&format!(
-                    "model '{model}' is not in the endpoint's list{}",
-                    preview(&models)
-                ));
-            }
+            healthy &= model_listed(&model, &models);
         }
         Err(e) => {
-            fail(&format!("endpoint not usable: {e}"));
+            let base_url = llm.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
+            match e {
+                deepsolve_core::ModelError::BadRequest { status: 404, .. } => fail(&format!(
+                    "endpoint not usable: {e}\n  hint: {}",
+                    crate::hints::not_found(base_url, &model)
+                )),
+                _ => fail(&format!("endpoint not usable: {e}")),
+            }
             healthy = false;
         }
     }
@@ -64,11 +65,7 @@ pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
             Err(line) => warn(&line),
         }
     }
-    Ok(if healthy {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if healthy { Exit::Answer } else { Exit::Failure })
 }
 
 /// Native tool calling and stop sequences decide the protocol to use.
@@ -100,10 +97,35 @@ async fn probe_protocols(client: &deepsolve_llm::OpenAiClient) -> bool {
         }
     }
     let recommended = if native { "native" } else { "tags" };
-    println!(
+    outln!(
         "recommended protocol: {recommended}   (deepsolve settings set llm.protocol={recommended})"
     );
     healthy
+}
+
+/// Whether the endpoint lists `model`: a listed model is a pass; one missing from a non-empty
+/// list fails (naming the nearest listed name); an empty list says nothing either way.
+fn model_listed(model: &str, models: &[String]) -> bool {
+    if models.iter().any(|m| m == model) {
+        ok(&format!("model '{model}' is listed"));
+        return true;
+    }
+    if models.is_empty() {
+        warn(&format!(
+            "the endpoint lists no models: cannot check that '{model}' is served"
+        ));
+        return true;
+    }
+    let nearest = deepsolve_core::config::nearest(model, models)
+        .map(|m| {
+            format!(" — did you mean '{m}'? (--model, or `deepsolve settings set llm.model=…`)")
+        })
+        .unwrap_or_default();
+    fail(&format!(
+        "model '{model}' is not in the endpoint's list{}{nearest}",
+        preview(models)
+    ));
+    false
 }
 
 fn preview(models: &[String]) -> String {
@@ -125,7 +147,7 @@ async fn sandbox_section(
     let sandbox = match deepsolve_app::sandbox::detect(settings).await {
         Ok(sandbox) => sandbox,
         Err(e) => {
-            println!("sandbox    {mode}: none available");
+            outln!("sandbox    {mode}: none available");
             let healthy = !deepsolve_app::sandbox::is_required(settings);
             if healthy {
                 warn(&format!("code tools are off (not mounted): {e}"));
@@ -135,9 +157,9 @@ async fn sandbox_section(
             return (healthy, Err(Unavailable(e.to_string())));
         }
     };
-    println!("sandbox    {mode}: {}", sandbox.describe());
+    outln!("sandbox    {mode}: {}", sandbox.describe());
     for line in sandbox.describe_budgets() {
-        println!("           {line}");
+        outln!("           {line}");
     }
     if let Some(warning) = sandbox.warning() {
         warn(&warning);
@@ -217,7 +239,7 @@ fn tools_section(
     let app = match built {
         Ok(app) => app,
         Err(e) => {
-            println!("tools      none mounted");
+            outln!("tools      none mounted");
             fail(&e.to_string());
             return false;
         }
@@ -228,7 +250,7 @@ fn tools_section(
         .filter(|s| s.unavailable.is_none())
         .map(|s| format!("{} ({})", s.name, s.policy))
         .collect();
-    println!(
+    outln!(
         "tools      {}",
         if mounted.is_empty() {
             "none mounted".to_string()
@@ -253,13 +275,13 @@ fn web_search_section(settings: &deepsolve_settings::Settings) {
     let status = match deepsolve_tools::web::search::search_status(settings) {
         Ok(status) => status,
         Err(e) => {
-            println!("web search not usable");
+            outln!("web search not usable");
             warn(&e.to_string());
             return;
         }
     };
     let order: Vec<String> = status.order.iter().map(ToString::to_string).collect();
-    println!(
+    outln!(
         "web search {} (opt-in: --tool web_search)",
         order.join(" → ")
     );
@@ -269,7 +291,7 @@ fn web_search_section(settings: &deepsolve_settings::Settings) {
             (true, false) => "configured",
             (false, _) => "not configured",
         };
-        println!(
+        outln!(
             "           {:<11} {state}: {}",
             provider.provider.to_string(),
             provider.why
@@ -285,13 +307,13 @@ fn web_search_section(settings: &deepsolve_settings::Settings) {
 }
 
 fn ok(msg: &str) {
-    println!("{} {msg}", style("✓").green());
+    outln!("{} {msg}", style("✓").green());
 }
 
 fn warn(msg: &str) {
-    println!("{} {msg}", style("!").yellow());
+    outln!("{} {msg}", style("!").yellow());
 }
 
 fn fail(msg: &str) {
-    println!("{} {msg}", style("✗").red());
+    outln!("{} {msg}", style("✗").red());
 }

@@ -6,9 +6,9 @@
 //! that does not exist is no store (and is not created); one that exists but cannot be read
 //! stops the collection, since without it a resumable turn's workspace could go.
 
+use crate::exit::Exit;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
@@ -19,6 +19,7 @@ use deepsolve_settings::Settings;
 use deepsolve_store::{Store, StoreOptions, redact_url};
 
 use crate::ConfigArgs;
+use crate::output::{errln, outln};
 use crate::serve::{self, DatabaseArgs};
 use crate::setup::load_settings;
 
@@ -44,7 +45,7 @@ pub(crate) struct GcArgs {
     pub config: ConfigArgs,
 }
 
-pub(crate) async fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: GcArgs) -> anyhow::Result<Exit> {
     let mut config = args.config.clone();
     if let Some(n) = args.retention_days {
         config.sets.push(format!("sandbox.retention_days={n}"));
@@ -77,9 +78,9 @@ pub(crate) async fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
         &report,
     );
     Ok(if report.failed.is_empty() {
-        ExitCode::SUCCESS
+        Exit::Answer
     } else {
-        ExitCode::from(1)
+        Exit::Failure
     })
 }
 
@@ -141,14 +142,14 @@ fn print_report(
     dry_run: bool,
     report: &GcReport,
 ) {
-    println!("workspaces: {}", root.display());
+    outln!("workspaces: {}", root.display());
     match store {
-        Some(url) => println!("resumable turns from: {}", redact_url(url)),
-        None => println!("resumable turns from: no database (none is resumable)"),
+        Some(url) => outln!("resumable turns from: {}", redact_url(url)),
+        None => outln!("resumable turns from: no database (none is resumable)"),
     }
     let verb = if dry_run { "would remove" } else { "removed" };
     let bytes = report.removed_bytes();
-    println!(
+    outln!(
         "{verb} {} ({})",
         count(report.removed.len()),
         human_bytes(bytes)
@@ -159,13 +160,13 @@ fn print_report(
             Expired::Empty => "empty".to_string(),
             Expired::Old { newest } => format!("unchanged for {}", age(now, newest)),
         };
-        println!(
+        outln!(
             "  {}  {why}, {}",
             removed.turn_id,
             human_bytes(removed.bytes)
         );
     }
-    println!("kept {}", count(report.kept.len()));
+    outln!("kept {}", count(report.kept.len()));
     for kept in &report.kept {
         let why = match kept.why {
             KeptBecause::InUse => "in use: its turn is running".to_string(),
@@ -178,12 +179,12 @@ fn print_report(
                 plural(retention_days, "day")
             ),
         };
-        println!("  {}  {why}", kept.turn_id);
+        outln!("  {}  {why}", kept.turn_id);
     }
     if !report.failed.is_empty() {
-        println!("could not remove {}", count(report.failed.len()));
+        outln!("could not remove {}", count(report.failed.len()));
         for failed in &report.failed {
-            println!("  {}  {}", failed.turn_id, failed.error);
+            outln!("  {}  {}", failed.turn_id, failed.error);
         }
     }
 }
@@ -239,7 +240,7 @@ pub(crate) fn collect_in_background(settings: &Settings) -> Option<Automatic> {
         .name("deepsolve-gc".into())
         .spawn(move || {
             if let Err(e) = automatic_pass(&root, &settings) {
-                eprintln!("warning: automatic workspace cleanup skipped: {e:#}");
+                errln!("warning: automatic workspace cleanup skipped: {e:#}");
             }
             let _ = done.send(());
         })
@@ -276,7 +277,7 @@ fn automatic_pass(root: &Path, settings: &Settings) -> anyhow::Result<()> {
     };
     let report = collect_workspaces(root, &options)?;
     if let Some(failed) = report.failed.first() {
-        eprintln!(
+        errln!(
             "warning: could not remove the old workspace {}: {} (see `deepsolve gc`)",
             root.join(&failed.turn_id).display(),
             failed.error

@@ -5,20 +5,15 @@
 //! turn. A refusal is one line on stderr naming the file or the reason, and exit 1.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::sync::Arc;
 
 use deepsolve_app::images::{ImageError, ImageInput, ImageLimits, check_size, prepare_images};
+use deepsolve_app::stored::TurnImages;
 use deepsolve_app::{App, Sight};
 use deepsolve_core::{ChatModel, Language, TurnImage};
 use deepsolve_settings::Vision;
 
-/// A turn's images, ready, and whether the model itself sees them.
-pub(crate) struct TurnImages {
-    pub(crate) images: Arc<[TurnImage]>,
-    /// `TurnSpec::sees_images`.
-    pub(crate) sees: bool,
-}
+use crate::exit::Exit;
+use crate::output::errln;
 
 /// The images of `--image` for a turn offered `offered` in `language`; `Err` after the
 /// refusal was said on stderr.
@@ -27,27 +22,21 @@ pub(crate) async fn for_turn(
     app: &App,
     offered: &[String],
     language: Language,
-) -> Result<TurnImages, ExitCode> {
+) -> Result<TurnImages, Exit> {
     if paths.is_empty() {
-        return Ok(TurnImages {
-            images: Arc::default(),
-            sees: false,
-        });
+        return Ok(TurnImages::default());
     }
     let images = read(paths).await.map_err(refuse)?;
     let sees = app
         .image_sight(&images, offered, language)
         .await
         .map_err(refuse)?;
-    Ok(TurnImages {
-        images: images.into(),
-        sees,
-    })
+    Ok(TurnImages { images, sees })
 }
 
-fn refuse(why: impl std::fmt::Display) -> ExitCode {
-    eprintln!("{} {why}", console::style("error:").red());
-    ExitCode::from(1)
+fn refuse(why: impl std::fmt::Display) -> Exit {
+    errln!("{} {why}", console::style("error:").for_stderr().red());
+    Exit::Failure
 }
 
 /// Read and prepare every file; errors name the file as it was given.

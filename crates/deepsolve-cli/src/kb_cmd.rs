@@ -1,10 +1,10 @@
 //! `deepsolve kb …`: knowledge bases from the command line, in the same store (and for the same
 //! user) as `deepsolve serve`, so a KB made here is searchable from the web UI and back.
 
+use crate::exit::Exit;
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Mutex;
 
 use anyhow::{Context, bail};
@@ -19,6 +19,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
 use crate::ConfigArgs;
+use crate::output::{errln, outln};
 use crate::serve::{DatabaseArgs, open_store};
 use crate::setup::load_settings;
 
@@ -98,7 +99,7 @@ struct KbContext {
     json: bool,
 }
 
-pub(crate) async fn run(args: KbArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: KbArgs) -> anyhow::Result<Exit> {
     let loaded = load_settings(&args.config)?;
     let store = open_store(&args.database, &loaded.settings.server).await?;
     let user_id = user_id(&store, args.user.as_deref()).await?;
@@ -165,21 +166,21 @@ pub(crate) fn unknown_kb(e: KbError) -> anyhow::Error {
     }
 }
 
-async fn create(cx: &KbContext, name: &str) -> anyhow::Result<ExitCode> {
+async fn create(cx: &KbContext, name: &str) -> anyhow::Result<Exit> {
     let kb = cx.store.create_kb(&cx.user_id, name).await?;
     if cx.json {
         print_json(&kb_view(&kb, &[]))?;
     } else {
-        println!("created knowledge base '{}' ({})", kb.name, kb.id);
-        eprintln!(
+        outln!("created knowledge base '{}' ({})", kb.name, kb.id);
+        errln!(
             "add documents with: deepsolve kb add {} FILE...",
             quoted(&kb.name)
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Answer)
 }
 
-async fn list(cx: &KbContext) -> anyhow::Result<ExitCode> {
+async fn list(cx: &KbContext) -> anyhow::Result<Exit> {
     let mut rows = Vec::new();
     for kb in cx.store.list_kbs(&cx.user_id).await? {
         let documents = cx.store.kb_documents(&kb.id, &cx.user_id).await?;
@@ -187,10 +188,10 @@ async fn list(cx: &KbContext) -> anyhow::Result<ExitCode> {
     }
     if cx.json {
         print_json(&serde_json::json!({ "knowledge_bases": rows }))?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Answer);
     }
     if rows.is_empty() {
-        eprintln!("no knowledge bases yet (deepsolve kb create NAME)");
+        errln!("no knowledge bases yet (deepsolve kb create NAME)");
     }
     let width = rows
         .iter()
@@ -198,14 +199,14 @@ async fn list(cx: &KbContext) -> anyhow::Result<ExitCode> {
         .max()
         .unwrap_or(0);
     for row in &rows {
-        println!(
+        outln!(
             "{:<width$}  {}  {}",
             row.name,
             counts(row),
             console::style(&row.id).dim()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Answer)
 }
 
 /// "3 documents (2 ready, 1 failed)".
@@ -226,15 +227,15 @@ fn counts(kb: &KbView) -> String {
     format!("{} {noun} ({})", kb.documents, states.join(", "))
 }
 
-async fn show(cx: &KbContext, name: &str) -> anyhow::Result<ExitCode> {
+async fn show(cx: &KbContext, name: &str) -> anyhow::Result<Exit> {
     let kb = find_kb(cx, name).await?;
     let documents = cx.store.kb_documents(&kb.id, &cx.user_id).await?;
     if cx.json {
         let docs: Vec<DocumentView> = documents.iter().map(document_view).collect();
         print_json(&serde_json::json!({ "kb": kb_view(&kb, &documents), "documents": docs }))?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Answer);
     }
-    println!(
+    outln!(
         "{} {}  {}",
         console::style(&kb.name).bold(),
         console::style(format!("({})", kb.id)).dim(),
@@ -249,7 +250,7 @@ async fn show(cx: &KbContext, name: &str) -> anyhow::Result<ExitCode> {
         let pages = doc
             .pages
             .map_or_else(|| "-".to_string(), |p| format!("{p} p."));
-        println!(
+        outln!(
             "  {:<width$}  {:<8}  {:>7}  {:>9}  {}",
             doc.name,
             doc.kind,
@@ -258,7 +259,7 @@ async fn show(cx: &KbContext, name: &str) -> anyhow::Result<ExitCode> {
             status_text(doc)
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Answer)
 }
 
 fn status_text(doc: &KbDocument) -> String {
@@ -276,16 +277,16 @@ fn status_text(doc: &KbDocument) -> String {
     }
 }
 
-async fn remove(cx: &KbContext, name: &str, document: Option<&str>) -> anyhow::Result<ExitCode> {
+async fn remove(cx: &KbContext, name: &str, document: Option<&str>) -> anyhow::Result<Exit> {
     let kb = find_kb(cx, name).await?;
     let Some(document) = document else {
         cx.knowledge.delete_kb(&cx.user_id, &kb.id).await?;
         if cx.json {
             print_json(&serde_json::json!({ "removed": { "kb": kb.id } }))?;
         } else {
-            println!("removed knowledge base '{}'", kb.name);
+            outln!("removed knowledge base '{}'", kb.name);
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Answer);
     };
     let documents = cx.store.kb_documents(&kb.id, &cx.user_id).await?;
     let Some(doc) = documents
@@ -308,9 +309,9 @@ async fn remove(cx: &KbContext, name: &str, document: Option<&str>) -> anyhow::R
     if cx.json {
         print_json(&serde_json::json!({ "removed": { "kb": kb.id, "document": doc.id } }))?;
     } else {
-        println!("removed '{}' from '{}'", doc.name, kb.name);
+        outln!("removed '{}' from '{}'", doc.name, kb.name);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Answer)
 }
 
 /// A name as the shell would need it quoted.
@@ -326,7 +327,7 @@ fn quoted(name: &str) -> String {
 }
 
 pub(crate) fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    outln!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
 
@@ -370,7 +371,7 @@ fn document_view(doc: &KbDocument) -> DocumentView {
     }
 }
 
-async fn add(cx: &KbContext, name: &str, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+async fn add(cx: &KbContext, name: &str, files: &[PathBuf]) -> anyhow::Result<Exit> {
     let kb = find_kb(cx, name).await?;
     let mut documents = Vec::new();
     let mut failed = 0;
@@ -378,7 +379,7 @@ async fn add(cx: &KbContext, name: &str, files: &[PathBuf]) -> anyhow::Result<Ex
         match ingest_file(&cx.knowledge, &cx.user_id, &kb, file).await {
             Ok(doc) => {
                 if !cx.json {
-                    println!(
+                    outln!(
                         "added {} to '{}' ({})",
                         doc.name,
                         kb.name,
@@ -389,7 +390,7 @@ async fn add(cx: &KbContext, name: &str, files: &[PathBuf]) -> anyhow::Result<Ex
             }
             Err(failure) => {
                 failed += 1;
-                eprintln!("{} {}", console::style("error:").red(), failure.message);
+                errln!("{} {}", console::style("error:").red(), failure.message);
                 if let Some(doc) = failure.document {
                     documents.push(document_view(&doc));
                 }
@@ -400,9 +401,9 @@ async fn add(cx: &KbContext, name: &str, files: &[PathBuf]) -> anyhow::Result<Ex
         print_json(&serde_json::json!({ "documents": documents }))?;
     }
     Ok(if failed == 0 {
-        ExitCode::SUCCESS
+        Exit::Answer
     } else {
-        ExitCode::from(1)
+        Exit::Failure
     })
 }
 
@@ -537,7 +538,7 @@ impl Progress {
             Some(total) => format!(" ({}/{total} pages)", p.pages_done),
             None => String::new(),
         };
-        eprintln!("{}: {}{pages}", self.name, p.stage);
+        errln!("{}: {}{pages}", self.name, p.stage);
     }
 
     fn finish(&self) {
@@ -547,7 +548,7 @@ impl Progress {
     }
 }
 
-async fn search(cx: &KbContext, name: &str, query: &str, top_k: u32) -> anyhow::Result<ExitCode> {
+async fn search(cx: &KbContext, name: &str, query: &str, top_k: u32) -> anyhow::Result<Exit> {
     let kb = find_kb(cx, name).await?;
     let found = cx
         .knowledge
@@ -559,10 +560,10 @@ async fn search(cx: &KbContext, name: &str, query: &str, top_k: u32) -> anyhow::
         )
         .await?;
     if let Some(e) = &found.embedding_error {
-        eprintln!("warning: full-text search only: the embedding model failed: {e}");
+        errln!("warning: full-text search only: the embedding model failed: {e}");
     }
     if !found.needs_reindex.is_empty() && cx.knowledge.embedding_model().is_some() {
-        eprintln!(
+        errln!(
             "warning: full-text search only: '{}' has no vectors of the configured embedding model yet",
             kb.name
         );
@@ -582,10 +583,10 @@ async fn search(cx: &KbContext, name: &str, query: &str, top_k: u32) -> anyhow::
         .collect();
     if cx.json {
         print_json(&serde_json::json!({ "hits": hits }))?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Answer);
     }
     if hits.is_empty() {
-        eprintln!("no passage of '{}' matches", kb.name);
+        errln!("no passage of '{}' matches", kb.name);
     }
     for (i, hit) in hits.iter().enumerate() {
         let mut head = format!("[{}] {}", i + 1, hit.title);
@@ -595,16 +596,16 @@ async fn search(cx: &KbContext, name: &str, query: &str, top_k: u32) -> anyhow::
         if let Some(section) = &hit.section {
             head.push_str(&format!(" · {section}"));
         }
-        println!(
+        outln!(
             "{} {}",
             console::style(head).bold(),
             console::style(format!("(score {:.4})", hit.score)).dim()
         );
         for line in excerpt(&hit.text).lines().filter(|l| !l.trim().is_empty()) {
-            println!("    {line}");
+            outln!("    {line}");
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Answer)
 }
 
 /// The start of a passage, at most a few lines, without control characters.

@@ -1,11 +1,20 @@
 //! `deepsolve`: solve a problem from the command line, manage settings, check a setup.
 
+mod answer;
 mod doctor;
+mod exit;
 mod gc;
+mod hints;
+mod history;
 mod images;
+mod input;
 mod kb_cmd;
+mod manual;
+mod output;
+mod recorded;
 mod render;
 mod serve;
+mod session;
 mod settings_cmd;
 mod setup;
 mod solve;
@@ -16,13 +25,25 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::exit::Exit;
+use crate::output::errln;
+
+/// `0.1.0 (git abc123def456)`: the version and the revision it was built from (`build.rs`).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("DEEPSOLVE_REVISION"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "deepsolve",
-    version,
-    about = "A rigorous step-by-step problem solver on any OpenAI-compatible model"
+    version = VERSION,
+    about = "A rigorous step-by-step problem solver on any OpenAI-compatible model",
+    after_help = exit::HELP
 )]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -57,23 +78,49 @@ pub enum ProtocolArg {
     Auto,
 }
 
+/// How a turn that runs here (`solve`, `resume`) is shown and where its answer goes.
 #[derive(Args)]
+pub struct RunArgs {
+    /// Print one JSON event per line on stdout, and nothing else.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the final answer (Markdown) to FILE, atomically, instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// How tools are offered: native tool calling, text tags (models without tool calling),
+    /// or auto (native, falling back to tags). Overrides llm.protocol.
+    #[arg(long, value_enum)]
+    pub protocol: Option<ProtocolArg>,
+}
+
+#[derive(Args)]
+#[command(after_help = exit::HELP)]
 pub struct SolveArgs {
-    /// The problem, in plain text (Markdown and LaTeX welcome).
-    pub problem: String,
+    /// The problem, in plain text (Markdown and LaTeX welcome). `-`, or none with a pipe on
+    /// stdin, reads it from stdin.
+    pub problem: Option<String>,
+    /// Read the problem from FILE (`-`: stdin).
+    #[arg(
+        short = 'f',
+        long = "file",
+        value_name = "FILE",
+        conflicts_with = "problem"
+    )]
+    pub file: Option<PathBuf>,
+    /// Continue the most recent session: the model sees its earlier problems and answers.
+    #[arg(short = 'c', long = "continue", conflicts_with = "session")]
+    pub continue_last: bool,
+    /// Continue the session ID (`deepsolve history --json` shows each turn's session).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// Answer language and playbook language.
     #[arg(long, value_enum, default_value = "en")]
     pub lang: LangArg,
     /// An opt-in tool for this turn (repeatable); `deepsolve doctor` lists the tools.
     #[arg(long = "tool", value_name = "TOOL")]
     pub tools: Vec<String>,
-    /// Print one JSON event per line on stdout, and nothing else.
-    #[arg(long)]
-    pub json: bool,
-    /// How tools are offered: native tool calling, text tags (models without tool calling),
-    /// or auto (native, falling back to tags). Overrides llm.protocol.
-    #[arg(long, value_enum)]
-    pub protocol: Option<ProtocolArg>,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// A knowledge base the solve may search and cite, by name or id (repeatable;
     /// `deepsolve kb list` shows yours).
     #[arg(long = "kb", value_name = "NAME")]
@@ -86,8 +133,7 @@ pub struct SolveArgs {
     /// 10 MiB; the model sees it when it can (llm.vision), else a tool that reads images must.
     #[arg(long = "image", value_name = "FILE")]
     pub images: Vec<PathBuf>,
-    /// With --kb or --attach: act as this user of the server (default: the single-user
-    /// identity).
+    /// Act as this user of the server (default: the single-user identity).
     #[arg(long, value_name = "NAME")]
     pub user: Option<String>,
     #[command(flatten)]
@@ -98,8 +144,16 @@ pub struct SolveArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Solve a problem step by step.
+    /// Solve a problem step by step. Progress goes to stderr, the answer to stdout.
     Solve(SolveArgs),
+    /// The turns solved so far (here and in the web UI), newest first.
+    History(history::HistoryArgs),
+    /// Replay a stored turn through the live view; its answer on stdout.
+    Show(history::ShowArgs),
+    /// Continue an interrupted turn (its process was killed, or the server stopped) from its
+    /// last finished step.
+    #[command(after_help = exit::HELP)]
+    Resume(history::ResumeArgs),
     /// Read or change the settings file.
     Settings {
         #[command(subcommand)]
@@ -108,6 +162,7 @@ enum Command {
         config: ConfigArgs,
     },
     /// Check the configured model endpoint: reachable, model listed, native tool calling.
+    /// Exits 1 when a check fails.
     Doctor {
         #[command(flatten)]
         config: ConfigArgs,
@@ -128,6 +183,16 @@ enum Command {
         database: serve::DatabaseArgs,
         #[command(flatten)]
         config: ConfigArgs,
+    },
+    /// Print a shell completion script: `deepsolve completions bash > ~/.local/share/bash-completion/completions/deepsolve`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (`deepsolve man > deepsolve.1`), or write one per command to DIR.
+    Man {
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
     },
 }
 
@@ -172,19 +237,40 @@ fn main() -> ExitCode {
     }
     return_large_buffers_to_the_system();
     let cli = Cli::parse();
+    let exit = match cli.command {
+        Command::Completions { shell } => manual::completions(shell),
+        Command::Man { dir } => report(manual::man(dir.as_deref())),
+        command => run_async(command),
+    };
+    if let Some(why) = output::stdout_failure() {
+        errln!("deepsolve: cannot write to stdout: {why}");
+        return Exit::Failure.into();
+    }
+    // The reader of stdout went away (`| head`): like other Unix tools, that is no failure.
+    if output::stdout_closed() {
+        return Exit::Answer.into();
+    }
+    exit.into()
+}
+
+/// The commands that need the async runtime.
+fn run_async(command: Command) -> Exit {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("deepsolve: could not start the async runtime: {e}");
-            return ExitCode::from(1);
+            errln!("deepsolve: could not start the async runtime: {e}");
+            return Exit::Failure;
         }
     };
-    let result = runtime.block_on(async {
-        match cli.command {
+    report(runtime.block_on(async {
+        match command {
             Command::Solve(args) => solve::run(args).await,
+            Command::History(args) => history::history(args).await,
+            Command::Show(args) => history::show(args).await,
+            Command::Resume(args) => history::resume(args).await,
             Command::Settings { action, config } => settings_cmd::run(action, &config),
             Command::Doctor { config } => doctor::run(&config).await,
             Command::Serve(args) => serve::run(args).await,
@@ -195,13 +281,19 @@ fn main() -> ExitCode {
                 database,
                 config,
             } => users_cmd::run(action, &database, &config).await,
+            Command::Completions { shell } => Ok(manual::completions(shell)),
+            Command::Man { dir } => manual::man(dir.as_deref()),
         }
-    });
+    }))
+}
+
+/// A command's error, said once on stderr, as its exit code.
+fn report(result: anyhow::Result<Exit>) -> Exit {
     match result {
-        Ok(code) => code,
+        Ok(exit) => exit,
         Err(e) => {
-            eprintln!("deepsolve: {e:#}");
-            ExitCode::from(2)
+            errln!("deepsolve: {e:#}");
+            Exit::for_error(&e)
         }
     }
 }

@@ -1,8 +1,8 @@
 //! `deepsolve serve`: the HTTP server on an embedded SQLite file (or PostgreSQL by URL).
 
+use crate::exit::Exit;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +19,7 @@ use deepsolve_store::{Store, StoreOptions, redact_url};
 use secrecy::ExposeSecret;
 
 use crate::ConfigArgs;
+use crate::output::{errln, outln};
 use crate::setup::{build_app_with_knowledge, load_settings, report_sandbox};
 
 /// Where the database lives; shared by `serve` and `users`.
@@ -109,7 +110,7 @@ pub(crate) async fn open_store(
         .with_context(|| format!("cannot open the database {}", redact_url(&url)))
 }
 
-pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<Exit> {
     init_logging();
     let loaded = load_settings(&args.config)?;
     let server = &loaded.settings.server;
@@ -161,6 +162,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ..ServerConfig::default()
     };
     let store = open_store(&args.database, server).await?;
+    // Turns a killed `deepsolve solve` left running show as interrupted (resumable).
+    let dead = deepsolve_app::owner::interrupt_dead_cli_turns(&store).await?;
+    if !dead.is_empty() {
+        tracing::warn!(
+            count = dead.len(),
+            "turns left running by command-line processes that ended are now interrupted (resumable)"
+        );
+    }
     // Artifacts are stored as each call ends, so the web UI can show them while a turn runs.
     let artifacts = ArtifactStore::new(store.clone(), config.max_artifact_bytes);
     let knowledge = crate::kb_cmd::knowledge(&loaded, store.clone())
@@ -176,17 +185,17 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         AuthMode::Tokens => "bearer tokens required",
     };
     // The first stdout line is machine-readable: scripts and tests wait for it.
-    println!("listening on http://{local}");
-    eprintln!("deepsolve: serving on http://{local} ({mode}); Ctrl-C stops");
+    outln!("listening on http://{local}");
+    errln!("deepsolve: serving on http://{local} ({mode}); Ctrl-C stops");
     if !deepsolve_server::ui::built() {
-        eprintln!(
+        errln!(
             "warning: this binary was built without the web UI (web/dist was missing): run scripts/build-web, then build again"
         );
     }
     let collector = deepsolve_server::gc::spawn_collector(&state);
     deepsolve_server::serve(listener, state, shutdown_signal()).await?;
     collector.stop().await;
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Answer)
 }
 
 /// The key that signs artifact links: from the variable `server.link_secret_env` names (the

@@ -2,12 +2,12 @@
 
 mod import_deeptutor;
 
-use std::process::ExitCode;
+use crate::exit::{Exit, UsageError};
 
-use anyhow::Context;
 use clap::Subcommand;
 
 use crate::ConfigArgs;
+use crate::output::{errln, outln};
 use crate::setup::load_settings;
 
 #[derive(Subcommand)]
@@ -16,7 +16,7 @@ pub(crate) enum SettingsAction {
     Get { key: Option<String> },
     /// Write KEY=VALUE into the settings file (validated and clamped, written atomically).
     Set { assignment: String },
-    /// Print the settings file's path.
+    /// Print the settings file's path (also when it does not exist yet).
     Path,
     /// Carry a DeepTutor directory's solve settings over (data/user/settings/agents.yaml and
     /// main.yaml: temperature, max_tokens, max_rounds, max_replans, prompts.solve.system),
@@ -24,25 +24,26 @@ pub(crate) enum SettingsAction {
     ImportDeeptutor { dir: std::path::PathBuf },
 }
 
-pub(crate) fn run(action: SettingsAction, args: &ConfigArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(action: SettingsAction, args: &ConfigArgs) -> anyhow::Result<Exit> {
     match action {
         SettingsAction::Path => {
-            println!("{}", load_settings(args)?.path.display());
+            // The file `set` would write, whether or not it exists yet.
+            let path = settings_path(args);
+            outln!("{}", path.display());
+            if !path.exists() {
+                errln!("(not created yet: `deepsolve settings set KEY=VALUE` creates it)");
+            }
         }
         SettingsAction::Get { key } => {
             let loaded = load_settings(args)?;
             let value = deepsolve_settings::get(&loaded, key.as_deref())?;
-            println!("{}", serde_json::to_string_pretty(&value)?);
+            outln!("{}", serde_json::to_string_pretty(&value)?);
         }
         SettingsAction::Set { assignment } => {
-            let (key, value) = assignment
-                .split_once('=')
-                .with_context(|| format!("expected KEY=VALUE, got '{assignment}'"))?;
-            let path = deepsolve_settings::resolve_path(&deepsolve_settings::LoadOptions {
-                config_path: args.config.clone(),
-                env: std::env::vars().collect(),
-                ..Default::default()
-            });
+            let (key, value) = assignment.split_once('=').ok_or_else(|| {
+                UsageError::error(format!("expected KEY=VALUE, got '{assignment}'"))
+            })?;
+            let path = settings_path(args);
             let warnings = deepsolve_settings::set_in_file(
                 &path,
                 key.trim(),
@@ -50,11 +51,20 @@ pub(crate) fn run(action: SettingsAction, args: &ConfigArgs) -> anyhow::Result<E
                 &deepsolve_app::tool_sections(),
             )?;
             for w in warnings {
-                eprintln!("warning: {w}");
+                errln!("warning: {w}");
             }
-            println!("{} written to {}", key.trim(), path.display());
+            outln!("{} written to {}", key.trim(), path.display());
         }
         SettingsAction::ImportDeeptutor { dir } => import_deeptutor::run(&dir, args)?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Answer)
+}
+
+/// The settings file `--config`, `DEEPSOLVE_CONFIG` or the default names.
+fn settings_path(args: &ConfigArgs) -> std::path::PathBuf {
+    deepsolve_settings::resolve_path(&deepsolve_settings::LoadOptions {
+        config_path: args.config.clone(),
+        env: std::env::vars().collect(),
+        ..Default::default()
+    })
 }

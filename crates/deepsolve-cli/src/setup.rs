@@ -3,11 +3,14 @@
 
 use std::sync::Arc;
 
-use deepsolve_app::{App, AppBuilder, ArtifactRegistry};
+use deepsolve_app::{App, AppBuilder, ArtifactRegistry, DEFAULT_BASE_URL};
 use deepsolve_kb::Knowledge;
+use deepsolve_server::runner::ArtifactStore;
 use deepsolve_settings::{LoadOptions, Loaded};
+use deepsolve_store::Store;
 
 use crate::ConfigArgs;
+use crate::output::errln;
 
 /// Load the layered settings; `--base-url` and `--model` are `--set`s of their keys.
 /// Clamp warnings go to stderr (stdout may be an NDJSON stream).
@@ -27,7 +30,7 @@ pub(crate) fn load_settings(args: &ConfigArgs) -> anyhow::Result<Loaded> {
     };
     let loaded = deepsolve_settings::load(&options)?;
     for warning in &loaded.warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     Ok(loaded)
 }
@@ -55,13 +58,40 @@ pub(crate) async fn build_app_with_knowledge(
     Ok(builder.build()?)
 }
 
+/// The app of a turn recorded in `store` (`solve`, `resume`), from a builder made by
+/// [`AppBuilder::from_settings`] (the sandbox probe, which may run while the store opens):
+/// its calls' files are stored as each call ends, as the server stores them, so the web UI
+/// shows them too.
+pub(crate) fn build_recording_app(
+    builder: AppBuilder,
+    store: &Store,
+    knowledge: Option<Knowledge>,
+) -> anyhow::Result<App> {
+    let artifacts = ArtifactStore::new(
+        store.clone(),
+        deepsolve_server::ServerConfig::default().max_artifact_bytes,
+    );
+    let mut builder = builder
+        .pdf_child(crate::kb_cmd::pdf_child())
+        .artifact_registry(artifacts);
+    if let Some(knowledge) = knowledge {
+        builder = builder.knowledge(knowledge);
+    }
+    Ok(builder.build()?)
+}
+
+/// The model endpoint the settings name.
+pub(crate) fn base_url(loaded: &Loaded) -> String {
+    (loaded.settings.llm.base_url.clone()).unwrap_or_else(|| DEFAULT_BASE_URL.to_string())
+}
+
 /// Say on stderr, in one line, why the code tools are off, or that they run unisolated.
 pub(crate) fn report_sandbox(app: &App) {
     match app.sandbox() {
-        Err(why) => eprintln!("warning: code tools are off: {why} (see `deepsolve doctor`)"),
+        Err(why) => errln!("warning: code tools are off: {why} (see `deepsolve doctor`)"),
         Ok(sandbox) => {
             if let Some(warning) = sandbox.warning() {
-                eprintln!("WARNING: {warning}");
+                errln!("WARNING: {warning}");
             }
         }
     }

@@ -1,39 +1,77 @@
-//! `deepsolve solve`: one turn, rendered live or as NDJSON.
+//! `deepsolve solve`: one turn, recorded in the store (a session of its own, or the one `-c`
+//! or `--session` continues), shown live on stderr or as NDJSON, its answer on stdout or in
+//! `-o FILE`.
 
-use std::process::ExitCode;
-use std::sync::Arc;
-
-use deepsolve_app::{default_workspace_root, hold_workspace, new_turn_id};
-use deepsolve_core::{ChatModel, Engine, TurnSpec};
+use deepsolve_app::owner::cli_owner;
+use deepsolve_app::stored::{TurnImages, TurnKeys, engine_spec};
+use deepsolve_app::{AppBuilder, default_workspace_root, hold_workspace, new_turn_id};
+use deepsolve_core::{PriorTurn, SolveConfig, count_tokens, prompt_room};
 use deepsolve_kb::Knowledge;
-use deepsolve_protocol::{Language, Material, Protocol, StopReason, TurnOutcome};
-use deepsolve_store::KnowledgeBase;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use deepsolve_protocol::{Language, Material, Protocol, StoredTurnSpec};
+use deepsolve_settings::Loaded;
+use deepsolve_store::{NewTurn, Store};
 
+use crate::answer::AnswerTarget;
+use crate::exit::{Exit, UsageError};
 use crate::kb_cmd::{ingest_file, knowledge, unknown_kb, user_id};
-use crate::render::{JsonRenderer, LiveRenderer, Renderer};
+use crate::output::errln;
+use crate::recorded::{self, Recorded};
+use crate::render::Display;
 use crate::serve::open_store;
-use crate::setup::{build_app_with_knowledge, load_settings, report_sandbox};
+use crate::session::{FollowUp, follow_up};
+use crate::setup::{build_recording_app, load_settings, report_sandbox};
 use crate::{LangArg, ProtocolArg, SolveArgs};
 
-pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<Exit> {
+    let problem = crate::input::read_problem(args.problem.as_deref(), args.file.as_deref())?;
     let loaded = load_settings(&args.config)?;
+    // The store opens while the model clients are made and the sandbox is probed.
+    let (store, builder) = tokio::join!(
+        open_store(&args.database, &loaded.settings.server),
+        AppBuilder::from_settings(&loaded)
+    );
+    let store = store?;
+    let result = match builder {
+        Ok(builder) => solve(&args, problem, &loaded, &store, builder).await,
+        Err(e) => Err(e.into()),
+    };
+    store.close().await;
+    result
+}
+
+async fn solve(
+    args: &SolveArgs,
+    problem: String,
+    loaded: &Loaded,
+    store: &Store,
+    builder: AppBuilder,
+) -> anyhow::Result<Exit> {
+    let user = user_id(store, args.user.as_deref()).await?;
+    let follow = follow_up(store, &user, args.continue_last, args.session.as_deref()).await?;
+    let history = follow
+        .as_ref()
+        .map(|f| f.history.clone())
+        .unwrap_or_default();
+    let config = loaded.settings.solve.clone();
+    let window = loaded
+        .settings
+        .llm
+        .context_window
+        .unwrap_or(deepsolve_core::DEFAULT_CONTEXT_WINDOW);
+    check_fits(&problem, &history, &config, window)?;
     let turn_id = new_turn_id();
     let prepared = if args.kbs.is_empty() && args.attachments.is_empty() {
         None
     } else {
-        match prepare_material(&args, &loaded, &turn_id).await? {
+        match prepare_material(args, loaded, store, &user, &turn_id).await? {
             Ok(prepared) => Some(prepared),
             // Already said on stderr, naming the file.
-            Err(code) => return Ok(code),
+            Err(exit) => return Ok(exit),
         }
     };
     let knowledge = prepared.as_ref().map(|p| p.knowledge.clone());
-    let material = prepared.as_ref().map(|p| p.material.clone());
-    // The knowledge tools read as this user (only material turns need one).
-    let user_id = prepared.as_ref().map(|p| p.user.clone());
-    let app = build_app_with_knowledge(&loaded, None, None, knowledge).await?;
+    let material = prepared.map(|p| p.material);
+    let app = build_recording_app(builder, store, knowledge)?;
     let offered = app.tools_for_turn_with(&args.tools, material.is_some())?;
     report_sandbox(&app);
     let language = match args.lang {
@@ -53,35 +91,102 @@ pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
     };
     let workspace = held.as_ref().map(|h| h.path().to_path_buf());
     let automatic_gc = crate::gc::collect_in_background(&loaded.settings);
-    let mut spec = TurnSpec::new(turn_id, args.problem.clone());
-    spec.workspace = workspace.clone();
-    spec.language = language;
-    spec.config = loaded.settings.solve.clone();
-    if let Some(window) = loaded.settings.llm.context_window {
-        spec.context_window = window;
-    }
-    spec.tools = offered;
-    spec.protocol = protocol(args.protocol, loaded.settings.llm.protocol);
-    spec.material = material;
-    spec.user_id = user_id;
-    spec.images = images.images;
-    spec.sees_images = images.sees;
 
-    let model = app.model();
-    let renderer: Box<dyn Renderer> = if args.json {
-        Box::new(JsonRenderer::new())
-    } else {
-        Box::new(LiveRenderer::new(model.name()).with_workspace(workspace))
+    let stored = StoredTurnSpec {
+        language,
+        tools: offered,
+        config: config.to_map(),
+        context_window: window,
+        history,
+        material,
+        images: images.stored(),
     };
-    let outcome = drive(app.engine(), model.as_ref(), spec, renderer).await?;
-    if let Some(prepared) = prepared {
-        prepared.forget_attachments().await;
-    }
+    let new = record(
+        store,
+        follow,
+        &user,
+        &turn_id,
+        problem,
+        stored.clone(),
+        &images,
+    )
+    .await?;
+    let mut spec = engine_spec(stored, config, TurnKeys::from(&new));
+    images.put_on(&mut spec);
+    spec.workspace = workspace.clone();
+    spec.protocol = protocol(args.run.protocol, loaded.settings.llm.protocol);
+
+    let turn = Recorded {
+        engine: app.engine(),
+        model: app.model().clone(),
+        store,
+        display: Display::new(args.run.json, workspace),
+        answer: AnswerTarget {
+            json: args.run.json,
+            file: args.run.output.clone(),
+        },
+        base_url: crate::setup::base_url(loaded),
+    };
+    let exit = recorded::run(turn, spec).await;
     drop(held);
     if let Some(pass) = automatic_gc {
         pass.finish();
     }
-    Ok(exit_code(&outcome))
+    exit
+}
+
+/// The turn recorded `running` under this process, with its images: in the session it follows
+/// up on, else in a new one named after the problem.
+async fn record(
+    store: &Store,
+    follow: Option<FollowUp>,
+    user: &str,
+    turn_id: &str,
+    problem: String,
+    spec: StoredTurnSpec,
+    images: &TurnImages,
+) -> anyhow::Result<NewTurn> {
+    let session_id = match follow {
+        Some(follow) => follow.session_id,
+        None => store.create_session(user, &problem).await?.id,
+    };
+    let new = NewTurn {
+        id: turn_id.to_string(),
+        session_id,
+        user_id: user.to_string(),
+        problem,
+        spec,
+        owner: cli_owner(),
+    };
+    store.create_turn_with_images(&new, &images.rows()).await?;
+    Ok(new)
+}
+
+/// Refuse, before any model call, a problem (with the session's earlier turns) that cannot
+/// fit the model's context window, naming both sizes.
+fn check_fits(
+    problem: &str,
+    history: &[PriorTurn],
+    config: &SolveConfig,
+    window: u64,
+) -> anyhow::Result<()> {
+    let earlier: u64 = history
+        .iter()
+        .map(|t| count_tokens(&t.problem) + count_tokens(&t.answer))
+        .sum();
+    let tokens = count_tokens(problem) + earlier;
+    let room = prompt_room(config, window);
+    if tokens <= room {
+        return Ok(());
+    }
+    let what = if earlier > 0 {
+        "the problem and the session's earlier turns are"
+    } else {
+        "the problem is"
+    };
+    Err(UsageError::error(format!(
+        "{what} about {tokens} tokens (estimated), more than the model's context window of {window} tokens can take ({room} after the room kept for the answer); shorten it, or raise llm.context_window if the model's window is larger"
+    )))
 }
 
 /// What `--kb` and `--attach` give the turn: the KBs (an unknown one is an error listing the
@@ -90,114 +195,52 @@ pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
 /// the knowledge tools search.
 async fn prepare_material(
     args: &SolveArgs,
-    loaded: &deepsolve_settings::Loaded,
+    loaded: &Loaded,
+    store: &Store,
+    user: &str,
     turn_id: &str,
-) -> anyhow::Result<Result<Prepared, ExitCode>> {
-    let store = open_store(&args.database, &loaded.settings.server).await?;
-    let user = user_id(&store, args.user.as_deref()).await?;
-    let knowledge = knowledge(loaded, store)?;
+) -> anyhow::Result<Result<Prepared, Exit>> {
+    let knowledge = knowledge(loaded, store.clone())?;
     let kbs = knowledge
-        .resolve_kbs(&user, &args.kbs)
+        .resolve_kbs(user, &args.kbs)
         .await
         .map_err(unknown_kb)?;
     let attachments = if args.attachments.is_empty() {
         None
     } else {
-        let kb = knowledge.attachments_kb(&user, turn_id).await?;
+        let kb = knowledge.attachments_kb(user, turn_id).await?;
         for file in &args.attachments {
-            if let Err(failure) = ingest_file(&knowledge, &user, &kb, file).await {
-                eprintln!("{} {}", console::style("error:").red(), failure.message);
-                let _ = knowledge.delete_kb(&user, &kb.id).await;
-                return Ok(Err(ExitCode::from(1)));
+            if let Err(failure) = ingest_file(&knowledge, user, &kb, file).await {
+                errln!(
+                    "{} {}",
+                    console::style("error:").for_stderr().red(),
+                    failure.message
+                );
+                let _ = knowledge.delete_kb(user, &kb.id).await;
+                return Ok(Err(Exit::Failure));
             }
         }
         Some(kb)
     };
-    let material = knowledge
-        .material(&user, &kbs, attachments.as_ref())
-        .await?;
+    let material = knowledge.material(user, &kbs, attachments.as_ref()).await?;
     Ok(Ok(Prepared {
         knowledge,
-        material: Arc::new(material),
-        user,
-        attachments,
+        material,
     }))
 }
 
-/// A turn's material and what it took to make it.
+/// A turn's material and the service that reads it.
 struct Prepared {
     knowledge: Knowledge,
-    material: Arc<Material>,
-    user: String,
-    /// The turn's hidden KB of attached files.
-    attachments: Option<KnowledgeBase>,
-}
-
-impl Prepared {
-    /// A command-line turn is not stored, so nothing can resume it: its attachments are
-    /// deleted with it rather than left in the store unseen.
-    async fn forget_attachments(self) {
-        let Some(kb) = self.attachments else { return };
-        if let Err(e) = self.knowledge.delete_kb(&self.user, &kb.id).await {
-            eprintln!("warning: the turn's attachments stay in the store: {e}");
-        }
-    }
+    material: Material,
 }
 
 /// `--protocol` wins over `llm.protocol`.
-fn protocol(flag: Option<ProtocolArg>, setting: Protocol) -> Protocol {
+pub(crate) fn protocol(flag: Option<ProtocolArg>, setting: Protocol) -> Protocol {
     match flag {
         Some(ProtocolArg::Native) => Protocol::Native,
         Some(ProtocolArg::Tags) => Protocol::Tags,
         Some(ProtocolArg::Auto) => Protocol::Auto,
         None => setting,
-    }
-}
-
-/// Run the turn on a task while the renderer consumes its events; Ctrl-C cancels it cleanly
-/// (a second Ctrl-C exits at once).
-async fn drive(
-    engine: &Engine,
-    model: &dyn ChatModel,
-    spec: TurnSpec,
-    mut renderer: Box<dyn Renderer>,
-) -> anyhow::Result<TurnOutcome> {
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let cancel = CancellationToken::new();
-    let watcher = tokio::spawn(watch_ctrl_c(cancel.clone()));
-    let outcome = {
-        let turn = engine.run_turn(model, spec, &tx, cancel.clone());
-        tokio::pin!(turn);
-        loop {
-            tokio::select! {
-                Some(event) = rx.recv() => renderer.event(&event),
-                result = &mut turn => break result?,
-            }
-        }
-    };
-    drop(tx);
-    while let Some(event) = rx.recv().await {
-        renderer.event(&event);
-    }
-    watcher.abort();
-    renderer.finish(&outcome);
-    Ok(outcome)
-}
-
-async fn watch_ctrl_c(cancel: CancellationToken) {
-    if tokio::signal::ctrl_c().await.is_ok() {
-        eprintln!("\ncancelling… (press Ctrl-C again to quit at once)");
-        cancel.cancel();
-        if tokio::signal::ctrl_c().await.is_ok() {
-            std::process::exit(130);
-        }
-    }
-}
-
-fn exit_code(outcome: &TurnOutcome) -> ExitCode {
-    match (outcome.stop_reason, &outcome.answer) {
-        (StopReason::Cancelled, _) => ExitCode::from(130),
-        (_, Some(_)) => ExitCode::SUCCESS,
-        (_, None) => ExitCode::from(1),
     }
 }

@@ -1,13 +1,14 @@
 //! `deepsolve users add|token|revoke|list`: manage who may use the server. Once any user exists the
 //! server requires bearer tokens (and may listen beyond loopback).
 
-use std::process::ExitCode;
+use crate::exit::Exit;
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use deepsolve_store::Role;
 
 use crate::ConfigArgs;
+use crate::output::{errln, outln};
 use crate::serve::{DatabaseArgs, open_store};
 use crate::setup::load_settings;
 
@@ -40,7 +41,7 @@ pub(crate) async fn run(
     action: UsersAction,
     database: &DatabaseArgs,
     config: &ConfigArgs,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<Exit> {
     let loaded = load_settings(config)?;
     let store = open_store(database, &loaded.settings.server).await?;
     match action {
@@ -48,8 +49,8 @@ pub(crate) async fn run(
             let role = if admin { Role::Admin } else { Role::User };
             let user = store.create_user(&name, role).await?;
             let token = store.issue_token(&user.id, "created with the user").await?;
-            println!("{}", token.token);
-            eprintln!(
+            outln!("{}", token.token);
+            errln!(
                 "created {} '{}'; the token above is shown once",
                 role.as_str(),
                 user.name
@@ -64,13 +65,13 @@ pub(crate) async fn run(
             };
             if revoke_others {
                 let n = store.revoke_tokens(&user.id).await?;
-                eprintln!("revoked {n} token(s)");
+                errln!("revoked {n} token(s)");
             }
             let token = store
                 .issue_token(&user.id, "issued by deepsolve users token")
                 .await
                 .context("cannot issue a token")?;
-            println!("{}", token.token);
+            outln!("{}", token.token);
         }
         UsersAction::Revoke { name } => {
             let Some(user) = store.user_by_name(&name).await? else {
@@ -78,16 +79,14 @@ pub(crate) async fn run(
             };
             let tokens = store.revoke_tokens(&user.id).await?;
             let sessions = store.revoke_browser_sessions(&user.id).await?;
-            eprintln!(
-                "revoked {tokens} token(s) and ended {sessions} browser session(s) of '{name}'"
-            );
+            errln!("revoked {tokens} token(s) and ended {sessions} browser session(s) of '{name}'");
         }
         UsersAction::List => {
             for user in store.list_users().await? {
-                println!("{}\t{}", user.name, user.role.as_str());
+                outln!("{}\t{}", user.name, user.role.as_str());
             }
         }
     }
     store.close().await;
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Answer)
 }

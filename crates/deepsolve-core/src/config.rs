@@ -586,7 +586,7 @@ const MAX_SUGGESTED_LEN: usize = 64;
 
 /// The known name nearest to `word` when it is close enough to be a typo: at most a third of
 /// the word's length in edits (at least 1, at most 3), case ignored. Ties go to the first name.
-fn nearest<'a>(word: &str, names: &'a [String]) -> Option<&'a str> {
+pub fn nearest<'a>(word: &str, names: &'a [String]) -> Option<&'a str> {
     let len = word.chars().count();
     if len > MAX_SUGGESTED_LEN {
         return None;

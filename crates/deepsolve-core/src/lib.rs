@@ -32,6 +32,7 @@ mod wire;
 
 pub use citations::{Citations, cited};
 pub use config::{ClampWarning, ConfigError, SolveConfig};
+pub use engine::prompt_room;
 pub use engine::{DEFAULT_CONTEXT_WINDOW, Engine, EngineError, PriorTurn, TurnError, TurnSpec};
 pub use event::{EventKind, EventSink, NullSink, TurnEvent, VecSink};
 pub use image::TurnImage;

@@ -10,54 +10,15 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use deepsolve_app::images::{ImageError, ImageInput, ImageLimits, check_size, prepare_images};
+use deepsolve_app::stored::{TurnImages, stored_images};
 use deepsolve_core::{Language, TurnImage};
 use deepsolve_protocol::api::{ApiErrorCode, TurnAttachment};
 use deepsolve_protocol::{StoredImage, TurnImageView};
-use deepsolve_store::TurnImageRow;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::upload::{Upload, base_name};
-
-/// A turn's images, ready, and whether the main model sees them (`TurnSpec::sees_images`).
-#[derive(Debug, Default)]
-pub(crate) struct TurnImages {
-    pub(crate) images: Vec<TurnImage>,
-    pub(crate) sees: bool,
-}
-
-impl TurnImages {
-    /// As the stored spec lists them.
-    pub(crate) fn stored(&self) -> Vec<StoredImage> {
-        self.images
-            .iter()
-            .map(|i| StoredImage {
-                id: i.id.clone(),
-                name: i.name.clone(),
-                mime: i.mime.clone(),
-                width: i.width,
-                height: i.height,
-                size: i.bytes.len() as u64,
-            })
-            .collect()
-    }
-
-    /// As the store keeps their bytes.
-    pub(crate) fn rows(&self) -> Vec<TurnImageRow> {
-        self.images
-            .iter()
-            .map(|i| TurnImageRow {
-                id: i.id.clone(),
-                name: i.name.clone(),
-                mime: i.mime.clone(),
-                width: i.width,
-                height: i.height,
-                content: i.bytes.to_vec(),
-            })
-            .collect()
-    }
-}
 
 /// The images of a new turn: the JSON's (base64) first, then the uploaded parts, in order;
 /// a bad one is refused naming it (413 over the cap, 422 `invalid_image` otherwise), and a
@@ -143,21 +104,10 @@ pub(crate) async fn for_resumed_turn(
     offered: &[String],
     language: Language,
 ) -> ApiResult<TurnImages> {
-    let rows = state.store.turn_images(turn_id).await?;
-    if rows.is_empty() {
+    let images = stored_images(&state.store, turn_id).await?;
+    if images.is_empty() {
         return Ok(TurnImages::default());
     }
-    let images: Vec<TurnImage> = rows
-        .into_iter()
-        .map(|row| TurnImage {
-            id: row.id,
-            name: row.name,
-            mime: row.mime,
-            width: row.width,
-            height: row.height,
-            bytes: Arc::from(row.content),
-        })
-        .collect();
     let sees = sight(state, &images, offered, language).await?;
     Ok(TurnImages { images, sees })
 }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use deepsolve_app::stored::{TurnKeys, engine_spec};
 use deepsolve_app::{
     ArtifactRegistry, HeldWorkspace, ToolRequestError, hold_workspace, is_rendered, new_turn_id,
 };
@@ -15,15 +16,14 @@ use deepsolve_protocol::{
 };
 use deepsolve_store::{
     ArtifactMeta, ArtifactOrigin, KnowledgeBase, NewArtifact, NewTurn, Store, TurnFinish,
-    TurnRecord,
 };
 use serde_json::{Map, Value};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::images::TurnImages;
 use crate::state::AppState;
 use crate::upload::Upload;
+use deepsolve_app::stored::TurnImages;
 use deepsolve_kb::Knowledge;
 
 /// A validated request, ready to run.
@@ -277,89 +277,9 @@ async fn record_turn(
     // its task starts (a failure would leave a running turn that nothing runs).
     let rows = prepared.images.rows();
     let mut spec = engine_spec(stored, prepared.config, TurnKeys::from(&new));
-    with_images(&mut spec, prepared.images);
+    prepared.images.put_on(&mut spec);
     state.store.create_turn_with_images(&new, &rows).await?;
     Ok(launch(state, spec, cancel))
-}
-
-/// The engine's spec for a recorded turn (a fresh run: `first_seq` 0, no checkpoint).
-pub(crate) fn engine_spec(
-    stored: StoredTurnSpec,
-    config: SolveConfig,
-    turn: TurnKeys<'_>,
-) -> TurnSpec {
-    let mut spec = TurnSpec::new(turn.id, turn.problem);
-    spec.session_id = Some(turn.session_id.to_string());
-    spec.user_id = Some(turn.user_id.to_string());
-    spec.history = stored.history;
-    spec.language = stored.language;
-    spec.config = config;
-    spec.context_window = stored.context_window;
-    spec.tools = stored.tools;
-    spec.material = stored.material.map(Arc::new);
-    spec
-}
-
-/// The turn's images on its engine spec.
-pub(crate) fn with_images(spec: &mut TurnSpec, images: TurnImages) {
-    spec.images = images.images.into();
-    spec.sees_images = images.sees;
-}
-
-/// The config a stored turn ran with. Knobs this build no longer knows are dropped (the turn
-/// goes on without them) and new ones take their defaults; a value of the wrong type means
-/// the row is damaged: the server's fault, not the client's.
-pub(crate) fn stored_config(stored: &StoredTurnSpec, turn_id: &str) -> ApiResult<SolveConfig> {
-    let (known, dropped): (Map<String, Value>, Map<String, Value>) = stored
-        .config
-        .clone()
-        .into_iter()
-        .partition(|(k, _)| is_known_key(k));
-    if !dropped.is_empty() {
-        let keys: Vec<&str> = dropped.keys().map(String::as_str).collect();
-        tracing::warn!(turn_id, dropped = ?keys, "stored config keys no longer known");
-    }
-    SolveConfig::from_map(&known)
-        .map(|(config, _)| config)
-        .map_err(|e| {
-            tracing::error!(turn_id, error = %e, "stored turn config unreadable");
-            ApiError::internal()
-        })
-}
-
-fn is_known_key(key: &str) -> bool {
-    SolveConfig::knob(key).is_some()
-}
-
-/// Who a turn is and what it asks, whether just recorded or read back.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct TurnKeys<'a> {
-    pub id: &'a str,
-    pub session_id: &'a str,
-    pub user_id: &'a str,
-    pub problem: &'a str,
-}
-
-impl<'a> From<&'a NewTurn> for TurnKeys<'a> {
-    fn from(t: &'a NewTurn) -> Self {
-        TurnKeys {
-            id: &t.id,
-            session_id: &t.session_id,
-            user_id: &t.user_id,
-            problem: &t.problem,
-        }
-    }
-}
-
-impl<'a> From<&'a TurnRecord> for TurnKeys<'a> {
-    fn from(t: &'a TurnRecord) -> Self {
-        TurnKeys {
-            id: &t.id,
-            session_id: &t.session_id,
-            user_id: &t.user_id,
-            problem: &t.problem,
-        }
-    }
 }
 
 /// Run a recorded turn (new or resumed) on its own task; its slot is `cancel`'s. The
@@ -772,31 +692,6 @@ mod tests {
             turn_config(&defaults, &map).err().map(|e| e.code),
             Some(ApiErrorCode::InvalidConfig)
         );
-    }
-
-    fn stored(config: Value) -> StoredTurnSpec {
-        serde_json::from_value(json!({
-            "language": "en", "tools": [], "config": config, "context_window": 32000
-        }))
-        .expect("a stored spec")
-    }
-
-    #[test]
-    fn a_stored_config_survives_renamed_knobs_but_not_damage() {
-        let config = stored_config(&stored(json!({"max_rounds": 5, "retired_knob": 1})), "t")
-            .expect("an unknown stored knob is dropped, not fatal");
-        assert_eq!(config.max_rounds, 5);
-        assert_eq!(config.max_replans, SolveConfig::default().max_replans);
-        let damaged = stored_config(&stored(json!({"max_rounds": "many"})), "t");
-        assert_eq!(damaged.err().map(|e| e.code), Some(ApiErrorCode::Internal));
-        // What the server writes reads back as the same config.
-        let tuned = SolveConfig {
-            temperature: 0.7,
-            fold: false,
-            ..SolveConfig::default()
-        };
-        let back = stored_config(&stored(Value::Object(tuned.to_map())), "t").expect("read");
-        assert_eq!(back, tuned);
     }
 
     #[test]

@@ -35,6 +35,7 @@
 //! write it. `server.database` is one too when its URL holds a password: masked as
 //! `postgres://user:***@host/db`, and never written by [`set_in_file`] with the password.
 
+mod edit;
 mod error;
 pub mod import;
 mod layers;

@@ -8,6 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
+use crate::edit;
 use crate::error::{Origin, SettingsError};
 use crate::model::has_password;
 use crate::schema::{Schema, ToolSection};
@@ -30,7 +31,10 @@ const DATABASE_KEY: &str = "server.database";
 /// untouched. An empty `raw_value` removes the key (back to its default). `llm.api_key` is
 /// refused: secrets are never written in clear. The write goes through a temporary file in the
 /// same directory, fsync and rename, so a crash leaves the old or the new file, never half of
-/// one; the file's mode is 0600. Comments and key order of an existing file are not preserved.
+/// one; the file's mode is 0600. The file is edited in its own text: its comments, blank lines,
+/// key order and quoting stay, a new key goes at the end of its section. A file whose layout
+/// the editor cannot follow (a flow-style `{…}` section, an anchor) is written afresh, with a
+/// warning that its comments were not kept.
 pub fn set_in_file(
     path: &Path,
     dotted_key: &str,
@@ -49,7 +53,8 @@ pub fn set_many_in_file(
     tool_sections: &[ToolSection],
 ) -> Result<Vec<String>, SettingsError> {
     let schema = Schema::new(tool_sections);
-    let mut file = yaml::read_file(path)?.unwrap_or_default();
+    let original = yaml::read_text(path)?.unwrap_or_default();
+    let mut file = yaml::parse_file(path, &original)?;
     let mut keys = Vec::with_capacity(changes.len());
     for (dotted_key, raw_value) in changes {
         let key = tree::parse_key(dotted_key)?;
@@ -74,10 +79,40 @@ pub fn set_many_in_file(
         }
         keys.push(key);
     }
-    let warnings = check_and_clamp(schema, path, &mut file, &keys)?;
-    let text = yaml::render(path, &file)?;
+    let mut warnings = check_and_clamp(schema, path, &mut file, &keys)?;
+    let text = match edited_in_place(&original, &file, &keys) {
+        Some(text) => text,
+        None => {
+            if original.contains('#') {
+                warnings.push(format!(
+                    "{} was written afresh: its layout is beyond the in-place editor (a flow-style {{…}} section, an anchor, tabs), so its comments were not kept",
+                    path.display()
+                ));
+            }
+            yaml::render(path, &file)?
+        }
+    };
     write_atomically(path, &text)?;
     Ok(warnings)
+}
+
+/// `original` with each of `keys` set to its value in `file` (or removed), edited in place;
+/// `None` when the editor cannot, or when the result would not read back as exactly `file`.
+fn edited_in_place(
+    original: &str,
+    file: &Map<String, Value>,
+    keys: &[Vec<String>],
+) -> Option<String> {
+    let mut text = original.to_string();
+    for key in keys {
+        text = edit::edit(&text, key, tree::get(file, key))?;
+    }
+    let same = match yaml::parse(&text).ok()? {
+        Value::Null => file.is_empty(),
+        Value::Object(back) => &back == file,
+        _ => false,
+    };
+    same.then_some(text)
 }
 
 /// Check the would-be file strictly and replace the new values by their checked (clamped,

@@ -69,7 +69,12 @@ pub(crate) fn read_file(path: &Path) -> Result<Option<Map<String, Value>>, Setti
     let Some(text) = read_text(path)? else {
         return Ok(None);
     };
-    let tree = parse(&text).map_err(|e| {
+    parse_file(path, &text).map(Some)
+}
+
+/// Parse the text of the settings file at `path`: a mapping (empty for an empty file).
+pub(crate) fn parse_file(path: &Path, text: &str) -> Result<Map<String, Value>, SettingsError> {
+    let tree = parse(text).map_err(|e| {
         let (line, column, message) = describe(&e);
         SettingsError::Yaml {
             path: path.to_path_buf(),
@@ -79,8 +84,8 @@ pub(crate) fn read_file(path: &Path) -> Result<Option<Map<String, Value>>, Setti
         }
     })?;
     match tree {
-        Value::Null => Ok(Some(Map::new())),
-        Value::Object(map) => Ok(Some(map)),
+        Value::Null => Ok(Map::new()),
+        Value::Object(map) => Ok(map),
         other => Err(SettingsError::NotAMapping {
             path: path.to_path_buf(),
             got: type_name(&other).to_string(),
@@ -90,7 +95,7 @@ pub(crate) fn read_file(path: &Path) -> Result<Option<Map<String, Value>>, Setti
 
 /// The file's text, read through a size cap (checked on the bytes actually read, so a growing
 /// file or a device like `/dev/zero` cannot get past it).
-fn read_text(path: &Path) -> Result<Option<String>, SettingsError> {
+pub(crate) fn read_text(path: &Path) -> Result<Option<String>, SettingsError> {
     let io = |source| SettingsError::Io {
         path: path.to_path_buf(),
         action: "read",

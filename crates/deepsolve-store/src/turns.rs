@@ -90,6 +90,13 @@ fn turn_from_row(row: &AnyRow) -> Result<TurnRecord, StoreError> {
     })
 }
 
+/// `text` with LIKE's wildcards taken literally (with `ESCAPE '\'`).
+fn like_escaped(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}
+
 fn to_json<T: serde::Serialize>(what: &'static str, value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::corrupt(what, e))
 }
@@ -265,6 +272,13 @@ impl Store {
 
     /// On start: every turn this instance left `running` died with it. Returns their ids.
     pub async fn mark_interrupted(&self, owner: &str) -> Result<Vec<String>, StoreError> {
+        self.interrupt_owner(owner, "the server stopped while the turn was running")
+            .await
+    }
+
+    /// Every turn `owner` left `running` is `interrupted`, with `why` as its error (the
+    /// process that ran them is known to be gone). Returns their ids.
+    pub async fn interrupt_owner(&self, owner: &str, why: &str) -> Result<Vec<String>, StoreError> {
         let _gate = self.write_gate().await;
         let mut tx = self.pool().begin().await?;
         let ids: Vec<String> =
@@ -273,15 +287,47 @@ impl Store {
                 .fetch_all(&mut *tx)
                 .await?;
         sqlx::query(
-            "UPDATE turns SET status = 'interrupted', error = 'the server stopped while the turn was running', \
-             updated_at = $1 WHERE status = 'running' AND owner = $2",
+            "UPDATE turns SET status = 'interrupted', error = $1, updated_at = $2 \
+             WHERE status = 'running' AND owner = $3",
         )
+        .bind(why)
         .bind(now_ms())
         .bind(owner)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(ids)
+    }
+
+    /// The owners of running turns whose owner starts with `prefix` (e.g. the command-line
+    /// processes running turns), each once.
+    pub async fn running_owners(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let owners = sqlx::query_scalar(
+            "SELECT DISTINCT owner FROM turns WHERE status = 'running' AND owner LIKE $1 ESCAPE '\\' \
+             ORDER BY owner",
+        )
+        .bind(format!("{}%", like_escaped(prefix)))
+        .fetch_all(self.pool())
+        .await?;
+        Ok(owners)
+    }
+
+    /// A user's turns, newest first (`deepsolve history`).
+    pub async fn user_turns(
+        &self,
+        user_id: &str,
+        limit: u32,
+    ) -> Result<Vec<TurnRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {TURN_COLUMNS} FROM turns WHERE user_id = $1 \
+             ORDER BY created_at DESC, id DESC LIMIT $2"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(user_id)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(turn_from_row).collect()
     }
 
     /// Put an interrupted turn back to `running` under `owner` (resume). `false`: the turn is

@@ -360,24 +360,32 @@ fn a_second_solve_plan_is_refused() {
 }
 
 #[test]
-fn auth_failure_exits_non_zero_with_one_line() {
+fn auth_failure_exits_3_with_one_line_and_a_hint() {
     let server = MockServer::sequence(vec![Reply::status(401, "invalid api key")]);
     let s = solve_json(&server, &[]);
     assert_eq!(s.stop_reason(), "model_error");
-    assert_eq!(s.code, 1);
+    assert_eq!(s.code, 3, "auth failures exit 3");
     let line = s.stderr.trim();
     assert!(
         line.starts_with("deepsolve: model error: authentication failed"),
         "{line}"
     );
-    assert_eq!(line.lines().count(), 1);
+    // The error once, then what to check.
+    assert_eq!(line.lines().count(), 2, "{line}");
+    assert!(
+        line.lines()
+            .nth(1)
+            .unwrap()
+            .contains("hint: check the API key"),
+        "{line}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
 // The human view and the other commands
 
 #[test]
-fn live_view_shows_the_checklist_tool_lines_answer_and_footer() {
+fn progress_shows_the_checklist_tool_lines_and_footer_on_stderr() {
     let server = MockServer::policy(WellBehaved::new(2));
     let env = Env::new();
     let out = env
@@ -394,19 +402,16 @@ fn live_view_shows_the_checklist_tool_lines_answer_and_footer() {
         .arg("Solve x^2 - 5x + 6 = 0.")
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("Plan:"), "{stdout}");
-    assert!(stdout.contains("○ S1"));
-    assert!(stdout.contains("✓ S1"));
-    assert!(stdout.contains("✓ S2"));
-    assert!(stdout.contains("↳ reason"));
-    assert!(stdout.contains("— answered · "), "{stdout}");
-    assert!(stdout.contains(" tokens · "));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("Plan:"), "{stderr}");
+    assert!(stderr.contains("○ S1"));
+    assert!(stderr.contains("✓ S1"));
+    assert!(stderr.contains("✓ S2"));
+    assert!(stderr.contains("↳ reason"));
+    assert!(stderr.contains("— answered · "), "{stderr}");
+    assert!(stderr.contains(" tokens · "));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("**Answer:**"));
     server.assert_clean();
 }
 

@@ -138,8 +138,8 @@ fn a_three_step_sympy_solve_keeps_its_names_and_lists_its_plot() {
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
     server.assert_clean();
-    // `cargo test -p deepsolve-cli --test code_tools -- --nocapture three_step` shows the run.
-    println!("{stdout}");
+    // `cargo test -p deepsolve-cli --test it -- --nocapture three_step` shows the run.
+    println!("{stderr}{stdout}");
 
     // Step 2 used `f` from step 1: its result reached the model.
     let results: Vec<String> = server
@@ -167,11 +167,12 @@ fn a_three_step_sympy_solve_keeps_its_names_and_lists_its_plot() {
     let png = workspace.join("figure_1.png");
     let bytes = std::fs::read(&png).expect("the plot is in the turn's workspace");
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
-    // The CLI lists it: under the tool line and in the closing file list.
+    // The CLI lists it on stderr: under the tool line and in the closing file list.
     let listed = format!("{} (image/png,", png.display());
-    assert!(stdout.contains(&format!("▸ {listed}")), "{stdout}");
-    assert!(stdout.contains("Files:"), "{stdout}");
-    assert_eq!(stdout.matches(&listed).count(), 2, "{stdout}");
+    assert!(stderr.contains(&format!("▸ {listed}")), "{stderr}");
+    assert!(stderr.contains("Files:"), "{stderr}");
+    assert_eq!(stderr.matches(&listed).count(), 2, "{stderr}");
+    assert!(!stdout.contains(&listed), "{stdout}");
 }
 
 #[test]

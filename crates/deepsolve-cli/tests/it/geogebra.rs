@@ -79,10 +79,12 @@ fn a_described_construction_is_drawn_saved_listed_and_used_in_the_answer() {
     assert_eq!(saved, ours);
     assert!(saved.contains(">∠B = 36.87°</text>") && saved.contains(">90°</text>"));
 
-    // The CLI lists it under the tool line and with the turn's files.
+    // The CLI lists it under the tool line and with the turn's files (progress is stderr's;
+    // stdout is the answer alone).
     let listed = format!("{} (image/svg+xml,", svgs[0].display());
-    assert!(stdout.contains(&format!("▸ {listed}")), "{stdout}");
-    assert_eq!(stdout.matches(&listed).count(), 2, "{stdout}");
+    assert!(stderr.contains(&format!("▸ {listed}")), "{stderr}");
+    assert_eq!(stderr.matches(&listed).count(), 2, "{stderr}");
+    assert!(!stdout.contains(&listed), "{stdout}");
 
     // The model read the table, and the answer uses it.
     let result = server

@@ -302,15 +302,20 @@ fn a_solve_over_a_knowledge_base_cites_the_file_and_page() {
     let run = solve_citing(&env, &server, &["--kb", "notes"]).ok();
     server.assert_clean();
     let out = &run.stdout;
-    // What each knowledge tool found, under its line, then the answer citing it.
-    assert!(out.contains("▸ [1] lecture.pdf, p. 4"), "{out}");
+    // What each knowledge tool found, under its line (progress, on stderr), then the answer
+    // citing it with its Sources list (stdout).
+    assert!(
+        run.stderr.contains("▸ [1] lecture.pdf, p. 4"),
+        "{}",
+        run.stderr
+    );
     assert!(out.contains("By the notes' definition [1]"), "{out}");
     let sources = out
-        .split_once("Sources\n")
+        .split_once("Sources:\n")
         .unwrap_or_else(|| panic!("no Sources list: {out}"))
         .1;
     assert!(
-        sources.lines().next().unwrap().trim() == "[1] lecture.pdf, p. 4",
+        sources.lines().next().unwrap().trim() == "- [1] lecture.pdf, p. 4",
         "{sources}"
     );
 

@@ -111,7 +111,7 @@ fn a_solve_searches_fetches_through_public_hops_refuses_the_metadata_hop_and_cit
     );
     let cited_page = out
         .lines()
-        .map(str::trim)
+        .map(|l| l.trim().trim_start_matches("- "))
         .find(|l| l.starts_with('[') && l.ends_with(&page))
         .unwrap_or_else(|| panic!("no source line for {page}:\n{out}"));
     assert!(cited_page.contains("The squeeze theorem"), "{cited_page}");

@@ -37,6 +37,19 @@ pub(super) const MAX_EMPTY_ROUNDS: u32 = 2;
 /// The token notice appears once this fraction of the token budget is spent (2/3).
 const TOKEN_NOTICE_AT: (u64, u64) = (2, 3);
 
+/// The largest prompt a turn's window takes: the window less the room kept free for the
+/// reply. A problem estimated past it (with its session's earlier turns) cannot be solved, so
+/// a front end can refuse it before any model call.
+pub fn prompt_room(config: &SolveConfig, context_window: u64) -> u64 {
+    let window = context_window.max(MIN_CONTEXT_WINDOW);
+    window - reply_room(config.max_tokens, window)
+}
+
+/// Room kept free in a window for the reply.
+fn reply_room(max_tokens: u32, window: u64) -> u64 {
+    u64::from(max_tokens).min(window / RESERVE_DIVISOR)
+}
+
 /// The limits a turn runs under and what it has spent so far.
 pub(super) struct Budget {
     window: u64,
@@ -140,7 +153,7 @@ impl Budget {
 
     /// Room kept free in the window for the reply.
     pub(super) fn reserve(&self) -> u64 {
-        u64::from(self.max_tokens).min(self.window / RESERVE_DIVISOR)
+        reply_room(self.max_tokens, self.window)
     }
 
     /// The output budget of the forced answer.

@@ -46,6 +46,7 @@ use crate::wire::Wire;
 use turn::TurnRun;
 
 pub use budget::DEFAULT_CONTEXT_WINDOW;
+pub use budget::prompt_room;
 
 /// The name under which an unreadable text-protocol call is recorded.
 pub(crate) const UNREADABLE_CALL: &str = "unreadable_tool_call";

@@ -181,15 +181,22 @@ def _next_free(pattern):
 
 
 def _save_figures():
-    """Every open matplotlib figure becomes figure_<k>.png in the workspace, then is closed."""
+    """Every open matplotlib figure becomes figure_<k>.png in the workspace, then is closed.
+
+    A figure whose current state was already drawn (the cell saved it with savefig and did
+    not change it since: matplotlib marks a figure stale when it changes) is not saved a
+    second time: one savefig is one file."""
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
         return [], None
     saved, problem = [], None
     try:
         for num in list(plt.get_fignums()):
+            figure = plt.figure(num)
+            if not getattr(figure, "stale", True):
+                continue
             name = _next_free("figure_{}.png")
-            plt.figure(num).savefig(os.path.join(WORKDIR, name), format="png", dpi=100)
+            figure.savefig(os.path.join(WORKDIR, name), format="png", dpi=100)
             saved.append(name)
     except BaseException as e:
         problem = f"saving a figure failed: {type(e).__name__}: {e}"

@@ -88,6 +88,24 @@ async fn tracebacks_show_only_the_users_code() {
 }
 
 #[tokio::test]
+async fn a_saved_figure_is_one_file_and_a_changed_one_is_saved_again() {
+    let sb = sandbox().await;
+    let (_d, ws) = workspace();
+    let mut py = python(&sb, &ws).await;
+    // Saved and left open: the cell's file is the figure; no figure_1.png beside it.
+    let code = "import matplotlib.pyplot as plt\nplt.plot([0, 1], [0, 1])\nplt.savefig('line.png')";
+    let out = cell(&mut py, code).await;
+    assert_eq!(out.status, CellStatus::Ok, "{out:?}");
+    assert!(out.figures.is_empty(), "{:?}", out.figures);
+    assert!(ws.join("line.png").is_file());
+    assert!(!ws.join("figure_1.png").exists());
+    // Changed after the save: the figure as it ends up is saved too.
+    let code = "plt.plot([0, 1], [0, 1])\nplt.savefig('first.png')\nplt.title('changed')";
+    let out = cell(&mut py, code).await;
+    assert_eq!(out.figures, ["figure_1.png"]);
+}
+
+#[tokio::test]
 async fn matplotlib_figures_become_png_files() {
     let sb = sandbox().await;
     let (_d, ws) = workspace();

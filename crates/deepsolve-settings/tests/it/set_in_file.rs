@@ -203,3 +203,85 @@ fn bad_keys_and_yaml_are_named() {
     );
     assert!(!path.exists());
 }
+
+/// A hand-written file: comments, blank lines, quoting, nested sections.
+const COMMENTED: &str = "\
+# deepsolve — my laptop
+llm:
+  # vLLM on the GPU box
+  base_url: \"http://gpu:8000/v1\"   # via the tunnel
+  model: 'Qwen/Qwen3-32B'
+
+  context_window: 32768
+
+# how hard to try
+solve:
+  max_rounds: 20 # plenty
+  fold: true
+
+models:
+  reason:
+    model: deepseek-reasoner   # thinks longer
+";
+
+#[test]
+fn a_set_keeps_the_files_comments_blank_lines_quoting_and_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("settings.yaml");
+    fs::write(&path, COMMENTED).unwrap();
+    set_in_file(&path, "solve.max_rounds", "30", &[]).unwrap();
+    set_in_file(&path, "llm.model", "Qwen/Qwen3-8B", &[]).unwrap();
+    set_in_file(&path, "solve.temperature", "0.2", &[]).unwrap();
+    set_in_file(&path, "sandbox.memory_mb", "1024", &[]).unwrap();
+    set_in_file(&path, "models.reason.base_url", "http://r:8001/v1", &[]).unwrap();
+    let expected = COMMENTED
+        .replace("max_rounds: 20 # plenty", "max_rounds: 30 # plenty")
+        .replace("model: 'Qwen/Qwen3-32B'", "model: Qwen/Qwen3-8B")
+        .replace("  fold: true\n", "  fold: true\n  temperature: 0.2\n")
+        .replace(
+            "# thinks longer\n",
+            "# thinks longer\n    base_url: http://r:8001/v1\n",
+        )
+        + "sandbox:\n  memory_mb: 1024\n";
+    assert_eq!(fs::read_to_string(&path).unwrap(), expected);
+    // Removing a key takes only its line.
+    set_in_file(&path, "llm.context_window", "", &[]).unwrap();
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        expected.replace("  context_window: 32768\n", "")
+    );
+    let s = load_file(&path).settings;
+    assert_eq!(s.solve.max_rounds, 30);
+    assert_eq!(s.llm.model.as_deref(), Some("Qwen/Qwen3-8B"));
+    assert_eq!(s.llm.base_url.as_deref(), Some("http://gpu:8000/v1"));
+}
+
+#[test]
+fn a_clamped_value_is_edited_in_place_as_clamped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("settings.yaml");
+    fs::write(&path, COMMENTED).unwrap();
+    let warnings = set_in_file(&path, "solve.max_rounds", "1000", &[]).unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        COMMENTED.replace("max_rounds: 20 # plenty", "max_rounds: 50 # plenty")
+    );
+}
+
+#[test]
+fn a_layout_beyond_the_editor_is_rewritten_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("settings.yaml");
+    fs::write(&path, "# mine\nllm: {model: a}\n").unwrap();
+    let warnings = set_in_file(&path, "llm.base_url", "http://h/v1", &[]).unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("comments were not kept")),
+        "{warnings:?}"
+    );
+    let s = load_file(&path).settings;
+    assert_eq!(s.llm.model.as_deref(), Some("a"));
+    assert_eq!(s.llm.base_url.as_deref(), Some("http://h/v1"));
+}

@@ -613,6 +613,51 @@ async fn resumable_turns_are_the_running_and_interrupted_ones_of_every_owner() {
     }
 }
 
+#[tokio::test]
+async fn dead_owners_are_found_by_prefix_and_their_turns_interrupted_with_why() {
+    for (store, _dir) in stores().await {
+        let (cli, _) = running_turn(&store, "u", None).await;
+        reown(&store, &cli, "cli:host:1").await;
+        let (other_cli, _) = running_turn(&store, "u", None).await;
+        reown(&store, &other_cli, "cli:host:2").await;
+        // A LIKE wildcard in the prefix is taken literally.
+        let (wild, _) = running_turn(&store, "u", None).await;
+        reown(&store, &wild, "clix%").await;
+        running_turn(&store, "u", None).await;
+        assert_eq!(
+            store.running_owners("cli:").await.expect("owners"),
+            ["cli:host:1", "cli:host:2"]
+        );
+        assert_eq!(
+            store.running_owners("cli%").await.expect("owners"),
+            Vec::<String>::new()
+        );
+        let ids = store
+            .interrupt_owner("cli:host:1", "the process ended")
+            .await
+            .expect("interrupt");
+        assert_eq!(ids, std::slice::from_ref(&cli));
+        let rec = store.turn(&cli, "u").await.expect("get").expect("exists");
+        assert_eq!(rec.status, TurnStatus::Interrupted);
+        assert_eq!(rec.error.as_deref(), Some("the process ended"));
+        assert_eq!(
+            store.running_owners("cli:").await.expect("owners"),
+            ["cli:host:2"]
+        );
+        // Newest first, as many as asked.
+        let recent = store.user_turns("u", 2).await.expect("recent");
+        assert_eq!(recent.len(), 2);
+        assert!(recent[0].created_at >= recent[1].created_at);
+        assert!(
+            store
+                .user_turns("nobody", 5)
+                .await
+                .expect("none")
+                .is_empty()
+        );
+    }
+}
+
 /// Hand a turn to another node through the public API: interrupt it and reclaim it there.
 async fn reown(store: &Store, turn: &str, node: &str) {
     store.mark_interrupted("node-a").await.expect("mark");
