@@ -41,7 +41,7 @@ use std::sync::Arc;
 use deepsolve_core::{ChatModel, Engine, EngineError, Language, ToolRef, TurnImage};
 use deepsolve_kb::extract::ChildCommand;
 use deepsolve_settings::{Loaded, Settings, ToolSection, Vision};
-use deepsolve_tools::{CATALOG, Deps, Knowledge, Sandbox, SandboxError, Toolset};
+use deepsolve_tools::{CATALOG, Deps, Knowledge, Recheck, Sandbox, SandboxError, Toolset};
 
 /// A turn's images made ready for a model (every front end prepares them through it).
 pub use deepsolve_images as images;
@@ -231,6 +231,10 @@ pub fn put_prompts_in_force(
     Ok(())
 }
 
+/// What the sandbox probe says: a sandbox, why there is none, or (required and missing) an
+/// error.
+type SandboxVerdict = Result<Result<Sandbox, Unavailable>, AppError>;
+
 /// Puts an [`App`] together.
 pub struct AppBuilder {
     settings: Settings,
@@ -269,13 +273,48 @@ impl AppBuilder {
     /// reasoning client, and the sandbox (detected now; an error only when `sandbox.backend:
     /// bwrap` requires one that does not work).
     pub async fn from_settings(loaded: &Loaded) -> Result<Self, AppError> {
-        let main = main_client(loaded)?;
-        let reasoning = reasoning_model(loaded, &main);
-        let sandbox = sandbox::for_settings(&loaded.settings).await?;
-        Ok(AppBuilder::new(loaded.settings.clone(), main)
+        let settings = loaded.settings.clone();
+        let probe = async move { (sandbox::for_settings(&settings).await, None) };
+        let (builder, _) = Self::with_probe(loaded, probe).await?;
+        Ok(builder)
+    }
+
+    /// [`Self::from_settings`], with the sandbox probe's verdict kept in `file` between
+    /// processes ([`sandbox::for_settings_remembered`]), and the [`Recheck`] to run beside the
+    /// turn when the sandbox came from there.
+    pub async fn from_settings_remembering(
+        loaded: &Loaded,
+        file: PathBuf,
+    ) -> Result<(Self, Option<Recheck>), AppError> {
+        let settings = loaded.settings.clone();
+        let probe = async move { sandbox::for_settings_remembered(&settings, &file).await };
+        Self::with_probe(loaded, probe).await
+    }
+
+    async fn with_probe(
+        loaded: &Loaded,
+        probe: impl Future<Output = (SandboxVerdict, Option<Recheck>)> + Send + 'static,
+    ) -> Result<(Self, Option<Recheck>), AppError> {
+        // The probe is a sandboxed child process, the longest wait before a turn's first
+        // request: it runs on the runtime's other threads while the clients are made here
+        // (which reads the system's root certificates).
+        let probe = tokio::spawn(probe);
+        let clients = main_client(loaded).map(|main| {
+            let reasoning = reasoning_model(loaded, &main);
+            (main, reasoning)
+        });
+        // Awaited even when the clients failed: the probe cleans up its scratch directory.
+        let (sandbox, recheck) = probe.await.unwrap_or_else(|e| {
+            let stopped = Unavailable(format!("the sandbox probe stopped: {e}"));
+            (Ok(Err(stopped)), None)
+        });
+        let sandbox = sandbox?;
+        let (main, reasoning) = clients?;
+        let builder = AppBuilder::new(loaded.settings.clone(), main)
             .reasoning_model(reasoning)
             .vision_model(vision_model(loaded))
-            .sandbox(sandbox))
+            .sandbox(sandbox);
+        Ok((builder, recheck))
     }
 
     /// The model behind `reason`, or why there is none.

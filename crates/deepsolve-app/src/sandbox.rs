@@ -1,11 +1,14 @@
 //! The sandbox the code tools run in: `sandbox.backend` decides what is acceptable, a real probe
-//! decides what works (once, at start); the rest of the `sandbox` section sets each turn's
-//! budgets.
+//! decides what works (once, at start; a command-line process takes the last probe's verdict
+//! while nothing it depends on changed and probes again beside the turn); the rest of the
+//! `sandbox` section sets each turn's budgets.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use deepsolve_settings::{SandboxSettings, Settings};
-use deepsolve_tools::{Limits, Sandbox, SandboxConfig, SandboxError, SandboxMode, Unavailable};
+use deepsolve_tools::{
+    Limits, Recheck, Sandbox, SandboxConfig, SandboxError, SandboxMode, Unavailable,
+};
 
 use crate::AppError;
 
@@ -14,6 +17,11 @@ pub const BWRAP_ENV: &str = "DEEPSOLVE_BWRAP";
 
 /// The sandbox `sandbox.backend` asks for, or why there is none.
 pub async fn detect(settings: &Settings) -> Result<Sandbox, SandboxError> {
+    Sandbox::detect(config(settings)?).await
+}
+
+/// What the sandbox is set up from: the `sandbox` section and [`BWRAP_ENV`].
+fn config(settings: &Settings) -> Result<SandboxConfig, SandboxError> {
     let mode: SandboxMode = settings.sandbox.backend.parse()?;
     let mut config = SandboxConfig::with_mode(mode);
     config.seccomp = settings.sandbox.seccomp;
@@ -21,7 +29,7 @@ pub async fn detect(settings: &Settings) -> Result<Sandbox, SandboxError> {
     if let Some(path) = std::env::var_os(BWRAP_ENV).filter(|p| !p.is_empty()) {
         config.bwrap = PathBuf::from(path);
     }
-    Sandbox::detect(config).await
+    Ok(config)
 }
 
 /// Each turn's budgets from the `sandbox` section (already clamped by the settings). The
@@ -46,7 +54,36 @@ pub fn is_required(settings: &Settings) -> bool {
 
 /// [`detect`], as the app uses it: no sandbox is an error only when one is required.
 pub async fn for_settings(settings: &Settings) -> Result<Result<Sandbox, Unavailable>, AppError> {
-    match detect(settings).await {
+    as_app(settings, detect(settings).await)
+}
+
+/// [`for_settings`], with the probe's verdict kept in `file` between processes
+/// (`Sandbox::detect_remembered`: while nothing it depends on changes, the sandbox is set up
+/// without probing), and the [`Recheck`] to run beside the turn when it was.
+pub async fn for_settings_remembered(
+    settings: &Settings,
+    file: &Path,
+) -> (
+    Result<Result<Sandbox, Unavailable>, AppError>,
+    Option<Recheck>,
+) {
+    let (detected, recheck) = match config(settings) {
+        Ok(config) => Sandbox::detect_remembered(config, file).await,
+        Err(e) => (Err(e), None),
+    };
+    (as_app(settings, detected), recheck)
+}
+
+/// Where a command-line process keeps the probe's verdict: the user's cache directory.
+pub fn probe_file() -> Option<PathBuf> {
+    dirs::cache_dir().map(|dir| dir.join("deepsolve").join("sandbox-probe.json"))
+}
+
+fn as_app(
+    settings: &Settings,
+    detected: Result<Sandbox, SandboxError>,
+) -> Result<Result<Sandbox, Unavailable>, AppError> {
+    match detected {
         Ok(sandbox) => Ok(Ok(sandbox)),
         Err(e) if is_required(settings) => Err(AppError::SandboxRequired(e)),
         Err(e) => Ok(Err(Unavailable(e.to_string()))),

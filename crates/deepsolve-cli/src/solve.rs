@@ -4,12 +4,13 @@
 
 use deepsolve_app::owner::cli_owner;
 use deepsolve_app::stored::{TurnImages, TurnKeys, engine_spec};
-use deepsolve_app::{AppBuilder, default_workspace_root, hold_workspace, new_turn_id};
+use deepsolve_app::{AppBuilder, AppError, default_workspace_root, hold_workspace, new_turn_id};
 use deepsolve_core::{PriorTurn, SolveConfig, count_tokens, prompt_room};
 use deepsolve_kb::Knowledge;
 use deepsolve_protocol::{Language, Material, Protocol, StoredTurnSpec};
 use deepsolve_settings::Loaded;
 use deepsolve_store::{NewTurn, Store};
+use deepsolve_tools::Recheck;
 
 use crate::answer::AnswerTarget;
 use crate::exit::{Exit, UsageError};
@@ -25,29 +26,69 @@ use crate::{LangArg, ProtocolArg, SolveArgs};
 pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<Exit> {
     let problem = crate::input::read_problem(args.problem.as_deref(), args.file.as_deref())?;
     let loaded = load_settings(&args.config)?;
-    // The store opens while the model clients are made and the sandbox is probed.
-    let (store, builder) = tokio::join!(
-        open_store(&args.database, &loaded.settings.server),
-        AppBuilder::from_settings(&loaded)
-    );
-    let store = store?;
+    // The store opens and the session followed up on is read while the model clients are made
+    // and the sandbox is probed (a child process: the longest wait before the first request).
+    let (opened, builder) = tokio::join!(open(&args, &loaded), app_builder(&loaded));
+    let opened = opened?;
     let result = match builder {
-        Ok(builder) => solve(&args, problem, &loaded, &store, builder).await,
+        Ok((builder, recheck)) => solve(&args, problem, &loaded, &opened, builder, recheck).await,
         Err(e) => Err(e.into()),
     };
-    store.close().await;
+    opened.store.close().await;
     result
+}
+
+/// The app's builder, its sandbox from the last probe's verdict when nothing it depends on
+/// changed (`deepsolve_app::sandbox::for_settings_remembered`), with the probe to run again
+/// beside the turn.
+async fn app_builder(loaded: &Loaded) -> Result<(AppBuilder, Option<Recheck>), AppError> {
+    match deepsolve_app::sandbox::probe_file() {
+        Some(file) => AppBuilder::from_settings_remembering(loaded, file).await,
+        None => Ok((AppBuilder::from_settings(loaded).await?, None)),
+    }
+}
+
+/// The store a turn is recorded in, who acts on it, and the session followed up on.
+struct Opened {
+    store: Store,
+    user: String,
+    follow: Option<FollowUp>,
+}
+
+async fn open(args: &SolveArgs, loaded: &Loaded) -> anyhow::Result<Opened> {
+    let store = open_store(&args.database, &loaded.settings.server).await?;
+    let found = async {
+        let user = user_id(&store, args.user.as_deref()).await?;
+        let follow = follow_up(&store, &user, args.continue_last, args.session.as_deref()).await?;
+        anyhow::Ok((user, follow))
+    }
+    .await;
+    match found {
+        Ok((user, follow)) => Ok(Opened {
+            store,
+            user,
+            follow,
+        }),
+        Err(e) => {
+            store.close().await;
+            Err(e)
+        }
+    }
 }
 
 async fn solve(
     args: &SolveArgs,
     problem: String,
     loaded: &Loaded,
-    store: &Store,
+    opened: &Opened,
     builder: AppBuilder,
+    recheck: Option<Recheck>,
 ) -> anyhow::Result<Exit> {
-    let user = user_id(store, args.user.as_deref()).await?;
-    let follow = follow_up(store, &user, args.continue_last, args.session.as_deref()).await?;
+    let Opened {
+        store,
+        user,
+        follow,
+    } = opened;
     let history = follow
         .as_ref()
         .map(|f| f.history.clone())
@@ -63,7 +104,7 @@ async fn solve(
     let prepared = if args.kbs.is_empty() && args.attachments.is_empty() {
         None
     } else {
-        match prepare_material(args, loaded, store, &user, &turn_id).await? {
+        match prepare_material(args, loaded, store, user, &turn_id).await? {
             Ok(prepared) => Some(prepared),
             // Already said on stderr, naming the file.
             Err(exit) => return Ok(exit),
@@ -101,10 +142,11 @@ async fn solve(
         material,
         images: images.stored(),
     };
+    let session = follow.as_ref().map(|f| f.session_id.clone());
     let new = record(
         store,
-        follow,
-        &user,
+        session,
+        user,
         &turn_id,
         problem,
         stored.clone(),
@@ -127,7 +169,13 @@ async fn solve(
         },
         base_url: crate::setup::base_url(loaded),
     };
+    // The probe again, beside the model's first token, when the sandbox came from its last
+    // verdict.
+    let recheck = recheck.map(|recheck| tokio::spawn(recheck.run()));
     let exit = recorded::run(turn, spec).await;
+    if let Some(recheck) = recheck {
+        report_recheck(recheck).await;
+    }
     drop(held);
     if let Some(pass) = automatic_gc {
         pass.finish();
@@ -135,19 +183,33 @@ async fn solve(
     exit
 }
 
+/// Say when the recheck found the sandbox this turn was given no longer working (its code
+/// calls failed; the next turn knows).
+async fn report_recheck(recheck: tokio::task::JoinHandle<Option<String>>) {
+    // A probe takes tens of milliseconds; most turns outlast it, and one stuck is not waited for.
+    if let Ok(Ok(Some(why))) = tokio::time::timeout(RECHECK_WAIT, recheck).await {
+        errln!(
+            "warning: the sandbox stopped working here: {why}; code tools are off from the next turn (see `deepsolve doctor`)"
+        );
+    }
+}
+
+/// The longest a finished turn waits for its sandbox recheck.
+const RECHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The turn recorded `running` under this process, with its images: in the session it follows
 /// up on, else in a new one named after the problem.
 async fn record(
     store: &Store,
-    follow: Option<FollowUp>,
+    session: Option<String>,
     user: &str,
     turn_id: &str,
     problem: String,
     spec: StoredTurnSpec,
     images: &TurnImages,
 ) -> anyhow::Result<NewTurn> {
-    let session_id = match follow {
-        Some(follow) => follow.session_id,
+    let session_id = match session {
+        Some(id) => id,
         None => store.create_session(user, &problem).await?.id,
     };
     let new = NewTurn {

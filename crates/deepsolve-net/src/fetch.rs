@@ -12,7 +12,7 @@
 
 use std::error::Error as StdError;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -245,24 +245,34 @@ const AGENT: &str = concat!("deepsolve-web-fetch/", env!("CARGO_PKG_VERSION"));
 pub struct Fetcher {
     guard: EgressGuard,
     limits: FetchLimits,
-    client: reqwest::Client,
+    /// Made at the first fetch: making it loads the system's root certificates, which every
+    /// process that mounts `web_fetch` (every turn's process) would otherwise pay before its
+    /// first model request, fetching or not.
+    client: Arc<OnceLock<Result<reqwest::Client, String>>>,
 }
 
 impl Fetcher {
-    pub fn new(guard: EgressGuard, limits: FetchLimits) -> Result<Fetcher, FetchError> {
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(redirect::Policy::none())
-            .dns_resolver(Arc::new(PinnedResolver::new(guard)))
-            .timeout(limits.timeout)
-            .connect_timeout(limits.timeout)
-            .build()
-            .map_err(|e| FetchError::Client(error_chain(&e)))?;
-        Ok(Fetcher {
+    pub fn new(guard: EgressGuard, limits: FetchLimits) -> Fetcher {
+        Fetcher {
             guard,
             limits,
-            client,
-        })
+            client: Arc::default(),
+        }
+    }
+
+    /// The client, made on first use.
+    fn client(&self) -> Result<&reqwest::Client, FetchError> {
+        let made = self.client.get_or_init(|| {
+            reqwest::Client::builder()
+                .no_proxy()
+                .redirect(redirect::Policy::none())
+                .dns_resolver(Arc::new(PinnedResolver::new(self.guard)))
+                .timeout(self.limits.timeout)
+                .connect_timeout(self.limits.timeout)
+                .build()
+                .map_err(|e| error_chain(&e))
+        });
+        made.as_ref().map_err(|e| FetchError::Client(e.clone()))
     }
 
     pub fn limits(&self) -> FetchLimits {
@@ -291,7 +301,7 @@ impl Fetcher {
         let mut current = first.clone();
         let mut hops = Vec::new();
         loop {
-            let response = (self.client.get(current.clone()))
+            let response = (self.client()?.get(current.clone()))
                 .header(ACCEPT, ACCEPTED)
                 .header(USER_AGENT, AGENT)
                 .send()

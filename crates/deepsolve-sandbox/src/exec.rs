@@ -18,6 +18,17 @@ use crate::sandbox::Sandbox;
 /// After the process ends, output still in flight gets this long to arrive.
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
 
+/// Whether a call returns only once every process of its sandbox is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Teardown {
+    /// Wait: nothing the sandbox still does (a last write) is then taken for the next call's.
+    Wait,
+    /// Return once the root is reaped. For the probe alone: its scratch directory is its own
+    /// and removed after it, and a pid namespace takes ~5 ms more to die, which every turn's
+    /// first request would wait for.
+    Skip,
+}
+
 /// How a command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExitKind {
@@ -79,6 +90,19 @@ impl Sandbox {
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<ExecOutcome, SandboxError> {
+        self.run_once(argv, workspace, timeout, cancel, Teardown::Wait)
+            .await
+    }
+
+    /// [`Self::run_argv`], with the wait for the sandbox's end chosen.
+    pub(crate) async fn run_once(
+        &self,
+        argv: Vec<OsString>,
+        workspace: Option<&Path>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        teardown: Teardown,
+    ) -> Result<ExecOutcome, SandboxError> {
         let started = Instant::now();
         let limits = self.limits().clone();
         let workspace = match workspace {
@@ -108,7 +132,9 @@ impl Sandbox {
         };
         let exit = run.pump(started + timeout, cancel).await?;
         let status = run.child.reap().await?;
-        run.member.gone().await;
+        if teardown == Teardown::Wait {
+            run.member.gone().await;
+        }
         let exit = match exit {
             Some(cut @ (ExitKind::Cancelled | ExitKind::Stopped(_))) => cut,
             // A budget has the last word: a killed sandbox's status (or its running out of

@@ -2,6 +2,8 @@
 //!
 //! - [`Sandbox::detect`] finds a working backend once — bubblewrap, probed for real — or
 //!   says exactly why there is none (then the code tools are not mounted: fail closed).
+//!   [`Sandbox::detect_remembered`] keeps that verdict between processes while nothing it
+//!   depends on changes, and probes again beside the turn ([`Recheck`]).
 //!   `sandbox: none` is an explicit opt-out with a loud [`Sandbox::warning`].
 //! - [`Sandbox::run_command`] runs `sh -c` in the turn's workspace ([`ExecOutcome`]).
 //! - [`Sandbox::start_python`] starts a persistent interpreter ([`Interpreter`]) whose names
@@ -32,6 +34,7 @@ mod launch;
 mod pipe;
 mod process;
 mod python;
+mod remember;
 mod sandbox;
 mod seccomp;
 pub mod workspace;
@@ -43,6 +46,7 @@ pub use error::SandboxError;
 pub use exec::{ExecOutcome, ExitKind};
 pub use launch::{Backend, HostUser, WORKDIR};
 pub use python::{CellOutcome, CellStatus, INTERRUPT_GRACE, Interpreter, PythonOptions, ReadyInfo};
+pub use remember::Recheck;
 pub use sandbox::Sandbox;
 pub use seccomp::SeccompFilter;
 pub use workspace::{FileChange, Snapshot};

@@ -1,5 +1,5 @@
 //! `Sandbox`: the detected backend, shared by every sandboxed call. Detection runs a real
-//! probe (the system Python started inside a real bwrap sandbox, as it will run), once, so a
+//! probe (the system Python started inside a real bwrap sandbox, as it will run, without `site`), once, so a
 //! backend that cannot work is known at startup rather than at the model's first call.
 
 use std::ffi::OsString;
@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::budget::{Budgets, Enforcement, Member};
 use crate::config::{Limits, SandboxConfig, SandboxMode};
 use crate::error::SandboxError;
+use crate::exec::Teardown;
 use crate::launch::{self, Backend, HostUser, Launch, NOBODY, RootLayout, Spawned};
 use crate::seccomp::SeccompFilter;
 
@@ -47,10 +48,7 @@ impl Sandbox {
     /// does; the caller then does not mount the code tools (fail closed).
     pub async fn detect(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
         if !is_executable(&config.python) {
-            return Err(SandboxError::Unavailable(format!(
-                "{} was not found: install python3 with python3-numpy python3-sympy python3-scipy python3-matplotlib (scripts/install-deps does)",
-                config.python.display()
-            )));
+            return Err(python_missing(&config.python));
         }
         let layout = RootLayout::of_host();
         if config.mode == SandboxMode::None {
@@ -97,6 +95,38 @@ impl Sandbox {
         )))
     }
 
+    /// The bwrap sandbox of `host` as a probe found it working (see `remember`): the same
+    /// checks and launch as [`Sandbox::detect`], without the probe.
+    pub(crate) fn with_backend(
+        config: SandboxConfig,
+        bwrap: PathBuf,
+        host: HostUser,
+        disable_userns: bool,
+        version: String,
+    ) -> Result<Sandbox, SandboxError> {
+        if !is_executable(&config.python) {
+            return Err(python_missing(&config.python));
+        }
+        let seccomp = seccomp_filter(&config)?;
+        let backend = Backend::Bwrap {
+            bwrap,
+            host,
+            disable_userns,
+            seccomp,
+        };
+        Ok(Sandbox::assemble(
+            config,
+            backend,
+            RootLayout::of_host(),
+            version,
+        ))
+    }
+
+    /// bwrap's `--version` line (empty when it did not say).
+    pub(crate) fn version(&self) -> &str {
+        &self.inner.version
+    }
+
     fn assemble(
         config: SandboxConfig,
         backend: Backend,
@@ -131,9 +161,14 @@ impl Sandbox {
                 ..
             }
         );
+        // `-S`: no `site` — the probe asks whether Python runs isolated here, not what is
+        // installed (`doctor` checks the modules); `site` and the `.pth` hooks of the system's
+        // packages were most of the probe's time, and it runs before every turn's first
+        // request.
         let argv: Vec<OsString> = vec![
             self.config().python.as_os_str().to_owned(),
             "-I".into(),
+            "-S".into(),
             "-c".into(),
             PROBE.into(),
             if filtered {
@@ -145,7 +180,7 @@ impl Sandbox {
         let cancel = CancellationToken::new();
         let result = tokio::time::timeout(
             PROBE_TIMEOUT,
-            self.run_argv(argv, Some(&scratch), PROBE_TIMEOUT, &cancel),
+            self.run_once(argv, Some(&scratch), PROBE_TIMEOUT, &cancel, Teardown::Skip),
         )
         .await;
         let written = std::fs::read_to_string(scratch.join("probe")).unwrap_or_default();
@@ -379,6 +414,19 @@ fn seccomp_filter(config: &SandboxConfig) -> Result<Option<SeccompFilter>, Sandb
     })
 }
 
+fn python_missing(python: &Path) -> SandboxError {
+    SandboxError::Unavailable(format!(
+        "{} was not found: install python3 with python3-numpy python3-sympy python3-scipy python3-matplotlib (scripts/install-deps does)",
+        python.display()
+    ))
+}
+
+/// Our effective uid.
+pub(crate) fn geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path)
@@ -386,7 +434,7 @@ fn is_executable(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
-fn find_bwrap(configured: &Path) -> Option<PathBuf> {
+pub(crate) fn find_bwrap(configured: &Path) -> Option<PathBuf> {
     if is_executable(configured) {
         return Some(configured.to_path_buf());
     }
@@ -410,8 +458,7 @@ async fn bwrap_version(bwrap: &Path) -> String {
 /// As root, first try dropping to nobody (the kernel then enforces the process limit), then
 /// root itself; otherwise run as ourselves.
 fn host_candidates(drop_root: bool) -> Vec<HostUser> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if geteuid() != 0 {
         return vec![HostUser::Current];
     }
     if !drop_root {
@@ -425,7 +472,7 @@ fn host_candidates(drop_root: bool) -> Vec<HostUser> {
 
 /// A root-owned, empty, not group/world-writable directory that `nobody` can traverse, to
 /// bind each workspace onto inside a private mount namespace.
-fn stage_dir() -> Option<PathBuf> {
+pub(crate) fn stage_dir() -> Option<PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     let candidates = [
         PathBuf::from("/run/deepsolve-sandbox"),

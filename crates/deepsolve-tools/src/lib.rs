@@ -39,7 +39,7 @@ pub use deepsolve_kb::Knowledge;
 
 /// Re-exported so a front end can detect a sandbox without naming the crate.
 pub use deepsolve_sandbox::{
-    Limits, PythonOptions, Sandbox, SandboxConfig, SandboxError, SandboxMode, Stopped,
+    Limits, PythonOptions, Recheck, Sandbox, SandboxConfig, SandboxError, SandboxMode, Stopped,
 };
 
 /// The catalog: every tool deepsolve knows, in the order turns are offered them.

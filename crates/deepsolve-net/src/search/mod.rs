@@ -23,6 +23,7 @@ mod zhipu;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use secrecy::SecretString;
@@ -386,14 +387,24 @@ fn join_failures(failures: &[ProviderFailure]) -> String {
 #[derive(Debug, Clone)]
 pub struct SearchChain {
     config: SearchConfig,
-    client: reqwest::Client,
+    /// Made at the first search: making it loads the system's root certificates, which every
+    /// process that mounts `web_search` would otherwise pay before its first model request.
+    client: Arc<OnceLock<Result<reqwest::Client, String>>>,
 }
 
 impl SearchChain {
-    pub fn new(config: SearchConfig) -> Result<SearchChain, SearchError> {
-        let client =
-            http::client(config.timeout).map_err(|e| SearchError::Client(e.to_string()))?;
-        Ok(SearchChain { config, client })
+    pub fn new(config: SearchConfig) -> SearchChain {
+        SearchChain {
+            config,
+            client: Arc::default(),
+        }
+    }
+
+    /// The client, made on first use.
+    fn client(&self) -> Result<&reqwest::Client, SearchError> {
+        let made = (self.client)
+            .get_or_init(|| http::client(self.config.timeout).map_err(|e| e.to_string()));
+        made.as_ref().map_err(|e| SearchError::Client(e.clone()))
     }
 
     pub fn config(&self) -> &SearchConfig {
@@ -420,6 +431,7 @@ impl SearchChain {
             return Err(SearchError::EmptyQuery);
         }
         let n = n.clamp(1, MAX_RESULTS);
+        let client = self.client()?;
         let mut failures = Vec::new();
         if let Some(preferred) = self.config.preferred
             && !self.config.provider(preferred).is_configured()
@@ -443,7 +455,7 @@ impl SearchChain {
                 Some(left) => left.min(self.config.timeout),
                 None => self.config.timeout,
             };
-            match self.ask(provider, query, n, timeout).await {
+            match self.ask(client, provider, query, n, timeout).await {
                 Ok(results) if !results.is_empty() => {
                     return Ok(SearchOutcome {
                         provider,
@@ -485,11 +497,14 @@ impl SearchChain {
         query: &str,
         n: usize,
     ) -> Result<Vec<SearchResult>, ProviderError> {
-        self.ask(provider, query, n, self.config.timeout).await
+        let client = (self.client()).map_err(|e| ProviderError::Unreachable(e.to_string()))?;
+        self.ask(client, provider, query, n, self.config.timeout)
+            .await
     }
 
     async fn ask(
         &self,
+        client: &reqwest::Client,
         provider: Provider,
         query: &str,
         n: usize,
@@ -502,7 +517,7 @@ impl SearchChain {
             .ok_or_else(|| ProviderError::NotConfigured(config.why()))?;
         let url = http::endpoint(base, provider.path())?;
         let call = http::Call {
-            client: &self.client,
+            client,
             url,
             key: config.key.as_ref(),
             key_env: config.key_env.as_deref().unwrap_or(""),

@@ -277,7 +277,7 @@ fn fetcher(guard: EgressGuard) -> Fetcher {
         timeout: Duration::from_secs(10),
         ..FetchLimits::default()
     };
-    Fetcher::new(guard, limits).unwrap()
+    Fetcher::new(guard, limits)
 }
 
 /// A fetch of `url` that `guard` must refuse before sending anything.

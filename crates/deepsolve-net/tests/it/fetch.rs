@@ -15,7 +15,7 @@ fn fixture() -> FixtureServer {
 }
 
 fn fetcher(limits: FetchLimits) -> Fetcher {
-    Fetcher::new(EgressGuard::allowing_loopback_for_tests(), limits).unwrap()
+    Fetcher::new(EgressGuard::allowing_loopback_for_tests(), limits)
 }
 
 fn default_fetcher() -> Fetcher {

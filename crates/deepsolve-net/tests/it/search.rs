@@ -42,7 +42,7 @@ fn fixture(vendor: Vendor, behaviour: Behaviour) -> FixtureServer {
 
 /// A chain that knows only `vendor`, at `server`.
 fn chain_of(vendor: Vendor, server: &FixtureServer) -> SearchChain {
-    SearchChain::new(SearchConfig::default().with_provider(configured(vendor, server))).unwrap()
+    SearchChain::new(SearchConfig::default().with_provider(configured(vendor, server)))
 }
 
 /// One provider asked directly, with `behaviour`: what it returned, and the fixture's log.
@@ -160,7 +160,7 @@ async fn a_keyed_provider_asked_without_a_key_sends_nothing() {
     let server = fixture(Vendor::Brave, Behaviour::Success);
     let config = SearchConfig::default()
         .with_provider(ProviderConfig::new(Provider::Brave).with_base_url(server.url()));
-    let chain = SearchChain::new(config).unwrap();
+    let chain = SearchChain::new(config);
     let e = chain
         .search_with(Provider::Brave, QUERY, 3)
         .await
@@ -177,7 +177,7 @@ async fn a_silent_provider_times_out_and_an_absent_one_is_unreachable() {
         ..SearchConfig::default()
     }
     .with_provider(configured(Vendor::Tavily, &server));
-    let chain = SearchChain::new(config).unwrap();
+    let chain = SearchChain::new(config);
     let e = chain
         .search_with(Provider::Tavily, QUERY, 3)
         .await
@@ -193,7 +193,7 @@ async fn a_silent_provider_times_out_and_an_absent_one_is_unreachable() {
     let config = SearchConfig::default().with_provider(
         ProviderConfig::new(Provider::Searxng).with_base_url(format!("http://127.0.0.1:{port}")),
     );
-    let chain = SearchChain::new(config).unwrap();
+    let chain = SearchChain::new(config);
     let e = chain
         .search_with(Provider::Searxng, QUERY, 3)
         .await
@@ -239,7 +239,7 @@ async fn the_calls_deadline_bounds_the_chain() {
     let config = SearchConfig::default()
         .with_provider(configured(Vendor::Tavily, &tavily))
         .with_provider(configured(Vendor::DuckDuckGo, &ddg));
-    let chain = SearchChain::new(config).unwrap();
+    let chain = SearchChain::new(config);
     let deadline = tokio::time::Instant::now() + Duration::from_millis(800);
     let started = std::time::Instant::now();
     let e = chain
@@ -279,7 +279,7 @@ async fn the_chain_falls_through_to_duckduckgo_and_records_each_failure() {
     .with_provider(configured(Vendor::Brave, &brave))
     .with_provider(configured(Vendor::Tavily, &tavily))
     .with_provider(configured(Vendor::DuckDuckGo, &ddg));
-    let chain = SearchChain::new(config).unwrap();
+    let chain = SearchChain::new(config);
     let outcome = chain.search(QUERY, 5).await.unwrap();
     assert_eq!(outcome.provider, Provider::DuckDuckGo);
     assert_eq!(outcome.results.len(), 3);
@@ -313,11 +313,7 @@ async fn the_preferred_provider_goes_first_and_an_empty_answer_falls_through() {
         config.order(),
         [Provider::Serper, Provider::Brave, Provider::DuckDuckGo]
     );
-    let outcome = SearchChain::new(config)
-        .unwrap()
-        .search(QUERY, 1)
-        .await
-        .unwrap();
+    let outcome = SearchChain::new(config).search(QUERY, 1).await.unwrap();
     assert_eq!(outcome.provider, Provider::Brave);
     assert_eq!(outcome.results.len(), 1);
     assert_eq!(outcome.failures[0].to_string(), "serper: no results");
@@ -333,11 +329,7 @@ async fn when_every_provider_fails_the_error_names_each_failure() {
     }
     .with_provider(configured(Vendor::Jina, &jina))
     .with_provider(configured(Vendor::DuckDuckGo, &ddg));
-    let e = SearchChain::new(config)
-        .unwrap()
-        .search(QUERY, 3)
-        .await
-        .unwrap_err();
+    let e = SearchChain::new(config).search(QUERY, 3).await.unwrap_err();
     let SearchError::AllFailed(failures) = &e else {
         panic!("{e:?}")
     };
@@ -374,7 +366,6 @@ async fn no_key_reaches_another_vendors_host() {
         config = config.with_provider(configured(*vendor, server));
     }
     let outcome = SearchChain::new(config.clone())
-        .unwrap()
         .search(QUERY, 3)
         .await
         .unwrap();
@@ -451,8 +442,7 @@ async fn an_empty_query_asks_nobody() {
     let ddg = fixture(Vendor::DuckDuckGo, Behaviour::Success);
     let chain = SearchChain::new(
         SearchConfig::default().with_provider(configured(Vendor::DuckDuckGo, &ddg)),
-    )
-    .unwrap();
+    );
     assert_eq!(chain.search("   ", 3).await, Err(SearchError::EmptyQuery));
     assert!(ddg.requests().is_empty());
 }

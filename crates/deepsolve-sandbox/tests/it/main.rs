@@ -9,5 +9,6 @@ mod common;
 mod environment;
 mod output_cap;
 mod python;
+mod remember;
 mod seccomp;
 mod security;

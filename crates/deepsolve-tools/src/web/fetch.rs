@@ -34,8 +34,7 @@ pub const DEFAULT_CHARS: u64 = 50_000;
 /// (else the way the knowledge bases' default finds one: the `deepsolve-kb-pdf` binary next to
 /// the running one, else `pdftotext` alone).
 pub(crate) fn build(deps: &Deps) -> Result<ToolRef, Unavailable> {
-    let fetcher = Fetcher::new(EgressGuard::public_only(), FetchLimits::default())
-        .map_err(|e| Unavailable(e.to_string()))?;
+    let fetcher = Fetcher::new(EgressGuard::public_only(), FetchLimits::default());
     let pdf_child = (deps.pdf_child.clone()).or_else(|| extract::Limits::default().pdf_child);
     Ok(Arc::new(WebFetchTool::new(fetcher, pdf_child)))
 }

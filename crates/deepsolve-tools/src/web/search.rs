@@ -219,8 +219,7 @@ impl WebSearchTool {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<WebSearchTool, Unavailable> {
         let config = config_of(settings, env)?;
-        let chain = SearchChain::new(config).map_err(|e| Unavailable(e.to_string()))?;
-        Ok(WebSearchTool::new(chain))
+        Ok(WebSearchTool::new(SearchChain::new(config)))
     }
 }
 

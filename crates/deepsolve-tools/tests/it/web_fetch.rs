@@ -14,10 +14,7 @@ use serde_json::json;
 
 fn tool_with(guard: EgressGuard, limits: FetchLimits) -> WebFetchTool {
     // PDFs: the deepsolve-kb-pdf binary when it was built next to these tests, else pdftotext.
-    WebFetchTool::new(
-        Fetcher::new(guard, limits).unwrap(),
-        ChildCommand::sibling_binary(),
-    )
+    WebFetchTool::new(Fetcher::new(guard, limits), ChildCommand::sibling_binary())
 }
 
 fn tool() -> WebFetchTool {
