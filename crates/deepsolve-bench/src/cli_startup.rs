@@ -4,10 +4,12 @@
 //! moment (read from `/proc` while it waits for the reply). The mock answers that request with
 //! a 401 so each run ends at once.
 //!
-//! Rows: a first `solve` on a fresh machine (no database yet: it is created and migrated), a
-//! `solve` with the database in place (every later run), `--json`, and a `-c` follow-up
-//! (which reads the session's earlier turns before its request). Each run is its own
-//! process; settings and data live in a private directory, so the developer's own are never
+//! Rows: a first `solve` on a fresh machine (no database yet: it is created and migrated; no
+//! sandbox verdict kept yet: the probe runs before the request), a `solve` with the database
+//! and the verdict in place (every later run), the same with the verdict removed before each
+//! run (what every run cost before verdicts were kept), `--json`, and a `-c` follow-up (which
+//! reads the session's earlier turns before its request). Each run is its own process;
+//! settings, data and cache live in a private directory, so the developer's own are never
 //! read.
 
 use std::path::PathBuf;
@@ -79,15 +81,31 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     );
     println!("| run | p50 | p90 | min | CPU p50 | RSS p50 | RSS max |");
     println!("|---|---|---|---|---|---|---|");
-    let rows: [(&str, &[&str], usize); 4] = [
-        ("first solve (creates the database)", &[], 1),
-        ("solve", &[], opts.runs),
-        ("solve --json", &["--json"], opts.runs),
-        ("solve -c (a follow-up)", &["-c"], opts.runs),
+    let rows: [(&str, &[&str], usize, Probe); 5] = [
+        (
+            "first solve (creates the database, probes the sandbox)",
+            &[],
+            1,
+            Probe::Kept,
+        ),
+        ("solve", &[], opts.runs, Probe::Kept),
+        (
+            "solve, the sandbox probed (no verdict kept)",
+            &[],
+            opts.runs,
+            Probe::Forgotten,
+        ),
+        ("solve --json", &["--json"], opts.runs, Probe::Kept),
+        ("solve -c (a follow-up)", &["-c"], opts.runs, Probe::Kept),
     ];
-    for (name, flags, runs) in rows {
+    for (name, flags, runs, probe) in rows {
         let samples: anyhow::Result<Vec<_>> = (0..runs)
-            .map(|_| one(&opts, &server, home.path(), flags, &child, &sample))
+            .map(|_| {
+                if probe == Probe::Forgotten {
+                    forget_the_probe(home.path());
+                }
+                one(&opts, &server, home.path(), flags, &child, &sample)
+            })
             .collect();
         match samples {
             Ok(mut samples) => print_row(name, &mut samples),
@@ -96,6 +114,22 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether a run finds the last sandbox probe's verdict kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    Kept,
+    Forgotten,
+}
+
+/// Remove the kept verdict (`deepsolve_app::sandbox::probe_file` under the private cache).
+fn forget_the_probe(home: &std::path::Path) {
+    let _ = std::fs::remove_file(cache_dir(home).join("deepsolve").join("sandbox-probe.json"));
+}
+
+fn cache_dir(home: &std::path::Path) -> PathBuf {
+    home.join("cache")
 }
 
 /// One `solve`: spawn, wait for it to end, return the first request's sample.
@@ -121,6 +155,7 @@ fn one(
     cmd.env("DEEPSOLVE_CONFIG", &settings)
         .env("HOME", home)
         .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CACHE_HOME", cache_dir(home))
         .args([
             "solve",
             "--base-url",

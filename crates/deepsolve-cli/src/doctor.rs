@@ -5,7 +5,7 @@ use crate::exit::Exit;
 use console::style;
 use deepsolve_app::{AppBuilder, DEFAULT_BASE_URL, main_client, reasoning_model, vision_model};
 use deepsolve_settings::Loaded;
-use deepsolve_tools::{Sandbox, Unavailable};
+use deepsolve_tools::{Policy, Sandbox, Unavailable};
 
 use crate::ConfigArgs;
 use crate::output::outln;
@@ -259,6 +259,15 @@ fn tools_section(
         }
     );
     for tool in &status {
+        // Knowledge is a turn's own here: `solve` opens it from `--kb` and `--attach`.
+        if tool.policy == Policy::WithMaterial {
+            outln!(
+                "           {} ({}): offered on a turn given --kb or --attach",
+                tool.name,
+                tool.policy
+            );
+            continue;
+        }
         if let Some(why) = tool.unavailable {
             warn(&format!(
                 "{} ({}) is not mounted: {why}",

@@ -529,6 +529,16 @@ fn doctor_checks_the_endpoint_model_and_tool_calling() {
         "vision     none (models.vision is not set): geogebra_analysis draws from text only"
     ));
     assert!(stdout.contains("geogebra_analysis (opt-in)"), "{stdout}");
+    // The knowledge tools are a turn's own on the command line: no warning, the way to get them.
+    for tool in ["rag", "read_source"] {
+        assert!(
+            stdout.contains(&format!(
+                "{tool} (with-material): offered on a turn given --kb or --attach"
+            )),
+            "{stdout}"
+        );
+    }
+    assert!(!stdout.contains("no store for them"), "{stdout}");
 
     std::fs::write(
         &env.config,

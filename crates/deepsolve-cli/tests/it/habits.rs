@@ -69,6 +69,24 @@ fn stdout_holds_only_the_answer_and_progress_goes_to_stderr() {
     server.assert_clean();
 }
 
+/// `solve` with `flags`, its stdout and stderr piped for the test to read or close.
+fn spawn_solve(env: &Env, server: &MockServer, flags: &[&str]) -> std::process::Child {
+    env.std_command()
+        .args([
+            "solve",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+        ])
+        .args(flags)
+        .arg("Solve x + 1 = 2.")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Read one line of `child`'s stdout, then close it, like `| head -1`.
 fn first_line_then_close(child: &mut std::process::Child) -> String {
     let mut stdout = child.stdout.take().unwrap();
@@ -86,20 +104,7 @@ fn a_reader_that_leaves_early_is_no_failure_and_nothing_panics() {
     // The reader is gone before the answer is written.
     let server = MockServer::policy(WellBehaved::new(2));
     let env = Env::new();
-    let mut child = env
-        .std_command()
-        .args([
-            "solve",
-            "--base-url",
-            &server.url(),
-            "--model",
-            "mock-model",
-        ])
-        .arg("Solve x + 1 = 2.")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_solve(&env, &server, &[]);
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -108,21 +113,7 @@ fn a_reader_that_leaves_early_is_no_failure_and_nothing_panics() {
 
     // `--json | head -1`: the turn is stopped (nobody reads on), and the exit is still 0.
     let server = MockServer::policy(WellBehaved::new(3));
-    let mut child = env
-        .std_command()
-        .args([
-            "solve",
-            "--json",
-            "--base-url",
-            &server.url(),
-            "--model",
-            "mock-model",
-        ])
-        .arg("Solve x + 1 = 2.")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_solve(&env, &server, &["--json"]);
     let first: serde_json::Value =
         serde_json::from_str(&first_line_then_close(&mut child)).unwrap();
     assert_eq!(first["type"], "turn_started");
@@ -133,20 +124,7 @@ fn a_reader_that_leaves_early_is_no_failure_and_nothing_panics() {
 
     // A closed stderr (`2>&-` or a dead log reader) does not panic either.
     let server = MockServer::policy(WellBehaved::new(1));
-    let mut child = env
-        .std_command()
-        .args([
-            "solve",
-            "--base-url",
-            &server.url(),
-            "--model",
-            "mock-model",
-        ])
-        .arg("Solve x + 1 = 2.")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_solve(&env, &server, &[]);
     drop(child.stderr.take());
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
