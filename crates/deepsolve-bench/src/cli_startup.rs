@@ -28,6 +28,9 @@ use crate::procfs;
 struct Sample {
     at: Instant,
     rss_kib: u64,
+    /// The part of the resident set that is the process's own memory (heap, stacks), not
+    /// pages of files it maps (the binary's code, shared with the page cache).
+    anon_kib: u64,
     cpu_ticks: u64,
 }
 
@@ -68,6 +71,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
                     *slot = Some(Sample {
                         at,
                         rss_kib: procfs::rss_kib(pid),
+                        anon_kib: procfs::status_kib(pid, "RssAnon:").unwrap_or(0),
                         cpu_ticks: procfs::proc_cpu(pid).map_or(0, |c| c.own),
                     });
                 }
@@ -79,8 +83,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         opts.runs,
         opts.deepsolve.display()
     );
-    println!("| run | p50 | p90 | min | CPU p50 | RSS p50 | RSS max |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| run | p50 | p90 | min | CPU p50 | RSS p50 | RSS max | of it anonymous, p50 |");
+    println!("|---|---|---|---|---|---|---|---|");
     let rows: [(&str, &[&str], usize, Probe); 5] = [
         (
             "first solve (creates the database, probes the sandbox)",
@@ -108,9 +112,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             })
             .collect();
         match samples {
-            Ok(mut samples) => print_row(name, &mut samples),
+            Ok(samples) => print_row(name, &samples),
             // An older binary without the flag, say.
-            Err(e) => println!("| {name} | not run: {e} | | | | | |"),
+            Err(e) => println!("| {name} | not run: {e} | | | | | | |"),
         }
     }
     Ok(())
@@ -140,7 +144,7 @@ fn one(
     flags: &[&str],
     child_pid: &AtomicU32,
     sample: &Mutex<Option<Sample>>,
-) -> anyhow::Result<(Duration, u64, u64)> {
+) -> anyhow::Result<Measured> {
     *sample.lock().unwrap_or_else(PoisonError::into_inner) = None;
     let mut cmd = Command::new(&opts.deepsolve);
     for (key, _) in std::env::vars() {
@@ -177,30 +181,43 @@ fn one(
         .unwrap_or_else(PoisonError::into_inner)
         .take()
         .with_context(|| format!("deepsolve made no model request (it exited {status})"))?;
-    Ok((
-        seen.at.saturating_duration_since(started),
-        seen.cpu_ticks,
-        seen.rss_kib,
-    ))
+    Ok(Measured {
+        time: seen.at.saturating_duration_since(started),
+        cpu_ticks: seen.cpu_ticks,
+        rss_kib: seen.rss_kib,
+        anon_kib: seen.anon_kib,
+    })
 }
 
-fn print_row(name: &str, samples: &mut [(Duration, u64, u64)]) {
-    let mut times: Vec<Duration> = samples.iter().map(|s| s.0).collect();
-    let mut cpu: Vec<u64> = samples.iter().map(|s| s.1).collect();
-    let mut rss: Vec<u64> = samples.iter().map(|s| s.2).collect();
+/// One run, from its spawn to its first request.
+struct Measured {
+    time: Duration,
+    cpu_ticks: u64,
+    rss_kib: u64,
+    anon_kib: u64,
+}
+
+fn print_row(name: &str, samples: &[Measured]) {
+    let mut times: Vec<Duration> = samples.iter().map(|s| s.time).collect();
+    let mut cpu: Vec<u64> = samples.iter().map(|s| s.cpu_ticks).collect();
+    let mut rss: Vec<u64> = samples.iter().map(|s| s.rss_kib).collect();
+    let mut anon: Vec<u64> = samples.iter().map(|s| s.anon_kib).collect();
     times.sort();
     cpu.sort_unstable();
     rss.sort_unstable();
+    anon.sort_unstable();
     let at = |v: &[Duration], p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+    let median = |v: &[u64]| v[(v.len() - 1) / 2];
     let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
     let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
-    let cpu_ms = cpu[(cpu.len() - 1) / 2] as f64 * 1000.0 / procfs::TICKS_PER_S;
+    let cpu_ms = median(&cpu) as f64 * 1000.0 / procfs::TICKS_PER_S;
     println!(
-        "| {name} | {} | {} | {} | {cpu_ms:.0} ms | {} | {} |",
+        "| {name} | {} | {} | {} | {cpu_ms:.0} ms | {} | {} | {} |",
         ms(at(&times, 0.5)),
         ms(at(&times, 0.9)),
         ms(times[0]),
-        mib(rss[(rss.len() - 1) / 2]),
+        mib(median(&rss)),
         mib(rss[rss.len() - 1]),
+        mib(median(&anon)),
     );
 }

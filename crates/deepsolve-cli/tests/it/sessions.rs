@@ -108,6 +108,23 @@ fn stalls_after_a_step(inner: WellBehaved) -> impl Policy {
     })
 }
 
+/// Poll the stored log of the running turn `id` (`show --json`) until it holds a checkpoint.
+fn wait_for_stored_checkpoint(env: &Env, id: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let out = env.command().args(["show", id, "--json"]).output().unwrap();
+        let stored = String::from_utf8_lossy(&out.stdout);
+        if stored.lines().any(|l| l.contains(r#""type":"checkpoint""#)) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the checkpoint was never stored: {stored}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn a_killed_turn_is_interrupted_and_resume_finishes_it_from_its_checkpoint() {
     let env = Env::new();
@@ -137,13 +154,17 @@ fn a_killed_turn_is_interrupted_and_resume_finishes_it_from_its_checkpoint() {
             break;
         }
     }
+    // The log is written in batches beside the display: wait for the checkpoint to be stored
+    // (the turn stalls after it), so the kill leaves it in the log to resume from.
+    let id = before[0]["turn_id"].as_str().unwrap().to_string();
+    wait_for_stored_checkpoint(&env, &id);
     // SIGKILL: no handler runs, the turn stays `running` in the store.
     child.kill().unwrap();
     child.wait().unwrap();
 
     let turns = history(&env);
     assert_eq!(turns[0]["status"], "interrupted", "{turns:?}");
-    let id = turns[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(turns[0]["id"], id.as_str());
     let shown = env.command().args(["show", &id]).output().unwrap();
     assert!(String::from_utf8_lossy(&shown.stderr).contains("deepsolve resume"));
 
