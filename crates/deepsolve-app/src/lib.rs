@@ -301,7 +301,7 @@ impl AppBuilder {
         let probe = tokio::spawn(probe);
         let clients = main_client(loaded).map(|main| {
             let reasoning = reasoning_model(loaded, &main);
-            (main, reasoning)
+            (main, reasoning, vision_model(loaded))
         });
         // Awaited even when the clients failed: the probe cleans up its scratch directory.
         let (sandbox, recheck) = probe.await.unwrap_or_else(|e| {
@@ -309,10 +309,10 @@ impl AppBuilder {
             (Ok(Err(stopped)), None)
         });
         let sandbox = sandbox?;
-        let (main, reasoning) = clients?;
+        let (main, reasoning, vision) = clients?;
         let builder = AppBuilder::new(loaded.settings.clone(), main)
             .reasoning_model(reasoning)
-            .vision_model(vision_model(loaded))
+            .vision_model(vision)
             .sandbox(sandbox);
         Ok((builder, recheck))
     }

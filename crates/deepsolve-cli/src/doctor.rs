@@ -22,10 +22,8 @@ pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<Exit> {
     outln!("settings   {}{exists}", loaded.path.display());
     let (sandbox_ok, sandbox) = sandbox_section(&loaded.settings).await;
     let client = main_client(&loaded)?;
-    outln!(
-        "endpoint   {}",
-        llm.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL)
-    );
+    let base_url = crate::setup::base_url(&loaded);
+    outln!("endpoint   {base_url}");
     let model = llm.model.clone().unwrap_or_default();
     outln!("model      {model}");
     outln!(
@@ -47,11 +45,10 @@ pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<Exit> {
             healthy &= model_listed(&model, &models);
         }
         Err(e) => {
-            let base_url = llm.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
             match e {
                 deepsolve_core::ModelError::BadRequest { status: 404, .. } => fail(&format!(
                     "endpoint not usable: {e}\n  hint: {}",
-                    crate::hints::not_found(base_url, &model)
+                    crate::hints::not_found(&base_url, &model)
                 )),
                 _ => fail(&format!("endpoint not usable: {e}")),
             }
@@ -207,14 +204,14 @@ fn models_section(settings: &deepsolve_settings::Settings) {
         format!("{} at {endpoint}{key}", reference.model)
     };
     let models = &settings.models;
-    println!(
+    outln!(
         "reasoning  {}",
         models.reason.as_ref().map_or_else(
             || "the main model (models.reason is not set)".to_string(),
             line
         )
     );
-    println!(
+    outln!(
         "vision     {}",
         models.vision.as_ref().map_or_else(
             || "none (models.vision is not set): geogebra_analysis draws from text only"

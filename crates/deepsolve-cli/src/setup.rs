@@ -67,10 +67,7 @@ pub(crate) fn build_recording_app(
     store: &Store,
     knowledge: Option<Knowledge>,
 ) -> anyhow::Result<App> {
-    let artifacts = ArtifactStore::new(
-        store.clone(),
-        deepsolve_server::ServerConfig::default().max_artifact_bytes,
-    );
+    let artifacts = ArtifactStore::new(store.clone(), deepsolve_server::DEFAULT_MAX_ARTIFACT_BYTES);
     let mut builder = builder
         .pdf_child(crate::kb_cmd::pdf_child())
         .artifact_registry(artifacts);

@@ -12,10 +12,12 @@
 
 use std::error::Error as StdError;
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+
+use crate::lazy::LazyClient;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION, USER_AGENT};
 use reqwest::{StatusCode, redirect};
@@ -245,10 +247,7 @@ const AGENT: &str = concat!("deepsolve-web-fetch/", env!("CARGO_PKG_VERSION"));
 pub struct Fetcher {
     guard: EgressGuard,
     limits: FetchLimits,
-    /// Made at the first fetch: making it loads the system's root certificates, which every
-    /// process that mounts `web_fetch` (every turn's process) would otherwise pay before its
-    /// first model request, fetching or not.
-    client: Arc<OnceLock<Result<reqwest::Client, String>>>,
+    client: LazyClient,
 }
 
 impl Fetcher {
@@ -256,23 +255,23 @@ impl Fetcher {
         Fetcher {
             guard,
             limits,
-            client: Arc::default(),
+            client: LazyClient::default(),
         }
     }
 
     /// The client, made on first use.
     fn client(&self) -> Result<&reqwest::Client, FetchError> {
-        let made = self.client.get_or_init(|| {
-            reqwest::Client::builder()
-                .no_proxy()
-                .redirect(redirect::Policy::none())
-                .dns_resolver(Arc::new(PinnedResolver::new(self.guard)))
-                .timeout(self.limits.timeout)
-                .connect_timeout(self.limits.timeout)
-                .build()
-                .map_err(|e| error_chain(&e))
-        });
-        made.as_ref().map_err(|e| FetchError::Client(e.clone()))
+        self.client
+            .get(|| {
+                reqwest::Client::builder()
+                    .no_proxy()
+                    .redirect(redirect::Policy::none())
+                    .dns_resolver(Arc::new(PinnedResolver::new(self.guard)))
+                    .timeout(self.limits.timeout)
+                    .connect_timeout(self.limits.timeout)
+                    .build()
+            })
+            .map_err(FetchError::Client)
     }
 
     pub fn limits(&self) -> FetchLimits {
@@ -507,7 +506,7 @@ fn find_source<'a, T: StdError + 'static>(error: &'a (dyn StdError + 'static)) -
 
 /// The innermost cause of an error: reqwest's own message ("error sending request for url")
 /// says less than what it wraps ("Connection refused").
-fn error_chain(error: &(dyn StdError + 'static)) -> String {
+pub(crate) fn error_chain(error: &(dyn StdError + 'static)) -> String {
     let mut innermost = error;
     while let Some(source) = innermost.source() {
         innermost = source;

@@ -5,4 +5,5 @@
 
 pub mod egress;
 pub mod fetch;
+mod lazy;
 pub mod search;

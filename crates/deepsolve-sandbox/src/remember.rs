@@ -86,6 +86,7 @@ pub struct Recheck {
     config: SandboxConfig,
     file: PathBuf,
     key: String,
+    kept: Verdict,
 }
 
 impl Recheck {
@@ -93,7 +94,9 @@ impl Recheck {
     /// no longer works (its code calls fail; the next turn probes afresh and knows).
     pub async fn run(self) -> Option<String> {
         let fresh = Sandbox::detect(self.config).await;
-        keep(&self.file, &self.key, &fresh);
+        if Verdict::of(&fresh).as_ref() != Some(&self.kept) {
+            keep(&self.file, &self.key, &fresh);
+        }
         fresh.err().map(|e| e.to_string())
     }
 }
@@ -116,6 +119,7 @@ impl Sandbox {
                 config,
                 file: file.to_path_buf(),
                 key,
+                kept,
             };
             return (sandbox, Some(recheck));
         }

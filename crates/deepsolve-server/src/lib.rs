@@ -57,7 +57,7 @@ pub use cors::{CorsOrigins, InvalidOrigin};
 pub use error::ApiError;
 pub use links::{LinkKey, PublicUrl};
 pub use listener::ConnectionLimits;
-pub use state::{AppState, KbConfig, MetricsToken, ServerConfig};
+pub use state::{AppState, DEFAULT_MAX_ARTIFACT_BYTES, KbConfig, MetricsToken, ServerConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {

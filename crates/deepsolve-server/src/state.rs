@@ -16,6 +16,9 @@ use crate::listener::ConnectionLimits;
 use crate::metrics::Metrics;
 use crate::writer::EventWriter;
 
+/// The largest artifact copied into the store, unless configured otherwise (the CLI's too).
+pub const DEFAULT_MAX_ARTIFACT_BYTES: u64 = 20 * 1024 * 1024;
+
 /// Server options (the `server` settings and the flags of `deepsolve serve`).
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -168,7 +171,7 @@ impl Default for ServerConfig {
             workspace_root: None,
             workspace_retention: Duration::from_secs(7 * 24 * 60 * 60),
             workspace_gc_interval: Duration::from_secs(60 * 60),
-            max_artifact_bytes: 20 * 1024 * 1024,
+            max_artifact_bytes: DEFAULT_MAX_ARTIFACT_BYTES,
             settings_path: None,
             limits: ConnectionLimits::default(),
             cors_origins: CorsOrigins::default(),

@@ -27,14 +27,7 @@ fn a_described_construction_is_drawn_saved_listed_and_used_in_the_answer() {
     let server = MockServer::policy(Geogebra);
     let env = Isolated::new();
     let out = env
-        .command()
-        .args([
-            "solve",
-            "--base-url",
-            &server.url(),
-            "--model",
-            "mock-model",
-        ])
+        .solve(&server)
         .args(["--tool", "geogebra_analysis", GEOGEBRA_PROBLEM])
         .output()
         .expect("run deepsolve");

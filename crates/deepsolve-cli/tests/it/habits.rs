@@ -10,18 +10,6 @@ use deepsolve_testkit::*;
 
 use crate::support::Isolated as Env;
 
-fn solve(env: &Env, server: &MockServer) -> assert_cmd::Command {
-    let mut cmd = env.command();
-    cmd.args([
-        "solve",
-        "--base-url",
-        &server.url(),
-        "--model",
-        "mock-model",
-    ]);
-    cmd
-}
-
 /// The answer a two-step well-behaved solve gives (its last step's summary).
 const ANSWER: &str = "**Answer:** work out part 2 of the problem → done by inspection";
 
@@ -29,7 +17,8 @@ const ANSWER: &str = "**Answer:** work out part 2 of the problem → done by ins
 fn stdout_holds_only_the_answer_and_progress_goes_to_stderr() {
     let server = MockServer::policy(WellBehaved::new(2));
     let env = Env::new();
-    let out = solve(&env, &server)
+    let out = env
+        .solve(&server)
         .args(["--tool", "reason", "Solve x + 1 = 2."])
         .output()
         .unwrap();
@@ -137,14 +126,14 @@ fn the_problem_comes_from_a_pipe_a_dash_or_a_file() {
     let problem_of = |server: &MockServer| server.policy_requests()[0].problem();
     // A pipe on stdin, no argument.
     let server = MockServer::policy(WellBehaved::new(1));
-    solve(&env, &server)
+    env.solve(&server)
         .write_stdin("Solve 2x = 4 (from a pipe).")
         .assert()
         .code(0);
     assert!(problem_of(&server).contains("from a pipe"));
     // `-`.
     let server = MockServer::policy(WellBehaved::new(1));
-    solve(&env, &server)
+    env.solve(&server)
         .arg("-")
         .write_stdin("Solve 3x = 9 (from a dash).")
         .assert()
@@ -162,7 +151,7 @@ fn the_problem_comes_from_a_pipe_a_dash_or_a_file() {
     }
     std::fs::write(&file, &text).unwrap();
     let server = MockServer::policy(WellBehaved::new(1));
-    solve(&env, &server)
+    env.solve(&server)
         .args(["--set", "llm.context_window=2000000"])
         .arg("--file")
         .arg(&file)
@@ -181,7 +170,7 @@ fn no_problem_or_two_problems_are_usage_errors() {
     let env = Env::new();
     let server = MockServer::policy(WellBehaved::new(1));
     // An empty pipe.
-    let out = solve(&env, &server).write_stdin("  \n").output().unwrap();
+    let out = env.solve(&server).write_stdin("  \n").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
@@ -189,14 +178,16 @@ fn no_problem_or_two_problems_are_usage_errors() {
         "deepsolve: the problem is empty (read from stdin)"
     );
     // An argument and a file.
-    let out = solve(&env, &server)
+    let out = env
+        .solve(&server)
         .args(["x", "--file", "p.md"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--file"));
     // A file that is not there.
-    let out = solve(&env, &server)
+    let out = env
+        .solve(&server)
         .args(["--file", "missing.md"])
         .output()
         .unwrap();
@@ -212,7 +203,8 @@ fn dash_o_writes_the_answer_to_a_file_and_nothing_to_stdout() {
     let file = env.path().join("out").join("answer.md");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, "an older answer").unwrap();
-    let out = solve(&env, &server)
+    let out = env
+        .solve(&server)
         .arg("-o")
         .arg(&file)
         .arg("Solve x + 1 = 2.")
@@ -306,7 +298,8 @@ fn a_problem_past_the_context_window_is_refused_before_any_call() {
     let server = MockServer::policy(WellBehaved::new(1));
     let env = Env::new();
     let problem = "word ".repeat(20_000);
-    let out = solve(&env, &server)
+    let out = env
+        .solve(&server)
         .args(["--set", "llm.context_window=8000", "--file", "-"])
         .write_stdin(problem)
         .output()

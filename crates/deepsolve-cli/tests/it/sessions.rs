@@ -11,18 +11,6 @@ use serde_json::Value;
 
 use crate::support::Isolated as Env;
 
-fn solve(env: &Env, server: &MockServer) -> assert_cmd::Command {
-    let mut cmd = env.command();
-    cmd.args([
-        "solve",
-        "--base-url",
-        &server.url(),
-        "--model",
-        "mock-model",
-    ]);
-    cmd
-}
-
 fn history(env: &Env) -> Vec<Value> {
     let out = env.command().args(["history", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -33,15 +21,12 @@ fn history(env: &Env) -> Vec<Value> {
 fn a_follow_up_sees_the_previous_answer_and_history_and_show_list_them() {
     let env = Env::new();
     let first = MockServer::policy(WellBehaved::new(1));
-    let out = solve(&env, &first)
-        .arg("Solve x + 1 = 2.")
-        .output()
-        .unwrap();
+    let out = env.solve(&first).arg("Solve x + 1 = 2.").output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let answer = String::from_utf8(out.stdout).unwrap();
 
     let second = MockServer::policy(WellBehaved::new(1));
-    solve(&env, &second)
+    env.solve(&second)
         .args(["-c", "Now solve x + 2 = 3."])
         .assert()
         .code(0);
@@ -84,7 +69,8 @@ fn a_follow_up_sees_the_previous_answer_and_history_and_show_list_them() {
         assert_eq!(e["seq"], i as u64);
     }
     // An unknown session or turn is a usage error naming it.
-    let out = solve(&env, &first)
+    let out = env
+        .solve(&first)
         .args(["--session", "ses_nope", "x"])
         .output()
         .unwrap();
@@ -130,16 +116,8 @@ fn a_killed_turn_is_interrupted_and_resume_finishes_it_from_its_checkpoint() {
     let env = Env::new();
     let stalling = MockServer::policy(stalls_after_a_step(WellBehaved::new(3)));
     let mut child = env
-        .std_command()
-        .args([
-            "solve",
-            "--json",
-            "--base-url",
-            &stalling.url(),
-            "--model",
-            "mock-model",
-        ])
-        .arg("Solve it in three steps.")
+        .std_solve(&stalling)
+        .args(["--json", "Solve it in three steps."])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

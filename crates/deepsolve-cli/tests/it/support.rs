@@ -1,6 +1,7 @@
 //! What every CLI test needs: the real `deepsolve` binary, isolated from the developer's
 //! settings, environment and home (an empty settings file, a scratch data dir for turn
-//! workspaces, no inherited `DEEPSOLVE_*` or `OPENAI_API_KEY`).
+//! workspaces and a scratch cache for the sandbox probe's verdict, no inherited `DEEPSOLVE_*`
+//! or `OPENAI_API_KEY`).
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
@@ -39,7 +40,28 @@ impl Isolated {
             }
         }
         cmd.env("DEEPSOLVE_CONFIG", &self.config)
-            .env("XDG_DATA_HOME", self.data());
+            .env("XDG_DATA_HOME", self.data())
+            .env("XDG_CACHE_HOME", self.dir.path().join("cache"));
+        cmd
+    }
+
+    /// `deepsolve solve` against the mock at `server`, as a plain process.
+    pub(crate) fn std_solve(&self, server: &deepsolve_testkit::MockServer) -> Command {
+        let mut cmd = self.std_command();
+        cmd.args([
+            "solve",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+        ]);
+        cmd
+    }
+
+    /// `deepsolve solve` against the mock at `server`.
+    pub(crate) fn solve(&self, server: &deepsolve_testkit::MockServer) -> assert_cmd::Command {
+        let mut cmd = assert_cmd::Command::from_std(self.std_solve(server));
+        cmd.timeout(Duration::from_secs(120));
         cmd
     }
 
@@ -89,7 +111,8 @@ pub(crate) fn deepsolve(home: &Path) -> Command {
     std::fs::write(&settings, "").expect("settings");
     cmd.env("DEEPSOLVE_CONFIG", settings)
         .env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("data"));
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CACHE_HOME", home.join("cache"));
     cmd
 }
 

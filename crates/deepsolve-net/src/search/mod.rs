@@ -21,9 +21,9 @@ mod tavily;
 mod text;
 mod zhipu;
 
+use crate::lazy::LazyClient;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use secrecy::SecretString;
@@ -387,24 +387,22 @@ fn join_failures(failures: &[ProviderFailure]) -> String {
 #[derive(Debug, Clone)]
 pub struct SearchChain {
     config: SearchConfig,
-    /// Made at the first search: making it loads the system's root certificates, which every
-    /// process that mounts `web_search` would otherwise pay before its first model request.
-    client: Arc<OnceLock<Result<reqwest::Client, String>>>,
+    client: LazyClient,
 }
 
 impl SearchChain {
     pub fn new(config: SearchConfig) -> SearchChain {
         SearchChain {
             config,
-            client: Arc::default(),
+            client: LazyClient::default(),
         }
     }
 
     /// The client, made on first use.
     fn client(&self) -> Result<&reqwest::Client, SearchError> {
-        let made = (self.client)
-            .get_or_init(|| http::client(self.config.timeout).map_err(|e| e.to_string()));
-        made.as_ref().map_err(|e| SearchError::Client(e.clone()))
+        (self.client)
+            .get(|| http::client(self.config.timeout))
+            .map_err(SearchError::Client)
     }
 
     pub fn config(&self) -> &SearchConfig {

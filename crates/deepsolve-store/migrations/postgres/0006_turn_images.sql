@@ -1,5 +1,5 @@
--- The images a turn was given (schema v5, PostgreSQL). Keep in step with
--- migrations/sqlite/0005_turn_images.sql.
+-- The images a turn was given (schema v6, PostgreSQL). Keep in step with
+-- migrations/sqlite/0006_turn_images.sql.
 
 -- Each image as the model was sent it (verified, at most 2 048 px long), so a resumed turn
 -- sends the same bytes and the history shows them; `id` is the turn's own (`image_1`, …),

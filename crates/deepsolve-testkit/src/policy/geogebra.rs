@@ -9,10 +9,9 @@ use serde_json::json;
 
 use crate::policy::Policy;
 use crate::policy::moves::{call_once, finish_call_for, plan_of, step_summary};
+use crate::policy::vision::FIGURE_TOOL;
 use crate::reply::Reply;
 use crate::request::PolicyRequest;
-
-const GEOGEBRA_ANALYSIS: &str = "geogebra_analysis";
 
 /// A problem whose figure the policy's commands draw.
 pub const GEOGEBRA_PROBLEM: &str =
@@ -86,7 +85,7 @@ pub fn table_value(content: &str, name: &str) -> Option<String> {
 impl Geogebra {
     fn work(&self, req: &PolicyRequest, step_id: &str) -> Reply {
         let question = || json!({"question": req.problem()});
-        let results = match call_once(req, GEOGEBRA_ANALYSIS, question, "Drawing the figure.") {
+        let results = match call_once(req, FIGURE_TOOL, question, "Drawing the figure.") {
             ControlFlow::Continue(results) => results,
             ControlFlow::Break(call) => return call,
         };

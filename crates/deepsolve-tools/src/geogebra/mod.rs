@@ -277,6 +277,10 @@ impl Conversation {
 /// there too, which a command can only do through a name it was given differently).
 fn only_built(checked: &Checked) -> Checked {
     let mut current = checked.clone();
+    if current.errors.is_empty() {
+        // Every command was built: the script checks the same on its own.
+        return current;
+    }
     for _ in 0..4 {
         let script: Vec<String> = current
             .valid_commands()
@@ -338,10 +342,10 @@ enum Figure {
 /// Draws the construction and writes it into the turn's workspace under a name no other
 /// call uses, never through an existing path (code in the sandbox may have planted a link).
 async fn write_figure(ctx: &ToolContext, checked: &Checked) -> Result<Figure, ToolError> {
-    let svg = render_svg(&checked.construction, &RenderOptions::default());
     let Some(workspace) = &ctx.workspace else {
         return Ok(Figure::NoWorkspace);
     };
+    let svg = render_svg(&checked.construction, &RenderOptions::default());
     let stem = format!("geogebra_{}", file_safe(&ctx.call_id));
     for attempt in 1..=20 {
         let name = if attempt == 1 {
