@@ -209,7 +209,7 @@ async fn resume_turn(
         Some(_) => Some(knowledge(loaded, store.clone())?),
         None => None,
     };
-    let builder = deepsolve_app::AppBuilder::from_settings(loaded).await?;
+    let (builder, recheck) = crate::solve::app_builder(loaded).await?;
     let app = build_recording_app(builder, store, knowledge)?;
     report_sandbox(&app);
     let mut spec = resume_spec(store, &turn, &app.tools().available())
@@ -259,7 +259,7 @@ async fn resume_turn(
         },
         base_url: crate::setup::base_url(loaded),
     };
-    let exit = recorded::run(run, spec).await;
+    let exit = crate::solve::rechecking(recheck, recorded::run(run, spec)).await;
     drop(held);
     exit
 }

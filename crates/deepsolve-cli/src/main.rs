@@ -237,11 +237,7 @@ fn main() -> ExitCode {
     }
     return_large_buffers_to_the_system();
     let cli = Cli::parse();
-    let exit = match cli.command {
-        Command::Completions { shell } => manual::completions(shell),
-        Command::Man { dir } => report(manual::man(dir.as_deref())),
-        command => run_async(command),
-    };
+    let exit = run(cli.command);
     if let Some(why) = output::stdout_failure() {
         errln!("deepsolve: cannot write to stdout: {why}");
         return Exit::Failure.into();
@@ -253,8 +249,8 @@ fn main() -> ExitCode {
     exit.into()
 }
 
-/// The commands that need the async runtime.
-fn run_async(command: Command) -> Exit {
+/// Run `command` on the async runtime; its exit code.
+fn run(command: Command) -> Exit {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

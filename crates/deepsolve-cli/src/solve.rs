@@ -41,7 +41,9 @@ pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<Exit> {
 /// The app's builder, its sandbox from the last probe's verdict when nothing it depends on
 /// changed (`deepsolve_app::sandbox::for_settings_remembered`), with the probe to run again
 /// beside the turn.
-async fn app_builder(loaded: &Loaded) -> Result<(AppBuilder, Option<Recheck>), AppError> {
+pub(crate) async fn app_builder(
+    loaded: &Loaded,
+) -> Result<(AppBuilder, Option<Recheck>), AppError> {
     match deepsolve_app::sandbox::probe_file() {
         Some(file) => AppBuilder::from_settings_remembering(loaded, file).await,
         None => Ok((AppBuilder::from_settings(loaded).await?, None)),
@@ -169,13 +171,7 @@ async fn solve(
         },
         base_url: crate::setup::base_url(loaded),
     };
-    // The probe again, beside the model's first token, when the sandbox came from its last
-    // verdict.
-    let recheck = recheck.map(|recheck| tokio::spawn(recheck.run()));
-    let exit = recorded::run(turn, spec).await;
-    if let Some(recheck) = recheck {
-        report_recheck(recheck).await;
-    }
+    let exit = rechecking(recheck, recorded::run(turn, spec)).await;
     drop(held);
     if let Some(pass) = automatic_gc {
         pass.finish();
@@ -183,15 +179,21 @@ async fn solve(
     exit
 }
 
-/// Say when the recheck found the sandbox this turn was given no longer working (its code
-/// calls failed; the next turn knows).
-async fn report_recheck(recheck: tokio::task::JoinHandle<Option<String>>) {
+/// Run `turn` with the sandbox probe again beside it, when the sandbox came from the last
+/// probe's verdict; then say if the probe found that sandbox no longer working (the turn's
+/// code calls failed; the next turn probes afresh).
+pub(crate) async fn rechecking<T>(recheck: Option<Recheck>, turn: impl Future<Output = T>) -> T {
+    let recheck = recheck.map(|recheck| tokio::spawn(recheck.run()));
+    let out = turn.await;
     // A probe takes tens of milliseconds; most turns outlast it, and one stuck is not waited for.
-    if let Ok(Ok(Some(why))) = tokio::time::timeout(RECHECK_WAIT, recheck).await {
+    if let Some(recheck) = recheck
+        && let Ok(Ok(Some(why))) = tokio::time::timeout(RECHECK_WAIT, recheck).await
+    {
         errln!(
             "warning: the sandbox stopped working here: {why}; code tools are off from the next turn (see `deepsolve doctor`)"
         );
     }
+    out
 }
 
 /// The longest a finished turn waits for its sandbox recheck.

@@ -291,7 +291,9 @@ pub enum ConfigError {
     },
 }
 
-fn is_legacy(key: &str) -> bool {
+/// A key the reference once had and ignores now (`max_iterations_per_step`): accepted and
+/// ignored with a warning wherever a solve section is read.
+pub fn is_legacy(key: &str) -> bool {
     LEGACY_KEYS.iter().any(|(legacy, _)| *legacy == key)
 }
 

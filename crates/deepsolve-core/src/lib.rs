@@ -31,7 +31,7 @@ mod truncate;
 mod wire;
 
 pub use citations::{Citations, cited};
-pub use config::{ClampWarning, ConfigError, SolveConfig};
+pub use config::{ClampWarning, ConfigError, SolveConfig, is_legacy};
 pub use engine::prompt_room;
 pub use engine::{DEFAULT_CONTEXT_WINDOW, Engine, EngineError, PriorTurn, TurnError, TurnSpec};
 pub use event::{EventKind, EventSink, NullSink, TurnEvent, VecSink};

@@ -206,16 +206,26 @@ impl GeoError {
 /// Commands quoted in errors are cut to this many characters.
 const QUOTED_CHARS: usize = 120;
 
-impl fmt::Display for GeoError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl GeoError {
+    /// The command as an error quotes it: cut to [`QUOTED_CHARS`] characters, with `…`.
+    pub fn quoted_command(&self) -> String {
         let mut quoted: String = self.command.chars().take(QUOTED_CHARS).collect();
         if self.command.chars().count() > QUOTED_CHARS {
             quoted.push('…');
         }
+        quoted
+    }
+}
+
+impl fmt::Display for GeoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "line {}, column {} (`{quoted}`): {}",
-            self.line, self.column, self.kind
+            "line {}, column {} (`{}`): {}",
+            self.line,
+            self.column,
+            self.quoted_command(),
+            self.kind
         )
     }
 }

@@ -104,7 +104,7 @@ fn read_file_tree(
                         let from = format!("{file} capabilities.solve.{knob}");
                         match KNOBS.iter().find(|(theirs, _)| theirs == knob) {
                             Some((_, ours)) => put(ours, value.clone(), from),
-                            None if knob == "max_iterations_per_step" => found.warnings.push(
+                            None if deepsolve_core::is_legacy(knob) => found.warnings.push(
                                 format!("{from} is no longer used and is ignored, as the reference ignores it"),
                             ),
                             None => found.skipped.push(format!("{from}: no counterpart here")),

@@ -15,13 +15,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use console::style;
-use deepsolve_core::solve::is_solve_tool;
-use deepsolve_protocol::{EventKind, StepStatus, TurnEvent};
+use deepsolve_protocol::{StepStatus, TurnEvent};
 
 use super::view::{Activity, TurnView};
-use super::{
-    Renderer, files_lines, footer_line, format_duration, printable, step_line, tool_lines,
-};
+use super::{Renderer, event_line, files_lines, footer_line, printable, step_line, tool_lines};
 use crate::output::err_bytes;
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -260,47 +257,8 @@ impl LiveRenderer {
 
 impl Renderer for LiveRenderer {
     fn event(&mut self, view: &TurnView, event: &TurnEvent) {
-        match &event.kind {
-            EventKind::TurnStarted { model, resumed, .. } => {
-                let resumed = if *resumed { " · resumed" } else { "" };
-                self.settled.push(format!(
-                    "{} · {}{resumed}",
-                    style("deepsolve").for_stderr().bold(),
-                    printable(model)
-                ));
-            }
-            EventKind::ToolResult {
-                name, ok, content, ..
-            } if is_solve_tool(name) && !ok => {
-                let first = content.lines().next().unwrap_or_default();
-                self.settled.push(format!(
-                    "  {} {name}: {}",
-                    style("✗").for_stderr().red(),
-                    printable(first)
-                ));
-            }
-            EventKind::Replanned { reason } => self.settled.push(format!(
-                "{} replanned: {}",
-                style("↻").for_stderr().yellow(),
-                printable(reason)
-            )),
-            EventKind::Retrying {
-                attempt,
-                max,
-                reason,
-                delay_ms,
-            } => self.settled.push(format!(
-                "  {} retrying ({attempt}/{max}) in {}: {}",
-                style("…").for_stderr().yellow(),
-                format_duration(*delay_ms),
-                printable(reason)
-            )),
-            EventKind::Warning { message, .. } => self.settled.push(format!(
-                "{} {}",
-                style("warning:").for_stderr().yellow(),
-                printable(message)
-            )),
-            _ => {}
+        if let Some(line) = event_line(&event.kind) {
+            self.settled.push(line);
         }
         self.settle(view);
         self.draw_soon(view);

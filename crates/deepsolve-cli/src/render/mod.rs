@@ -11,7 +11,8 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use console::style;
-use deepsolve_protocol::{Artifact, Source, StopReason, TurnEvent};
+use deepsolve_core::solve::is_solve_tool;
+use deepsolve_protocol::{Artifact, EventKind, Source, StopReason, TurnEvent};
 
 use crate::output::{errln, outln};
 use view::ToolCall;
@@ -99,6 +100,54 @@ impl Renderer for JsonRenderer {
     fn finish(&mut self, _view: &TurnView) {}
 
     fn footer(&mut self, _view: &TurnView) {}
+}
+
+/// The line an event settles as, the same in both renderers: the header, a refused solve
+/// tool, a replan, a retry, a warning. `None` for the events each renderer shows its own way.
+fn event_line(kind: &EventKind) -> Option<String> {
+    let line = match kind {
+        EventKind::TurnStarted { model, resumed, .. } => {
+            let resumed = if *resumed { " · resumed" } else { "" };
+            format!(
+                "{} · {}{resumed}",
+                style("deepsolve").for_stderr().bold(),
+                printable(model)
+            )
+        }
+        EventKind::ToolResult {
+            name, ok, content, ..
+        } if is_solve_tool(name) && !ok => {
+            let first = content.lines().next().unwrap_or_default();
+            format!(
+                "  {} {name}: {}",
+                style("✗").for_stderr().red(),
+                printable(first)
+            )
+        }
+        EventKind::Replanned { reason } => format!(
+            "{} replanned: {}",
+            style("↻").for_stderr().yellow(),
+            printable(reason)
+        ),
+        EventKind::Retrying {
+            attempt,
+            max,
+            reason,
+            delay_ms,
+        } => format!(
+            "  {} retrying ({attempt}/{max}) in {}: {}",
+            style("…").for_stderr().yellow(),
+            format_duration(*delay_ms),
+            printable(reason)
+        ),
+        EventKind::Warning { message, .. } => format!(
+            "{} {}",
+            style("warning:").for_stderr().yellow(),
+            printable(message)
+        ),
+        _ => return None,
+    };
+    Some(line)
 }
 
 /// `text` with control characters (escape sequences, newlines) shown as `\u{…}` escapes: text

@@ -10,9 +10,7 @@ use deepsolve_core::solve::is_solve_tool;
 use deepsolve_protocol::{EventKind, StepStatus, TurnEvent};
 
 use super::view::TurnView;
-use super::{
-    Renderer, files_lines, footer_line, format_duration, printable, step_line, tool_lines,
-};
+use super::{Renderer, event_line, files_lines, footer_line, printable, step_line, tool_lines};
 use crate::output::errln;
 
 pub(crate) struct PlainRenderer {
@@ -80,60 +78,14 @@ impl PlainRenderer {
 
 impl Renderer for PlainRenderer {
     fn event(&mut self, view: &TurnView, event: &TurnEvent) {
+        if let Some(line) = event_line(&event.kind) {
+            errln!("{line}");
+            return;
+        }
         match &event.kind {
-            EventKind::TurnStarted { model, resumed, .. } => {
-                let resumed = if *resumed { " · resumed" } else { "" };
-                errln!(
-                    "{} · {}{resumed}",
-                    style("deepsolve").for_stderr().bold(),
-                    printable(model)
-                );
-            }
             EventKind::Plan { .. } => self.plan(view),
-            EventKind::ToolResult {
-                call_id,
-                name,
-                ok,
-                content,
-                ..
-            } => {
-                if is_solve_tool(name) {
-                    if !ok {
-                        let first = content.lines().next().unwrap_or_default();
-                        errln!(
-                            "  {} {name}: {}",
-                            style("✗").for_stderr().red(),
-                            printable(first)
-                        );
-                    }
-                } else {
-                    self.tool_result(view, call_id);
-                }
-            }
-            EventKind::Replanned { reason } => {
-                errln!(
-                    "{} replanned: {}",
-                    style("↻").for_stderr().yellow(),
-                    printable(reason)
-                );
-            }
-            EventKind::Retrying {
-                attempt,
-                max,
-                reason,
-                delay_ms,
-            } => errln!(
-                "  {} retrying ({attempt}/{max}) in {}: {}",
-                style("…").for_stderr().yellow(),
-                format_duration(*delay_ms),
-                printable(reason)
-            ),
-            EventKind::Warning { message, .. } => {
-                errln!(
-                    "{} {}",
-                    style("warning:").for_stderr().yellow(),
-                    printable(message)
-                );
+            EventKind::ToolResult { call_id, name, .. } if !is_solve_tool(name) => {
+                self.tool_result(view, call_id);
             }
             _ => {}
         }

@@ -315,20 +315,15 @@ fn lang(language: Language) -> Lang {
 }
 
 fn error_line(e: &GeoError, language: Language) -> String {
+    let (command, message) = (e.quoted_command(), e.kind.message(lang(language)));
     match language {
         Language::En => format!(
-            "command {}, column {} (`{}`): {}",
-            e.line,
-            e.column,
-            e.command,
-            e.kind.message(lang(language))
+            "command {}, column {} (`{command}`): {message}",
+            e.line, e.column
         ),
         Language::Zh => format!(
-            "第 {} 条命令，第 {} 列（`{}`）：{}",
-            e.line,
-            e.column,
-            e.command,
-            e.kind.message(lang(language))
+            "第 {} 条命令，第 {} 列（`{command}`）：{message}",
+            e.line, e.column
         ),
     }
 }
