@@ -7,7 +7,6 @@ import type {
   CreateTurn,
   ErrorBody,
   LoginRequest,
-  PlaybookChange,
   PutSettings,
   SessionList,
   SessionView,
@@ -94,13 +93,8 @@ export const api = {
 
   capabilities: () => request<CapabilitiesView>("/api/v1/capabilities"),
   settings: () => request<SettingsView>("/api/v1/capabilities/settings"),
-  putSettings: (solve: Record<string, unknown>) =>
-    request<SettingsView>("/api/v1/capabilities/settings", { method: "PUT", body: { solve } }),
-  putPlaybooks: (playbooks: PlaybookChange[]) =>
-    request<SettingsView>("/api/v1/capabilities/settings", {
-      method: "PUT",
-      body: { solve: {}, playbooks } satisfies PutSettings,
-    }),
+  putSettings: (body: PutSettings) =>
+    request<SettingsView>("/api/v1/capabilities/settings", { method: "PUT", body }),
 
   createTurn: (body: CreateTurn) => request<TurnCreated>("/api/v1/turns", { body }),
   turn: (turnId: string) => request<TurnView>(`/api/v1/turns/${id(turnId)}`),

@@ -2,7 +2,10 @@
 // bytes (as the server checks it, never by its name or declared type), the size against the
 // server's cap, the count against its limit. The server checks again.
 
-export type ImageKind = "image/png" | "image/jpeg" | "image/webp" | "image/gif";
+/** The image types a problem may carry (the server accepts exactly these). */
+export const IMAGE_KINDS = ["image/png", "image/jpeg", "image/webp", "image/gif"] as const;
+
+export type ImageKind = (typeof IMAGE_KINDS)[number];
 
 /** The image type `head` (a file's first 12 bytes) starts with, or null. */
 export function sniffImage(head: Uint8Array): ImageKind | null {

@@ -5,7 +5,14 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { useCapabilities, valueOf } from "../capabilities";
 import { formatBytes } from "../format";
 import { useI18n, type Translate } from "../i18n";
-import { addImages, DEFAULT_IMAGE_LIMITS, imageFiles, type ImageLimits, type Refusal } from "../images";
+import {
+  addImages,
+  DEFAULT_IMAGE_LIMITS,
+  IMAGE_KINDS,
+  imageFiles,
+  type ImageLimits,
+  type Refusal,
+} from "../images";
 import type { TurnImageView } from "../protocol";
 import { FormError } from "./ErrorMessage";
 
@@ -130,7 +137,7 @@ export function ImagePicker(props: { idPrefix: string; state: ProblemImages; dis
           multiple
           disabled={props.disabled}
           data-testid="image-input"
-          accept="image/png,image/jpeg,image/webp,image/gif"
+          accept={IMAGE_KINDS.join(",")}
           onChange={(event) => {
             const files = Array.from((event.currentTarget as HTMLInputElement).files ?? []);
             void state.add(files);

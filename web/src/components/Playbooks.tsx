@@ -62,7 +62,7 @@ function PlaybookField(props: { playbook: PlaybookView; writable: boolean; maxBy
     setError(null);
     setOutcome(null);
     try {
-      const saved = await api.putPlaybooks([change]);
+      const saved = await api.putSettings({ solve: {}, playbooks: [change] });
       settingsStore.set({ status: "ready", value: saved });
       setOutcome({ text: done, warnings: saved.warnings ?? [] });
     } catch (failure) {

@@ -1,6 +1,7 @@
 // The turn's stored files (with ids) for the tool cards, which only know workspace paths.
 import { createContext } from "preact";
 import type { Artifact, ArtifactView } from "../protocol";
+import { IMAGE_KINDS } from "../images";
 
 export const ArtifactsContext = createContext<ArtifactView[]>([]);
 
@@ -17,7 +18,7 @@ export function findStored(stored: ArtifactView[], file: Artifact): ArtifactView
   return stored.find((a) => basename(a.name) === name) ?? null;
 }
 
-const INLINE_IMAGES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+const INLINE_IMAGES: ReadonlySet<string> = new Set(IMAGE_KINDS);
 
 export function isInlineImage(mime: string): boolean {
   return INLINE_IMAGES.has(mime.toLowerCase());

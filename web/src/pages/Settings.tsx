@@ -132,7 +132,7 @@ function SolveSettings(props: { view: SettingsView }) {
     }
     setBusy(true);
     try {
-      const saved = await api.putSettings(solve);
+      const saved = await api.putSettings({ solve });
       settingsStore.set({ status: "ready", value: saved });
       setOutcome({ text: t("settings.saved"), clamped: saved.clamped ?? [] });
     } catch (failure) {

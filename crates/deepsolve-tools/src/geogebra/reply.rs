@@ -62,19 +62,19 @@ pub(crate) fn read_reply(text: &str) -> Result<FigureReply, Unreadable> {
     })
 }
 
-/// A list of strings, a single string, or nothing; other entries are left out.
+/// A list of strings, a single string, or nothing; other entries and blank ones are left out.
 fn strings(value: Option<&Value>) -> Vec<String> {
-    match value {
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect(),
+    let items: Vec<&str> = match value {
+        Some(Value::String(s)) => vec![s],
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
-    }
+    };
+    items
+        .into_iter()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 #[cfg(test)]
