@@ -9,3 +9,4 @@ mod interp;
 mod knowledge;
 mod turn;
 mod vision;
+mod writer;
