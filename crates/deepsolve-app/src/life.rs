@@ -15,7 +15,8 @@
 //!    turn, not one stuck `running`) in its workspace ([`hold_workspace_for`], held until the
 //!    end is recorded so no collection deletes it); every event goes to the store through the
 //!    [`EventWriter`] and, when the caller gives one, to its own sink (a display, an eval log).
-//! 4. **Finish** — files the calls reported but could not store live are copied once more
+//! 4. **Finish** — files the calls reported but could not store live (an app given
+//!    [`Recorder::artifacts`] stores them as each call ends) are copied once more
 //!    ([`ArtifactStore::store_leftovers`]); the turn's end (status, answer, stop reason, usage,
 //!    solve record) is written in the transaction of its `turn_finished` ([`finish_of`]); a
 //!    turn the engine refused to start is recorded `failed` with an `error` event saying why.
@@ -186,6 +187,12 @@ impl Recorder {
     /// Whose turns these are (`turns.owner`).
     pub fn owner(&self) -> &str {
         &self.owner
+    }
+
+    /// Its artifact store, to hand the app (`AppBuilder::artifact_registry`) so that a call's
+    /// files are stored as the call ends, not only at the turn's end.
+    pub fn artifacts(&self) -> Arc<ArtifactStore> {
+        self.artifacts.clone()
     }
 
     /// Record `plan` as a `running` turn of `user_id` (with its images, in one transaction)
