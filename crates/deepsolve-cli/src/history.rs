@@ -211,7 +211,8 @@ async fn resume_turn(
         None => None,
     };
     let (builder, recheck) = crate::solve::app_builder(loaded).await?;
-    let app = build_recording_app(builder, store, knowledge)?;
+    let recorder = Recorder::spawn(store.clone(), cli_owner());
+    let app = build_recording_app(builder, &recorder, knowledge)?;
     report_sandbox(&app);
     let mut spec = resume_spec(store, &turn, &app.tools().available())
         .await
@@ -228,7 +229,6 @@ async fn resume_turn(
     let held = hold_workspace_for(&app, &spec.tools, &turn.id, default_workspace_root)?;
     let workspace = held.as_ref().map(|h| h.path().to_path_buf());
     spec.protocol = protocol(args.run.protocol, loaded.settings.llm.protocol);
-    let recorder = Recorder::spawn(store.clone(), cli_owner());
     if !recorder.reclaim(&turn.id).await? {
         anyhow::bail!(
             "turn {} is no longer interrupted: it was resumed elsewhere",

@@ -5,10 +5,8 @@ use std::ffi::OsString;
 use std::sync::Arc;
 
 use anyhow::bail;
-use deepsolve_app::{
-    App, AppBuilder, ArtifactRegistry, ArtifactStore, DEFAULT_BASE_URL, DEFAULT_MAX_ARTIFACT_BYTES,
-    KnowledgeOptions,
-};
+use deepsolve_app::life::Recorder;
+use deepsolve_app::{App, AppBuilder, ArtifactRegistry, DEFAULT_BASE_URL, KnowledgeOptions};
 use deepsolve_kb::Knowledge;
 use deepsolve_kb::extract::ChildCommand;
 use deepsolve_settings::{LoadOptions, Loaded};
@@ -77,17 +75,18 @@ pub(crate) async fn build_app_with_knowledge(
     Ok(builder.build()?)
 }
 
-/// The app of a turn recorded in `store` (`solve`, `resume`), from a builder made by
+/// The app of a turn `recorder` records (`solve`, `resume`), from a builder made by
 /// [`AppBuilder::from_settings`] (the sandbox probe, which may run while the store opens):
-/// its calls' files are stored as each call ends, as the server stores them, so the web UI
-/// shows them too.
+/// its calls' files go to the recorder's artifact store as each call ends, as the server
+/// stores them, so the web UI shows them too.
 pub(crate) fn build_recording_app(
     builder: AppBuilder,
-    store: &Store,
+    recorder: &Recorder,
     knowledge: Option<Knowledge>,
 ) -> anyhow::Result<App> {
-    let artifacts = ArtifactStore::new(store.clone(), DEFAULT_MAX_ARTIFACT_BYTES);
-    let mut builder = builder.pdf_child(pdf_child()).artifact_registry(artifacts);
+    let mut builder = builder
+        .pdf_child(pdf_child())
+        .artifact_registry(recorder.artifacts());
     if let Some(knowledge) = knowledge {
         builder = builder.knowledge(knowledge);
     }

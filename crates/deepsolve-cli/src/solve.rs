@@ -114,7 +114,9 @@ async fn solve(
     };
     let knowledge = prepared.as_ref().map(|p| p.knowledge.clone());
     let material = prepared.map(|p| p.material);
-    let app = build_recording_app(builder, store, knowledge)?;
+    // Recorded `running` under this process: should it die, the turn becomes interrupted.
+    let recorder = Recorder::spawn(store.clone(), cli_owner());
+    let app = build_recording_app(builder, &recorder, knowledge)?;
     let offered = app.tools_for_turn_with(&args.tools, material.is_some())?;
     report_sandbox(&app);
     let language = match args.lang {
@@ -145,8 +147,6 @@ async fn solve(
         },
         None => SessionChoice::New { history },
     };
-    // Recorded `running` under this process: should it die, the turn becomes interrupted.
-    let recorder = Recorder::spawn(store.clone(), cli_owner());
     let mut spec = recorder.record(user, session, plan).await?;
     spec.protocol = protocol(args.run.protocol, loaded.settings.llm.protocol);
 
