@@ -1,5 +1,7 @@
-//! Collecting old turn workspaces (`<data dir>/turns/<turn id>`), for `deepsolve gc`, the
-//! CLI's occasional automatic pass and the server's periodic one.
+//! Collecting old turn workspaces (`<data dir>/turns/<turn id>`): the one driver behind
+//! `deepsolve gc`, the CLI's occasional automatic pass and the server's periodic collector
+//! ([`collect_pass`]: ask the store what is resumable, then collect on the blocking pool;
+//! [`Collector`]: a pass now and then one every interval).
 //!
 //! The rule, for each directory directly under the root whose name is a turn id:
 //! - **kept** while its turn is running in any process (the turn holds it: a shared `flock`,
@@ -24,7 +26,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use deepsolve_store::{Store, StoreError};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, openat, statat};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// Walk limits: the sandbox caps a workspace far below these; a deeper or larger tree is
 /// still deleted whole, only its newest time may be missed past the limits.
@@ -134,6 +139,134 @@ pub struct GcError {
     pub path: PathBuf,
     #[source]
     pub source: std::io::Error,
+}
+
+/// Why a collection pass did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    #[error("cannot ask the store which turns are resumable")]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Gc(#[from] GcError),
+    #[error("the collection task failed")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// One pass over the workspaces under `root`: the turns `store` has `running` (on any
+/// process) or `interrupted` are added to `options.resumable` and kept; the file work runs on
+/// the blocking pool. Without a store nothing more is resumable.
+pub async fn collect_pass(
+    root: PathBuf,
+    store: Option<&Store>,
+    mut options: GcOptions,
+) -> Result<GcReport, CollectError> {
+    if let Some(store) = store {
+        options
+            .resumable
+            .extend(store.resumable_turn_ids_unscoped().await?);
+    }
+    let report = tokio::task::spawn_blocking(move || collect_workspaces(&root, &options)).await??;
+    Ok(report)
+}
+
+/// A collector running in the background ([`Collector::spawn`]); [`Collector::stop`] (or
+/// dropping it) ends it.
+pub struct Collector {
+    cancel: CancellationToken,
+    /// Ends a pass between two workspaces.
+    stop: Arc<AtomicBool>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Collector {
+    /// Collect the workspaces under `root` with `retention`, keeping what `store` says is
+    /// resumable: a pass now, then one every `interval` (no root: nothing to do). Each pass's
+    /// removals and failures are logged.
+    pub fn spawn(
+        store: Store,
+        root: Option<PathBuf>,
+        retention: Duration,
+        interval: Duration,
+    ) -> Self {
+        let cancel = CancellationToken::new();
+        let stop = Arc::new(AtomicBool::new(false));
+        let passes = Passes {
+            store,
+            root,
+            retention,
+            interval,
+        };
+        let task = tokio::spawn(passes.run(cancel.clone(), stop.clone()));
+        Collector {
+            cancel,
+            stop,
+            task: Some(task),
+        }
+    }
+
+    /// Stop collecting and wait for a pass under way to end (it ends at the next workspace).
+    pub async fn stop(mut self) {
+        self.signal();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    fn signal(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.cancel.cancel();
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.signal();
+    }
+}
+
+/// What a [`Collector`] collects, and how often.
+struct Passes {
+    store: Store,
+    root: Option<PathBuf>,
+    retention: Duration,
+    interval: Duration,
+}
+
+impl Passes {
+    async fn run(self, cancel: CancellationToken, stop: Arc<AtomicBool>) {
+        let Some(root) = &self.root else {
+            return;
+        };
+        loop {
+            let options = GcOptions {
+                retention: self.retention,
+                stop: Some(stop.clone()),
+                ..GcOptions::new(0)
+            };
+            match collect_pass(root.clone(), Some(&self.store), options).await {
+                Ok(report) => log_report(&report),
+                Err(e) => tracing::warn!(error = %e, "workspace collection skipped"),
+            }
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = tokio::time::sleep(self.interval) => {}
+            }
+        }
+    }
+}
+
+fn log_report(report: &GcReport) {
+    if !report.removed.is_empty() {
+        tracing::info!(
+            removed = report.removed.len(),
+            bytes = report.removed_bytes(),
+            kept = report.kept.len(),
+            "old turn workspaces removed"
+        );
+    }
+    for failed in &report.failed {
+        tracing::warn!(turn_id = %failed.turn_id, error = %failed.error, "turn workspace not removed");
+    }
 }
 
 /// Collect the workspaces under `root` by the rule of this module. A missing root is an empty

@@ -4,7 +4,9 @@
 //! Settings → model clients (main, reasoning, vision) → the sandbox → the tool catalog → [`Engine`],
 //! in one place, so every front end mounts the same tools by the same rule (see
 //! `deepsolve_tools::toolset`). Turn ids and turn workspaces are made here too ([`turn`]), and
-//! old workspaces collected ([`gc`]).
+//! old workspaces collected ([`gc`]). A turn's whole life — prepared, recorded in the store,
+//! run with its events logged ([`writer`]) and its files stored ([`artifacts`]), its end
+//! recorded — is [`life`], for the server, the CLI and an eval runner alike.
 //!
 //! ```no_run
 //! # async fn demo(loaded: &deepsolve_settings::Loaded, requested: &[String])
@@ -28,12 +30,14 @@
 pub mod artifacts;
 pub mod gc;
 pub mod knowledge;
+pub mod life;
 pub mod models;
 pub mod owner;
 pub mod sandbox;
 pub mod stored;
 pub mod turn;
 pub mod vision;
+pub mod writer;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,13 +50,14 @@ use deepsolve_tools::{CATALOG, Deps, Knowledge, Recheck, Sandbox, SandboxError, 
 /// A turn's images made ready for a model (every front end prepares them through it).
 pub use deepsolve_images as images;
 
-pub use artifacts::{ArtifactRegistry, is_rendered};
+pub use artifacts::{ArtifactRegistry, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, is_rendered};
 pub use deepsolve_tools::{
     DisabledError, Policy, ToolEntry, ToolRequestError, ToolStatus, Unavailable,
 };
 pub use gc::{GcOptions, GcReport, collect_workspaces};
 pub use knowledge::{KnowledgeError, KnowledgeOptions, kb_limits, knowledge_from_settings};
 pub use models::{DEFAULT_BASE_URL, main_client, reasoning_model, vision_model};
+pub use owner::LOCAL_USER;
 pub use turn::{
     HeldWorkspace, WorkspaceError, create_workspace, data_dir, default_workspace_root,
     hold_workspace, new_turn_id,

@@ -9,6 +9,10 @@
 
 use deepsolve_store::{Store, StoreError};
 
+/// The user id of single-user mode: the server's caller when no users exist, and the user a
+/// command line acts as without `--user`.
+pub const LOCAL_USER: &str = "local";
+
 /// The prefix of every command-line owner.
 pub const CLI_OWNER_PREFIX: &str = "cli:";
 

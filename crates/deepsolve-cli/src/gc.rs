@@ -1,5 +1,5 @@
-//! `deepsolve gc`: remove old turn workspaces (`<data dir>/turns/<turn id>`) by the rule of
-//! `deepsolve_app::gc`, and the occasional automatic pass `deepsolve solve` starts.
+//! `deepsolve gc`: remove old turn workspaces (`<data dir>/turns/<turn id>`) by the rule and
+//! driver of `deepsolve_app::gc`, and the occasional automatic pass `deepsolve solve` starts.
 //!
 //! Both ask the store which turns a server may still run or resume, when there is one: the
 //! `--database` URL, else `server.database`, else the default SQLite file. An SQLite file
@@ -7,20 +7,19 @@
 //! stops the collection, since without it a resumable turn's workspace could go.
 
 use crate::exit::Exit;
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use clap::Args;
-use deepsolve_app::gc::{Expired, KeptBecause};
-use deepsolve_app::{GcOptions, GcReport, collect_workspaces, default_workspace_root};
+use deepsolve_app::gc::{CollectError, Expired, KeptBecause, collect_pass};
+use deepsolve_app::{GcOptions, GcReport, default_workspace_root};
 use deepsolve_settings::Settings;
 use deepsolve_store::{Store, StoreOptions, redact_url};
 
 use crate::ConfigArgs;
+use crate::database::{self, DatabaseArgs};
 use crate::output::{errln, outln};
-use crate::serve::{self, DatabaseArgs};
 use crate::setup::load_settings;
 
 /// The automatic pass runs at most this often; the stamp file records the last one.
@@ -54,19 +53,11 @@ pub(crate) async fn run(args: GcArgs) -> anyhow::Result<Exit> {
     let retention_days = loaded.settings.sandbox.retention_days;
     let root = default_workspace_root().context("no place for turn workspaces")?;
     let store = store_url(&args.database, &loaded.settings)?;
-    let resumable = match &store {
-        Some(url) => resumable_turns(url).await?,
-        None => HashSet::new(),
-    };
     let options = GcOptions {
         dry_run: args.dry_run,
-        resumable,
         ..GcOptions::new(retention_days)
     };
-    let pass_root = root.clone();
-    let report = tokio::task::spawn_blocking(move || collect_workspaces(&pass_root, &options))
-        .await
-        .context("the collection failed")??;
+    let report = collect(store.as_deref(), root.clone(), options).await?;
     if !args.dry_run {
         touch_stamp(&root);
     }
@@ -86,11 +77,11 @@ pub(crate) async fn run(args: GcArgs) -> anyhow::Result<Exit> {
 
 /// The store's URL when there is a store to ask, never creating one.
 fn store_url(args: &DatabaseArgs, settings: &Settings) -> anyhow::Result<Option<String>> {
-    match serve::configured_database(args, &settings.server) {
+    match database::configured_database(args, &settings.server) {
         Some(url) if url.starts_with("sqlite:") => Ok(existing_sqlite(&url)),
         Some(url) => Ok(Some(url)),
-        None => Ok(existing_sqlite(&serve::sqlite_url(
-            &serve::default_database_file()?,
+        None => Ok(existing_sqlite(&database::sqlite_url(
+            &database::default_database_file()?,
         ))),
     }
 }
@@ -114,25 +105,38 @@ fn existing_sqlite(url: &str) -> Option<String> {
     })
 }
 
-/// The turns the store has `running` or `interrupted`.
-async fn resumable_turns(url: &str) -> anyhow::Result<HashSet<String>> {
-    let options = StoreOptions {
-        max_connections: 1,
-        acquire_timeout: Duration::from_secs(10),
-    };
-    let cannot = || {
+/// One pass of the app's driver, asking the store at `url` (when there is one) which turns
+/// are resumable; a store that cannot be read stops it before anything is removed.
+async fn collect(url: Option<&str>, root: PathBuf, options: GcOptions) -> anyhow::Result<GcReport> {
+    let cannot = |url: &str| {
         format!(
             "cannot read the database {} to see which turns are resumable (nothing was removed)",
             redact_url(url)
         )
     };
-    let store = Store::open(url, options).await.with_context(cannot)?;
-    let ids = store
-        .resumable_turn_ids_unscoped()
-        .await
-        .with_context(cannot);
-    store.close().await;
-    Ok(ids?.into_iter().collect())
+    let store = match url {
+        Some(url) => {
+            let options = StoreOptions {
+                max_connections: 1,
+                acquire_timeout: Duration::from_secs(10),
+            };
+            let store = Store::open(url, options)
+                .await
+                .with_context(|| cannot(url))?;
+            Some(store)
+        }
+        None => None,
+    };
+    let report = collect_pass(root, store.as_ref(), options).await;
+    if let Some(store) = store {
+        store.close().await;
+    }
+    match (report, url) {
+        (Err(e @ CollectError::Store(_)), Some(url)) => {
+            Err(anyhow::Error::new(e).context(cannot(url)))
+        }
+        (report, _) => Ok(report?),
+    }
 }
 
 fn print_report(
@@ -261,21 +265,13 @@ impl Automatic {
 }
 
 fn automatic_pass(root: &Path, settings: &Settings) -> anyhow::Result<()> {
-    let resumable = match store_url(&DatabaseArgs::default(), settings)? {
-        Some(url) => {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("no runtime to ask the store")?;
-            runtime.block_on(resumable_turns(&url))?
-        }
-        None => HashSet::new(),
-    };
-    let options = GcOptions {
-        resumable,
-        ..GcOptions::new(settings.sandbox.retention_days)
-    };
-    let report = collect_workspaces(root, &options)?;
+    let url = store_url(&DatabaseArgs::default(), settings)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("no runtime to ask the store")?;
+    let options = GcOptions::new(settings.sandbox.retention_days);
+    let report = runtime.block_on(collect(url.as_deref(), root.to_path_buf(), options))?;
     if let Some(failed) = report.failed.first() {
         errln!(
             "warning: could not remove the old workspace {}: {} (see `deepsolve gc`)",

@@ -2,21 +2,22 @@
 //! line's and the server's alike, for the same user).
 
 use clap::Args;
+use deepsolve_app::default_workspace_root;
+use deepsolve_app::life::{Recorder, hold_workspace_for};
 use deepsolve_app::owner::{cli_owner, interrupt_dead_cli_turns};
 use deepsolve_app::stored::{StoredTurnError, TurnImages, resume_spec, stored_images};
-use deepsolve_app::{default_workspace_root, hold_workspace};
 use deepsolve_protocol::{StopReason, TurnStatus, Usage};
 use deepsolve_store::{Store, TurnRecord};
 use serde::Serialize;
 
 use crate::answer::AnswerTarget;
+use crate::database::{DatabaseArgs, open_store};
 use crate::exit::{Exit, UsageError};
-use crate::kb_cmd::{knowledge, print_json, user_id};
+use crate::kb_cmd::print_json;
 use crate::output::{errln, outln};
 use crate::recorded::{self, Recorded};
 use crate::render::{Display, printable};
-use crate::serve::{DatabaseArgs, open_store};
-use crate::setup::{build_recording_app, load_settings, report_sandbox};
+use crate::setup::{build_recording_app, knowledge, load_settings, report_sandbox, user_id};
 use crate::solve::protocol;
 use crate::{ConfigArgs, RunArgs};
 
@@ -210,7 +211,8 @@ async fn resume_turn(
         None => None,
     };
     let (builder, recheck) = crate::solve::app_builder(loaded).await?;
-    let app = build_recording_app(builder, store, knowledge)?;
+    let recorder = Recorder::spawn(store.clone(), cli_owner());
+    let app = build_recording_app(builder, &recorder, knowledge)?;
     report_sandbox(&app);
     let mut spec = resume_spec(store, &turn, &app.tools().available())
         .await
@@ -224,15 +226,10 @@ async fn resume_turn(
             .map_err(|e| anyhow::anyhow!("cannot resume turn {}: {e}", turn.id))?;
         TurnImages { images, sees }.put_on(&mut spec);
     }
-    let held = if app.needs_workspace(&spec.tools) {
-        Some(hold_workspace(&default_workspace_root()?, &turn.id)?)
-    } else {
-        None
-    };
+    let held = hold_workspace_for(&app, &spec.tools, &turn.id, default_workspace_root)?;
     let workspace = held.as_ref().map(|h| h.path().to_path_buf());
-    spec.workspace = workspace.clone();
     spec.protocol = protocol(args.run.protocol, loaded.settings.llm.protocol);
-    if !store.reclaim_interrupted(&turn.id, &cli_owner()).await? {
+    if !recorder.reclaim(&turn.id).await? {
         anyhow::bail!(
             "turn {} is no longer interrupted: it was resumed elsewhere",
             turn.id
@@ -249,9 +246,9 @@ async fn resume_turn(
         .await?;
     }
     let run = Recorded {
-        engine: app.engine(),
-        model: app.model().clone(),
-        store,
+        app: &app,
+        recorder: &recorder,
+        workspace: held,
         display,
         answer: AnswerTarget {
             json: args.run.json,
@@ -259,9 +256,7 @@ async fn resume_turn(
         },
         base_url: crate::setup::base_url(loaded),
     };
-    let exit = crate::solve::rechecking(recheck, recorded::run(run, spec)).await;
-    drop(held);
-    exit
+    crate::solve::rechecking(recheck, recorded::run(run, spec)).await
 }
 
 /// A resume refused: the turn is not resumable here and now (exit 1), or named wrongly.

@@ -2,40 +2,22 @@
 //! user) as `deepsolve serve`, so a KB made here is searchable from the web UI and back.
 
 use crate::exit::Exit;
-use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use deepsolve_app::KnowledgeOptions;
-use deepsolve_kb::extract::ChildCommand;
 use deepsolve_kb::{IngestProgress, KbError, Knowledge};
 use deepsolve_protocol::api::{DocumentStatus, DocumentView, KbView, SearchHit};
-use deepsolve_settings::Loaded;
 use deepsolve_store::{KbDocument, KbDocumentStatus, KnowledgeBase, Store};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
 use crate::ConfigArgs;
+use crate::database::{DatabaseArgs, open_store};
 use crate::output::{errln, outln};
-use crate::serve::{DatabaseArgs, open_store};
-use crate::setup::load_settings;
-
-/// The hidden first argument that makes this binary the PDF parser's child process
-/// (`deepsolve_kb::extract::pdf_child_main`): the parser runs out of process, and the child
-/// is this same executable, so an installed `deepsolve` needs no second binary beside it.
-pub(crate) const PDF_CHILD: &str = "__pdf-child";
-
-/// The PDF child as extraction runs it: this executable with the hidden argument.
-pub(crate) fn pdf_child() -> Option<ChildCommand> {
-    let program = std::env::current_exe().ok()?;
-    Some(ChildCommand {
-        program,
-        args: vec![OsString::from(PDF_CHILD)],
-    })
-}
+use crate::setup::{knowledge, load_settings, user_id};
 
 #[derive(Args)]
 pub(crate) struct KbArgs {
@@ -119,30 +101,6 @@ pub(crate) async fn run(args: KbArgs) -> anyhow::Result<Exit> {
     };
     cx.store.close().await;
     result
-}
-
-/// The knowledge-base service as the settings say, parsing PDFs with this binary.
-pub(crate) fn knowledge(loaded: &Loaded, store: Store) -> anyhow::Result<Knowledge> {
-    let options = KnowledgeOptions {
-        index_root: None,
-        pdf_child: pdf_child(),
-    };
-    Ok(deepsolve_app::knowledge_from_settings(
-        &loaded.settings,
-        store,
-        options,
-    )?)
-}
-
-/// The id of `--user NAME`, else the single-user identity.
-pub(crate) async fn user_id(store: &Store, name: Option<&str>) -> anyhow::Result<String> {
-    let Some(name) = name else {
-        return Ok(deepsolve_server::LOCAL_USER.to_string());
-    };
-    match store.user_by_name(name).await? {
-        Some(user) => Ok(user.id),
-        None => bail!("no user named '{name}' (deepsolve users list shows them)"),
-    }
 }
 
 /// A KB of this user by id or name; unknown: an error listing the user's KBs.

@@ -1,6 +1,7 @@
 //! `deepsolve`: solve a problem from the command line, manage settings, check a setup.
 
 mod answer;
+mod database;
 mod doctor;
 mod exit;
 mod gc;
@@ -137,7 +138,7 @@ pub struct SolveArgs {
     #[arg(long, value_name = "NAME")]
     pub user: Option<String>,
     #[command(flatten)]
-    pub(crate) database: serve::DatabaseArgs,
+    pub(crate) database: database::DatabaseArgs,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -180,7 +181,7 @@ enum Command {
         #[command(subcommand)]
         action: users_cmd::UsersAction,
         #[command(flatten)]
-        database: serve::DatabaseArgs,
+        database: database::DatabaseArgs,
         #[command(flatten)]
         config: ConfigArgs,
     },
@@ -231,8 +232,8 @@ fn return_large_buffers_to_the_system() {}
 
 fn main() -> ExitCode {
     // The PDF parser's child process: before clap and the async runtime, since it only reads
-    // a PDF on stdin and writes its pages (see `kb_cmd::pdf_child`).
-    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(kb_cmd::PDF_CHILD)) {
+    // a PDF on stdin and writes its pages (see `setup::pdf_child`).
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(setup::PDF_CHILD)) {
         return deepsolve_kb::extract::pdf_child_main(std::env::args_os().skip(2));
     }
     return_large_buffers_to_the_system();

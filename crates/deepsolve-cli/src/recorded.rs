@@ -1,18 +1,18 @@
-//! Running a recorded turn from the command line (`solve`, `resume`): the engine runs it while
-//! every event goes both to the display and to the store — through the server's own event
-//! writer, so the turn's log and its end are written exactly as a served turn's are, and a
-//! later `deepsolve serve` shows it in its history. Ctrl-C cancels it (recorded `cancelled`);
-//! a second Ctrl-C quits at once and leaves it `interrupted`, resumable.
+//! Running a recorded turn from the command line (`solve`, `resume`): `deepsolve_app::life`
+//! runs it — every event to the store through the same event writer a server uses, so the
+//! turn's log and its end are written exactly as a served turn's are, and a later `deepsolve
+//! serve` shows it in its history — while every event is also drawn here. Ctrl-C cancels it
+//! (recorded `cancelled`); a second Ctrl-C quits at once and leaves it `interrupted`,
+//! resumable.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use deepsolve_core::{ChatModel, Engine, EventSink, TurnSpec};
-use deepsolve_protocol::{ErrorKind, EventKind, StopReason, TurnEvent, TurnStatus};
-use deepsolve_server::metrics::Metrics;
-use deepsolve_server::runner::finish_of;
-use deepsolve_server::writer::{EventWriter, TurnSink};
-use deepsolve_store::{Store, TurnFinish};
+use deepsolve_app::App;
+use deepsolve_app::life::{Recorder, TurnFailure, TurnRun};
+use deepsolve_app::turn::HeldWorkspace;
+use deepsolve_core::{ChatModel, EventSink, TurnSpec};
+use deepsolve_protocol::{StopReason, TurnEvent};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -25,44 +25,40 @@ use crate::render::{Display, closing_reason};
 /// How often the live view's spinners and clocks move.
 const TICK: Duration = Duration::from_millis(80);
 
-/// What a recorded turn runs on and where its answer goes.
+/// What a recorded turn runs on, where it is recorded and where its answer goes.
 pub(crate) struct Recorded<'a> {
-    pub(crate) engine: &'a Engine,
-    pub(crate) model: Arc<dyn ChatModel>,
-    pub(crate) store: &'a Store,
+    pub(crate) app: &'a App,
+    pub(crate) recorder: &'a Recorder,
+    /// The turn's workspace, held until its end is recorded.
+    pub(crate) workspace: Option<HeldWorkspace>,
     pub(crate) display: Display,
     pub(crate) answer: AnswerTarget,
     /// The endpoint, for hints about its errors.
     pub(crate) base_url: String,
 }
 
-/// Every event to the display (through a channel: drawn on the command's task) and to the
-/// turn's log.
-struct Tee {
-    record: TurnSink,
-    show: mpsc::UnboundedSender<TurnEvent>,
-}
+/// Every event to the display, through a channel: drawn on the command's task.
+struct Show(mpsc::UnboundedSender<TurnEvent>);
 
-impl EventSink for Tee {
+impl EventSink for Show {
     fn send(&self, event: TurnEvent) {
-        let _ = self.show.send(event.clone());
-        self.record.send(event);
+        let _ = self.0.send(event);
     }
 }
 
 /// Run `spec` (recorded already) to its end, show it, deliver its answer; the exit it
 /// deserves.
 pub(crate) async fn run(mut run: Recorded<'_>, spec: TurnSpec) -> anyhow::Result<Exit> {
-    let writer = EventWriter::spawn(run.store.clone(), Arc::new(Metrics::default()));
     let (show, mut shown) = mpsc::unbounded_channel();
-    let sink = Tee {
-        record: writer.sink(&spec.turn_id, spec.first_seq),
-        show,
-    };
-    let model = Watched::new(run.model.clone());
+    let model = Arc::new(Watched::new(run.app.model().clone()));
     let cancel = CancellationToken::new();
+    let turn = TurnRun::new(run.app, spec)
+        .model(model.clone())
+        .workspace(run.workspace.take())
+        .watcher(Arc::new(Show(show)))
+        .cancel(cancel.clone());
     let result = {
-        let turn = run.engine.run_turn(&model, spec, &sink, cancel.clone());
+        let turn = run.recorder.run(turn);
         tokio::pin!(turn);
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -92,27 +88,17 @@ pub(crate) async fn run(mut run: Recorded<'_>, spec: TurnSpec) -> anyhow::Result
             }
         }
     };
-    let finish = match &result {
-        Ok(outcome) => finish_of(outcome),
-        Err(e) => {
-            // The engine refused the turn before it started: its log says why.
-            sink.record.send_extra(EventKind::Error {
-                kind: ErrorKind::TurnNotStarted,
-                message: e.to_string(),
-            });
-            TurnFinish {
-                status: Some(TurnStatus::Failed),
-                error: Some(e.to_string()),
-                ..TurnFinish::default()
-            }
-        }
-    };
-    drop(sink.show);
+    // The turn's end is recorded; what the display has not drawn yet is waiting here (the
+    // sender went with the turn).
     while let Some(event) = shown.recv().await {
         run.display.event(&event);
     }
-    writer.finish(&sink.record, finish).await;
-    let outcome = result?;
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        // The engine refused the turn before it started: its log says why, and so does this.
+        Err(TurnFailure::NotStarted(e)) => return Err(e.into()),
+        Err(crashed) => return Err(crashed.into()),
+    };
 
     run.display.finish();
     deliver(&run.display.view, &run.answer)?;

@@ -1,16 +1,33 @@
-//! From flags to loaded settings and a ready app: shared by `solve`, `serve`, `doctor` and
-//! `settings`.
+//! From flags to loaded settings, the acting user, the knowledge-base service and a ready
+//! app: shared by `solve`, `resume`, `serve`, `kb`, `doctor` and `settings`.
 
+use std::ffi::OsString;
 use std::sync::Arc;
 
-use deepsolve_app::{App, AppBuilder, ArtifactRegistry, DEFAULT_BASE_URL};
+use anyhow::bail;
+use deepsolve_app::life::Recorder;
+use deepsolve_app::{App, AppBuilder, ArtifactRegistry, DEFAULT_BASE_URL, KnowledgeOptions};
 use deepsolve_kb::Knowledge;
-use deepsolve_server::runner::ArtifactStore;
+use deepsolve_kb::extract::ChildCommand;
 use deepsolve_settings::{LoadOptions, Loaded};
 use deepsolve_store::Store;
 
 use crate::ConfigArgs;
 use crate::output::errln;
+
+/// The hidden first argument that makes this binary the PDF parser's child process
+/// (`deepsolve_kb::extract::pdf_child_main`): the parser runs out of process, and the child
+/// is this same executable, so an installed `deepsolve` needs no second binary beside it.
+pub(crate) const PDF_CHILD: &str = "__pdf-child";
+
+/// The PDF child as extraction runs it: this executable with the hidden argument.
+pub(crate) fn pdf_child() -> Option<ChildCommand> {
+    let program = std::env::current_exe().ok()?;
+    Some(ChildCommand {
+        program,
+        args: vec![OsString::from(PDF_CHILD)],
+    })
+}
 
 /// Load the layered settings; `--base-url` and `--model` are `--set`s of their keys.
 /// Clamp warnings go to stderr (stdout may be an NDJSON stream).
@@ -45,7 +62,7 @@ pub(crate) async fn build_app_with_knowledge(
 ) -> anyhow::Result<App> {
     let mut builder = AppBuilder::from_settings(loaded)
         .await?
-        .pdf_child(crate::kb_cmd::pdf_child());
+        .pdf_child(pdf_child());
     if let Some(knowledge) = knowledge {
         builder = builder.knowledge(knowledge);
     }
@@ -58,23 +75,46 @@ pub(crate) async fn build_app_with_knowledge(
     Ok(builder.build()?)
 }
 
-/// The app of a turn recorded in `store` (`solve`, `resume`), from a builder made by
+/// The app of a turn `recorder` records (`solve`, `resume`), from a builder made by
 /// [`AppBuilder::from_settings`] (the sandbox probe, which may run while the store opens):
-/// its calls' files are stored as each call ends, as the server stores them, so the web UI
-/// shows them too.
+/// its calls' files go to the recorder's artifact store as each call ends, as the server
+/// stores them, so the web UI shows them too.
 pub(crate) fn build_recording_app(
     builder: AppBuilder,
-    store: &Store,
+    recorder: &Recorder,
     knowledge: Option<Knowledge>,
 ) -> anyhow::Result<App> {
-    let artifacts = ArtifactStore::new(store.clone(), deepsolve_server::DEFAULT_MAX_ARTIFACT_BYTES);
     let mut builder = builder
-        .pdf_child(crate::kb_cmd::pdf_child())
-        .artifact_registry(artifacts);
+        .pdf_child(pdf_child())
+        .artifact_registry(recorder.artifacts());
     if let Some(knowledge) = knowledge {
         builder = builder.knowledge(knowledge);
     }
     Ok(builder.build()?)
+}
+
+/// The knowledge-base service as the settings say, parsing PDFs with this binary.
+pub(crate) fn knowledge(loaded: &Loaded, store: Store) -> anyhow::Result<Knowledge> {
+    let options = KnowledgeOptions {
+        index_root: None,
+        pdf_child: pdf_child(),
+    };
+    Ok(deepsolve_app::knowledge_from_settings(
+        &loaded.settings,
+        store,
+        options,
+    )?)
+}
+
+/// The id of `--user NAME`, else the single-user identity.
+pub(crate) async fn user_id(store: &Store, name: Option<&str>) -> anyhow::Result<String> {
+    let Some(name) = name else {
+        return Ok(deepsolve_app::LOCAL_USER.to_string());
+    };
+    match store.user_by_name(name).await? {
+        Some(user) => Ok(user.id),
+        None => bail!("no user named '{name}' (deepsolve users list shows them)"),
+    }
 }
 
 /// The model endpoint the settings name.

@@ -2,25 +2,25 @@
 //! or `--session` continues), shown live on stderr or as NDJSON, its answer on stdout or in
 //! `-o FILE`.
 
+use deepsolve_app::life::{Recorder, SessionChoice, TurnPlan, hold_workspace_for};
 use deepsolve_app::owner::cli_owner;
-use deepsolve_app::stored::{TurnImages, TurnKeys, engine_spec};
-use deepsolve_app::{AppBuilder, AppError, default_workspace_root, hold_workspace, new_turn_id};
+use deepsolve_app::{AppBuilder, AppError, default_workspace_root, new_turn_id};
 use deepsolve_core::{PriorTurn, SolveConfig, count_tokens, prompt_room};
 use deepsolve_kb::Knowledge;
-use deepsolve_protocol::{Language, Material, Protocol, StoredTurnSpec};
+use deepsolve_protocol::{Language, Material, Protocol};
 use deepsolve_settings::Loaded;
-use deepsolve_store::{NewTurn, Store};
+use deepsolve_store::Store;
 use deepsolve_tools::Recheck;
 
 use crate::answer::AnswerTarget;
+use crate::database::open_store;
 use crate::exit::{Exit, UsageError};
-use crate::kb_cmd::{ingest_file, knowledge, unknown_kb, user_id};
+use crate::kb_cmd::{ingest_file, unknown_kb};
 use crate::output::errln;
 use crate::recorded::{self, Recorded};
 use crate::render::Display;
-use crate::serve::open_store;
 use crate::session::{FollowUp, follow_up};
-use crate::setup::{build_recording_app, load_settings, report_sandbox};
+use crate::setup::{build_recording_app, knowledge, load_settings, report_sandbox, user_id};
 use crate::{LangArg, ProtocolArg, SolveArgs};
 
 pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<Exit> {
@@ -114,7 +114,9 @@ async fn solve(
     };
     let knowledge = prepared.as_ref().map(|p| p.knowledge.clone());
     let material = prepared.map(|p| p.material);
-    let app = build_recording_app(builder, store, knowledge)?;
+    // Recorded `running` under this process: should it die, the turn becomes interrupted.
+    let recorder = Recorder::spawn(store.clone(), cli_owner());
+    let app = build_recording_app(builder, &recorder, knowledge)?;
     let offered = app.tools_for_turn_with(&args.tools, material.is_some())?;
     report_sandbox(&app);
     let language = match args.lang {
@@ -126,44 +128,32 @@ async fn solve(
         Ok(images) => images,
         Err(code) => return Ok(code),
     };
-    // Held until the turn is over: no collection, here or in another process, deletes it.
-    let held = if app.needs_workspace(&offered) {
-        Some(hold_workspace(&default_workspace_root()?, &turn_id)?)
-    } else {
-        None
-    };
+    // Held until the turn's end is recorded: no collection, here or in another process,
+    // deletes it.
+    let held = hold_workspace_for(&app, &offered, &turn_id, default_workspace_root)?;
     let workspace = held.as_ref().map(|h| h.path().to_path_buf());
     let automatic_gc = crate::gc::collect_in_background(&loaded.settings);
 
-    let stored = StoredTurnSpec {
-        language,
-        tools: offered,
-        config: config.to_map(),
-        context_window: window,
-        history,
+    let plan = TurnPlan {
+        turn_id,
         material,
-        images: images.stored(),
+        images,
+        ..TurnPlan::new(problem, language, offered, config, window)
     };
-    let session = follow.as_ref().map(|f| f.session_id.clone());
-    let new = record(
-        store,
-        session,
-        user,
-        &turn_id,
-        problem,
-        stored.clone(),
-        &images,
-    )
-    .await?;
-    let mut spec = engine_spec(stored, config, TurnKeys::from(&new));
-    images.put_on(&mut spec);
-    spec.workspace = workspace.clone();
+    let session = match follow {
+        Some(f) => SessionChoice::Continue {
+            session_id: f.session_id.clone(),
+            history,
+        },
+        None => SessionChoice::New { history },
+    };
+    let mut spec = recorder.record(user, session, plan).await?;
     spec.protocol = protocol(args.run.protocol, loaded.settings.llm.protocol);
 
     let turn = Recorded {
-        engine: app.engine(),
-        model: app.model().clone(),
-        store,
+        app: &app,
+        recorder: &recorder,
+        workspace: held,
         display: Display::new(args.run.json, workspace),
         answer: AnswerTarget {
             json: args.run.json,
@@ -172,7 +162,6 @@ async fn solve(
         base_url: crate::setup::base_url(loaded),
     };
     let exit = rechecking(recheck, recorded::run(turn, spec)).await;
-    drop(held);
     if let Some(pass) = automatic_gc {
         pass.finish();
     }
@@ -198,33 +187,6 @@ pub(crate) async fn rechecking<T>(recheck: Option<Recheck>, turn: impl Future<Ou
 
 /// The longest a finished turn waits for its sandbox recheck.
 const RECHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// The turn recorded `running` under this process, with its images: in the session it follows
-/// up on, else in a new one named after the problem.
-async fn record(
-    store: &Store,
-    session: Option<String>,
-    user: &str,
-    turn_id: &str,
-    problem: String,
-    spec: StoredTurnSpec,
-    images: &TurnImages,
-) -> anyhow::Result<NewTurn> {
-    let session_id = match session {
-        Some(id) => id,
-        None => store.create_session(user, &problem).await?.id,
-    };
-    let new = NewTurn {
-        id: turn_id.to_string(),
-        session_id,
-        user_id: user.to_string(),
-        problem,
-        spec,
-        owner: cli_owner(),
-    };
-    store.create_turn_with_images(&new, &images.rows()).await?;
-    Ok(new)
-}
 
 /// Refuse, before any model call, a problem (with the session's earlier turns) that cannot
 /// fit the model's context window, naming both sizes.

@@ -8,8 +8,8 @@ use clap::Subcommand;
 use deepsolve_store::Role;
 
 use crate::ConfigArgs;
+use crate::database::{DatabaseArgs, open_store};
 use crate::output::{errln, outln};
-use crate::serve::{DatabaseArgs, open_store};
 use crate::setup::load_settings;
 
 #[derive(Subcommand)]

@@ -19,17 +19,9 @@ use deepsolve_store::Role;
 
 use crate::error::ApiError;
 use crate::state::AppState;
-
+pub use crate::state::AuthMode;
 /// The user id of single-user mode.
-pub const LOCAL_USER: &str = "local";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuthMode {
-    /// No users exist: loopback only, no token needed, the caller is an admin.
-    SingleUser,
-    /// Bearer tokens required.
-    Tokens,
-}
+pub use deepsolve_app::LOCAL_USER;
 
 /// The name of the web UI's session cookie.
 pub const SESSION_COOKIE: &str = "deepsolve_session";

@@ -9,14 +9,12 @@
 //! memory. A document counts as left behind when its ingest has not touched it for
 //! [`STALE_AFTER`], so other live processes' ingests on the same store are spared.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use deepsolve_kb::{IngestProgress, Knowledge};
 use deepsolve_store::{KbDocumentStatus, Store, StoreError};
 use tokio::sync::Semaphore;
-
-use crate::state::AppState;
 
 /// Ingests at once per replica.
 pub const DEFAULT_CONCURRENCY: usize = 2;
@@ -131,26 +129,6 @@ pub async fn sweep_interrupted(store: &Store) -> Result<u64, StoreError> {
     store
         .fail_stale_kb_documents_unscoped(INTERRUPTED, stale_before)
         .await
-}
-
-/// [`sweep_interrupted`] every [`SWEEP_EVERY`] until the server's state is dropped: an ingest
-/// that died on another replica (or in this one's previous run, started within the staleness
-/// limit) is failed within about [`STALE_AFTER`], not only at the next restart.
-pub(crate) async fn sweep_periodically(state: Weak<AppState>) {
-    loop {
-        tokio::time::sleep(SWEEP_EVERY).await;
-        let Some(current) = state.upgrade() else {
-            return;
-        };
-        match sweep_interrupted(&current.store).await {
-            Ok(0) => {}
-            Ok(count) => tracing::warn!(
-                count,
-                "documents whose ingest stopped making progress are now failed (upload them again)"
-            ),
-            Err(e) => tracing::warn!(error = %e, "the interrupted-ingest sweep failed"),
-        }
-    }
 }
 
 fn now_ms() -> i64 {

@@ -1,7 +1,8 @@
 //! deepsolve-server: the HTTP face of the engine.
 //!
 //! - `POST /api/v1/turns` starts a turn on its own task; every event is appended to the store
-//!   as it happens ([`writer`]) and fanned out to live readers.
+//!   as it happens (`deepsolve_app::writer`, through `deepsolve_app::life`, which owns a
+//!   turn's life) and fanned out to live readers.
 //! - `GET /api/v1/turns/{id}/events` follows a turn over SSE (`id: <seq>`, resumable with
 //!   `Last-Event-ID`; a finished turn replays in full; any number of readers).
 //! - `GET /api/v1/turns/{id}`, `POST …/cancel`, `POST …/resume`; sessions list/get/delete
@@ -38,7 +39,6 @@ pub mod sse;
 pub mod state;
 pub mod ui;
 pub mod upload;
-pub mod writer;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -103,11 +103,32 @@ pub async fn prepare(
     }
     store.start_listener().await?;
     let metrics = Arc::new(metrics::Metrics::default());
-    let writer = writer::EventWriter::spawn(store.clone(), metrics.clone());
+    let writer = deepsolve_app::writer::EventWriter::spawn(store.clone(), metrics.clone());
     let state = Arc::new(AppState::new(store, app, config, auth, writer, metrics));
     tokio::spawn(relay_cancellations(Arc::downgrade(&state)));
-    tokio::spawn(ingest::sweep_periodically(Arc::downgrade(&state)));
+    tokio::spawn(sweep_periodically(Arc::downgrade(&state)));
     Ok(state)
+}
+
+/// [`ingest::sweep_interrupted`] every [`ingest::SWEEP_EVERY`] until the server's state is
+/// dropped: an ingest that died on another replica (or in this one's previous run, started
+/// within the staleness limit) is failed within about [`ingest::STALE_AFTER`], not only at the
+/// next restart.
+async fn sweep_periodically(state: std::sync::Weak<AppState>) {
+    loop {
+        tokio::time::sleep(ingest::SWEEP_EVERY).await;
+        let Some(current) = state.upgrade() else {
+            return;
+        };
+        match ingest::sweep_interrupted(&current.store).await {
+            Ok(0) => {}
+            Ok(count) => tracing::warn!(
+                count,
+                "documents whose ingest stopped making progress are now failed (upload them again)"
+            ),
+            Err(e) => tracing::warn!(error = %e, "the interrupted-ingest sweep failed"),
+        }
+    }
 }
 
 /// Cancel the turns other replicas ask us to (a cancel request may reach any replica).

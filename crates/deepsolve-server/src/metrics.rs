@@ -212,6 +212,29 @@ impl Metrics {
     }
 }
 
+/// The event writer's sinks report what every turn's events show here.
+impl deepsolve_app::writer::TurnObserver for Metrics {
+    fn event(&self, type_name: &str) {
+        Metrics::event(self, type_name);
+    }
+
+    fn model_first_delta(&self, latency: Duration) {
+        Metrics::model_first_delta(self, latency);
+    }
+
+    fn model_round(&self, duration: Duration) {
+        Metrics::model_round(self, duration);
+    }
+
+    fn tool_call(&self, tool: &str, ok: bool, duration: Duration) {
+        Metrics::tool_call(self, tool, ok, duration);
+    }
+
+    fn turn_ended(&self, stop_reason: &str, rounds: u32, prompt: u64, completion: u64) {
+        Metrics::turn_ended(self, stop_reason, rounds, prompt, completion);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,11 +53,7 @@ async fn restart(
         crate::images::for_resumed_turn(state, &turn.id, &turn.spec.tools, turn.spec.language)
             .await?;
     images.put_on(&mut spec);
-    if !state
-        .store
-        .reclaim_interrupted(&turn.id, &state.config.instance_id)
-        .await?
-    {
+    if !crate::runner::recorder(state).reclaim(&turn.id).await? {
         // Another request (or replica) resumed it between our read and our claim.
         return Err(ApiError::conflict(
             "the turn is no longer interrupted: it was resumed by another request",

@@ -1,40 +1,34 @@
-//! Starting and driving turns: validate a request, record the turn, run `Engine::run_turn` on
-//! its own task with a sink that logs every event as it happens, and record how it ended.
+//! Starting turns from HTTP requests: validate a request in the API's terms (422s naming the
+//! problem), then hand the turn to `deepsolve_app::life` — recorded under this replica's
+//! instance id, run on its own task with every event logged through the shared event writer,
+//! its end recorded — while this replica holds a slot for it.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use deepsolve_app::stored::{TurnKeys, engine_spec};
-use deepsolve_app::{
-    ArtifactRegistry, HeldWorkspace, ToolRequestError, hold_workspace, is_rendered, new_turn_id,
-};
-use deepsolve_core::{Artifact, ConfigError, SolveConfig, ToolContext, TurnSpec};
+use deepsolve_app::ToolRequestError;
+use deepsolve_app::life::{Recorder, SessionChoice, TurnPlan, TurnRun, hold_workspace_for};
+use deepsolve_app::turn::HeldWorkspace;
+use deepsolve_core::{ConfigError, SolveConfig, TurnSpec};
 use deepsolve_protocol::api::{ApiErrorCode, CreateTurn, TurnCreated};
-use deepsolve_protocol::{
-    ErrorKind, EventKind, Language, Material, PriorTurn, StopReason, StoredTurnSpec, TurnOutcome,
-    TurnStatus,
-};
-use deepsolve_store::{
-    ArtifactMeta, ArtifactOrigin, KnowledgeBase, NewArtifact, NewTurn, Store, TurnFinish,
-};
+use deepsolve_protocol::{Language, Material, PriorTurn, TurnStatus};
+use deepsolve_store::KnowledgeBase;
 use serde_json::{Map, Value};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::upload::Upload;
-use deepsolve_app::stored::TurnImages;
 use deepsolve_kb::Knowledge;
 
-/// A validated request, ready to run.
-struct Prepared {
-    language: Language,
-    tools: Vec<String>,
-    config: SolveConfig,
-    /// What the turn may read (its knowledge bases and attachments), once gathered.
-    material: Option<Material>,
-    /// Its images, ready, once checked.
-    images: TurnImages,
+/// Where this replica records its turns: the store, through the shared event writer (which
+/// feeds the metrics), under its instance id.
+pub(crate) fn recorder(state: &AppState) -> Recorder {
+    Recorder::new(
+        state.store.clone(),
+        state.writer.clone(),
+        state.config.instance_id.clone(),
+    )
+    .max_artifact_bytes(state.config.max_artifact_bytes)
 }
 
 /// Validate, record and start a turn.
@@ -87,34 +81,25 @@ async fn start(
     let files = uploaded.files;
     let has_material =
         !req.knowledge_bases.is_empty() || !req.attachments.is_empty() || !files.is_empty();
-    let mut prepared = prepare(state, &req, has_material)?;
-    prepared.images = crate::images::for_new_turn(
+    let mut plan = prepare(state, &req, has_material)?;
+    plan.images = crate::images::for_new_turn(
         state,
         &req.images,
         uploaded.images,
-        &prepared.tools,
-        prepared.language,
+        &plan.tools,
+        plan.language,
     )
     .await?;
     let asked = asked_material(state, caller, &req, files).await?;
-    let turn_id = new_turn_id();
+    let turn_id = plan.turn_id.clone();
     // Reserve the slot first: a refused turn must leave nothing behind.
     let cancel = state.register_turn(&turn_id)?;
     let mut attachments_kb = None;
     let result = async {
         if let Some(asked) = asked {
-            prepared.material = Some(asked.gather(caller, &turn_id, &mut attachments_kb).await?);
+            plan.material = Some(asked.gather(caller, &turn_id, &mut attachments_kb).await?);
         }
-        record_turn(
-            state,
-            caller,
-            &req,
-            history,
-            &turn_id,
-            prepared,
-            cancel.clone(),
-        )
-        .await
+        record_turn(state, caller, &req, history, plan, cancel.clone()).await
     }
     .await;
     match result {
@@ -222,90 +207,54 @@ impl AskedMaterial {
     }
 }
 
+/// Record the turn in the session the request names (or a new one) and start it.
 async fn record_turn(
     state: &Arc<AppState>,
     caller: &Caller,
     req: &CreateTurn,
     given_history: Option<Vec<PriorTurn>>,
-    turn_id: &str,
-    prepared: Prepared,
+    plan: TurnPlan,
     cancel: tokio_util::sync::CancellationToken,
 ) -> ApiResult<TurnCreated> {
-    let (session_id, history) = match (&req.session_id, given_history) {
-        (_, Some(history)) => {
-            let session = state
-                .store
-                .create_session(&caller.user_id, &req.problem)
-                .await?;
-            (session.id, history)
-        }
-        (Some(id), None) => {
-            let session = state
-                .store
-                .session(id, &caller.user_id)
-                .await?
-                .ok_or_else(|| ApiError::not_found("session"))?;
-            let history = state.store.prior_turns(&session.id).await?;
-            (session.id, history)
-        }
-        (None, None) => {
-            let session = state
-                .store
-                .create_session(&caller.user_id, &req.problem)
-                .await?;
-            (session.id, Vec::new())
-        }
+    let session = match (&req.session_id, given_history) {
+        (_, Some(history)) => SessionChoice::New { history },
+        (Some(id), None) => SessionChoice::continuing(&state.store, id, &caller.user_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("session"))?,
+        (None, None) => SessionChoice::new(),
     };
-    let stored = StoredTurnSpec {
-        language: prepared.language,
-        tools: prepared.tools,
-        config: prepared.config.to_map(),
-        context_window: state.config.context_window,
-        history,
-        material: prepared.material,
-        images: prepared.images.stored(),
-    };
-    let new = NewTurn {
-        id: turn_id.to_string(),
-        session_id: session_id.clone(),
-        user_id: caller.user_id.clone(),
-        problem: req.problem.clone(),
-        spec: stored.clone(),
-        owner: state.config.instance_id.clone(),
-    };
-    // Built before the insert: once the turn is recorded `running`, nothing may fail before
-    // its task starts (a failure would leave a running turn that nothing runs).
-    let rows = prepared.images.rows();
-    let mut spec = engine_spec(stored, prepared.config, TurnKeys::from(&new));
-    prepared.images.put_on(&mut spec);
-    state.store.create_turn_with_images(&new, &rows).await?;
+    let spec = recorder(state)
+        .record(&caller.user_id, session, plan)
+        .await?;
     Ok(launch(state, spec, cancel))
 }
 
 /// Run a recorded turn (new or resumed) on its own task; its slot is `cancel`'s. The
 /// workspace is made here, once the turn exists: a refused turn leaves no directory, and a
-/// resumed one finds the files it wrote before. The turn's task holds it until the turn's end
-/// is recorded, so no collection deletes it meanwhile.
+/// resumed one finds the files it wrote before. The turn holds it until its end is recorded,
+/// so no collection deletes it meanwhile.
 pub(crate) fn launch(
     state: &Arc<AppState>,
-    mut spec: TurnSpec,
+    spec: TurnSpec,
     cancel: tokio_util::sync::CancellationToken,
 ) -> TurnCreated {
     let workspace = workspace_for(state, &spec);
-    spec.workspace = workspace.as_ref().map(|held| held.path().to_path_buf());
     let created = TurnCreated {
         events_url: format!("/api/v1/turns/{}/events", spec.turn_id),
         turn_id: spec.turn_id.clone(),
         session_id: spec.session_id.clone().unwrap_or_default(),
         status: TurnStatus::Running,
     };
-    tokio::spawn(drive(state.clone(), spec, cancel, workspace));
+    let run = TurnRun::new(&state.app, spec)
+        .workspace(workspace)
+        .cancel(cancel);
+    tokio::spawn(drive(state.clone(), run));
     created
 }
 
 /// Check the request. `has_material`: the turn asks for knowledge bases or attachments, and
 /// so is offered the knowledge tools.
-fn prepare(state: &AppState, req: &CreateTurn, has_material: bool) -> ApiResult<Prepared> {
+fn prepare(state: &AppState, req: &CreateTurn, has_material: bool) -> ApiResult<TurnPlan> {
     if req.problem.trim().is_empty() {
         return Err(ApiError::invalid(
             ApiErrorCode::InvalidRequest,
@@ -331,13 +280,15 @@ fn prepare(state: &AppState, req: &CreateTurn, has_material: bool) -> ApiResult<
             )
         })?,
     };
-    Ok(Prepared {
+    let tools = check_tools(state, &req.tools, has_material)?;
+    let config = turn_config(&state.solve_defaults(), &req.config)?;
+    Ok(TurnPlan::new(
+        req.problem.clone(),
         language,
-        tools: check_tools(state, &req.tools, has_material)?,
-        config: turn_config(&state.solve_defaults(), &req.config)?,
-        material: None,
-        images: TurnImages::default(),
-    })
+        tools,
+        config,
+        state.config.context_window,
+    ))
 }
 
 /// The turn's work tools by the catalog's rule (`App::tools_for_turn`); refused names are a
@@ -428,15 +379,12 @@ pub fn apply_overrides(
 }
 
 /// A private directory for a turn whose tools need one (the same rule as the CLI's), held for
-/// the turn.
+/// the turn; none (logged) when it cannot be made.
 fn workspace_for(state: &AppState, spec: &TurnSpec) -> Option<HeldWorkspace> {
-    if !state.app.needs_workspace(&spec.tools) {
-        return None;
-    }
-    let root = state.config.workspace_root.as_ref()?;
+    let root = state.config.workspace_root.clone()?;
     let turn_id = spec.turn_id.as_str();
-    match hold_workspace(root, turn_id) {
-        Ok(held) => Some(held),
+    match hold_workspace_for(&state.app, &spec.tools, turn_id, || Ok(root)) {
+        Ok(held) => held,
         Err(e) => {
             tracing::warn!(turn_id, error = %e, "no workspace for this turn");
             None
@@ -444,227 +392,11 @@ fn workspace_for(state: &AppState, spec: &TurnSpec) -> Option<HeldWorkspace> {
     }
 }
 
-/// Run the turn to its end and record it. The engine runs on its own task so that a panic
-/// inside it becomes a failed turn, not a turn stuck `running`. `held` is the turn's
-/// workspace, let go once the end is recorded (its artifacts are in the store by then).
-async fn drive(
-    state: Arc<AppState>,
-    spec: TurnSpec,
-    cancel: tokio_util::sync::CancellationToken,
-    held: Option<HeldWorkspace>,
-) {
-    let turn_id = spec.turn_id.clone();
-    let user_id = spec.user_id.clone().unwrap_or_default();
-    let workspace = spec.workspace.clone();
-    let sink = Arc::new(state.writer.sink(&turn_id, spec.first_seq));
-    let engine = state.app.engine().clone();
-    let model = state.app.model().clone();
-    let task_sink = sink.clone();
-    let task = tokio::spawn(async move {
-        engine
-            .run_turn(model.as_ref(), spec, task_sink.as_ref(), cancel)
-            .await
-    });
-    let finish = match task.await {
-        Ok(Ok(outcome)) => {
-            if let Some(ws) = &workspace {
-                store_artifacts(&state, &turn_id, &user_id, ws, &outcome).await;
-            }
-            finish_of(&outcome)
-        }
-        Ok(Err(e)) => failed(&state, &sink, ErrorKind::TurnNotStarted, e.to_string()),
-        Err(join) => {
-            tracing::error!(turn_id, error = %join, "the engine task failed");
-            failed(
-                &state,
-                &sink,
-                ErrorKind::Internal,
-                "the turn failed inside the server".into(),
-            )
-        }
-    };
-    state.writer.finish(&sink, finish).await;
-    drop(held);
+/// Run the turn to its end and record it (its outcome is in the store), then free its slot.
+async fn drive(state: Arc<AppState>, run: TurnRun) {
+    let turn_id = run.spec().turn_id.clone();
+    let _ = recorder(&state).run(run).await;
     state.unregister_turn(&turn_id);
-}
-
-fn failed(
-    state: &AppState,
-    sink: &crate::writer::TurnSink,
-    kind: ErrorKind,
-    message: String,
-) -> TurnFinish {
-    state.metrics.turn_ended("failed", 0, 0, 0);
-    sink.send_extra(EventKind::Error {
-        kind,
-        message: message.clone(),
-    });
-    TurnFinish {
-        status: Some(TurnStatus::Failed),
-        error: Some(message),
-        ..Default::default()
-    }
-}
-
-pub fn finish_of(outcome: &TurnOutcome) -> TurnFinish {
-    TurnFinish {
-        status: Some(if outcome.stop_reason == StopReason::Cancelled {
-            TurnStatus::Cancelled
-        } else {
-            TurnStatus::Finished
-        }),
-        answer: outcome.answer.clone(),
-        stop_reason: Some(outcome.stop_reason),
-        usage: Some(outcome.usage),
-        solve: Some(outcome.solve.clone()),
-        rounds: outcome.rounds,
-        elapsed_ms: outcome.elapsed_ms,
-        error: outcome.error.clone(),
-    }
-}
-
-/// Copy the files a turn produced into the store that were not stored as their call ended
-/// (see [`ArtifactStore`]), so any replica can serve them. A file reported by several calls
-/// and never stored live is stored once, as it was at the end.
-async fn store_artifacts(
-    state: &AppState,
-    turn_id: &str,
-    user_id: &str,
-    workspace: &Path,
-    outcome: &TurnOutcome,
-) {
-    let stored_live: std::collections::HashSet<&str> = (outcome.artifacts.iter())
-        .filter(|a| a.id.is_some())
-        .map(|a| a.path.as_str())
-        .collect();
-    let mut seen = std::collections::HashSet::new();
-    for artifact in outcome.artifacts.iter().rev() {
-        if stored_live.contains(artifact.path.as_str()) || !seen.insert(artifact.path.as_str()) {
-            continue;
-        }
-        let owner = Owner {
-            turn_id,
-            user_id,
-            workspace,
-        };
-        store_one(
-            &state.store,
-            state.config.max_artifact_bytes,
-            &owner,
-            artifact,
-        )
-        .await;
-    }
-}
-
-/// Whose file an artifact is.
-struct Owner<'a> {
-    turn_id: &'a str,
-    user_id: &'a str,
-    workspace: &'a Path,
-}
-
-/// Copy one reported file into the store. Paths are resolved inside the workspace only: a
-/// tool (or a model steering one) cannot make the server read `/etc/passwd` by naming it as
-/// an artifact. `None` (logged): outside, too large, unreadable, or not stored.
-async fn store_one(
-    store: &Store,
-    max_bytes: u64,
-    owner: &Owner<'_>,
-    artifact: &Artifact,
-) -> Option<ArtifactMeta> {
-    let turn_id = owner.turn_id;
-    let Some(path) = inside(owner.workspace, &artifact.path) else {
-        tracing::warn!(turn_id, path = %artifact.path, "artifact outside the workspace skipped");
-        return None;
-    };
-    let content = match tokio::fs::metadata(&path).await {
-        Ok(meta) if meta.len() <= max_bytes => tokio::fs::read(&path).await,
-        Ok(_) => {
-            tracing::warn!(turn_id, path = %artifact.path, "artifact too large; skipped");
-            return None;
-        }
-        Err(e) => Err(e),
-    };
-    let content = match content {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(turn_id, path = %artifact.path, error = %e, "artifact unreadable");
-            return None;
-        }
-    };
-    let name = Path::new(&artifact.path)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "artifact".into());
-    let new = NewArtifact {
-        turn_id: turn_id.to_string(),
-        user_id: owner.user_id.to_string(),
-        name,
-        mime: artifact.mime.clone(),
-        origin: origin(artifact, &content),
-        content,
-    };
-    match store.put_artifact(new).await {
-        Ok(meta) => Some(meta),
-        Err(e) => {
-            tracing::error!(turn_id, error = %e, "artifact not stored");
-            None
-        }
-    }
-}
-
-/// A file is ours (drawn by deepsolve, shown inline) only when its tool recorded the hash of
-/// what it wrote and the bytes read back still have it ([`is_rendered`]).
-fn origin(artifact: &Artifact, content: &[u8]) -> ArtifactOrigin {
-    if is_rendered(artifact, content) {
-        ArtifactOrigin::Rendered
-    } else {
-        ArtifactOrigin::Workspace
-    }
-}
-
-/// Stores a call's artifacts as the call ends, before its `tool_result` event, which then
-/// carries each stored copy's `id` and `url` (the web UI shows a figure while the turn runs).
-pub struct ArtifactStore {
-    store: Store,
-    max_bytes: u64,
-}
-
-impl ArtifactStore {
-    /// `max_bytes`: the largest file copied (`ServerConfig::max_artifact_bytes`).
-    pub fn new(store: Store, max_bytes: u64) -> Arc<Self> {
-        Arc::new(ArtifactStore { store, max_bytes })
-    }
-}
-
-#[async_trait::async_trait]
-impl ArtifactRegistry for ArtifactStore {
-    async fn register(&self, ctx: &ToolContext, artifacts: &mut [Artifact]) {
-        let (Some(workspace), Some(user_id)) = (&ctx.workspace, &ctx.user_id) else {
-            return;
-        };
-        let owner = Owner {
-            turn_id: &ctx.turn_id,
-            user_id,
-            workspace,
-        };
-        for artifact in artifacts.iter_mut() {
-            if let Some(meta) = store_one(&self.store, self.max_bytes, &owner, artifact).await {
-                artifact.url = Some(format!("/api/v1/artifacts/{}", meta.id));
-                artifact.id = Some(meta.id);
-            }
-        }
-    }
-}
-
-/// `rel` resolved under `root`, or `None` if it would leave it (`..`, absolute paths,
-/// symlinks pointing out).
-fn inside(root: &Path, rel: &str) -> Option<PathBuf> {
-    let root = root.canonicalize().ok()?;
-    let candidate = root.join(rel.trim_start_matches('/'));
-    let resolved = candidate.canonicalize().ok()?;
-    resolved.starts_with(&root).then_some(resolved)
 }
 
 #[cfg(test)]
@@ -692,15 +424,5 @@ mod tests {
             turn_config(&defaults, &map).err().map(|e| e.code),
             Some(ApiErrorCode::InvalidConfig)
         );
-    }
-
-    #[test]
-    fn artifact_paths_cannot_leave_the_workspace() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("ok.txt"), "x").expect("write");
-        assert!(inside(dir.path(), "ok.txt").is_some());
-        assert!(inside(dir.path(), "/ok.txt").is_some());
-        assert!(inside(dir.path(), "../../etc/passwd").is_none());
-        assert!(inside(dir.path(), "missing.txt").is_none());
     }
 }

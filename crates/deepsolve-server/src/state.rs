@@ -10,14 +10,23 @@ use deepsolve_core::SolveConfig;
 use deepsolve_store::Store;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::AuthMode;
+use deepsolve_app::writer::EventWriter;
+
 use crate::cors::CorsOrigins;
 use crate::listener::ConnectionLimits;
 use crate::metrics::Metrics;
-use crate::writer::EventWriter;
 
 /// The largest artifact copied into the store, unless configured otherwise (the CLI's too).
-pub const DEFAULT_MAX_ARTIFACT_BYTES: u64 = 20 * 1024 * 1024;
+pub use deepsolve_app::DEFAULT_MAX_ARTIFACT_BYTES;
+
+/// Who may call: decided at start from whether the store has users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMode {
+    /// No users exist: loopback only, no token needed, the caller is an admin.
+    SingleUser,
+    /// Bearer tokens required.
+    Tokens,
+}
 
 /// Server options (the `server` settings and the flags of `deepsolve serve`).
 #[derive(Debug, Clone)]

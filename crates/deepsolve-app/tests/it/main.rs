@@ -7,5 +7,7 @@ mod app;
 mod gc;
 mod interp;
 mod knowledge;
+mod life;
 mod turn;
 mod vision;
+mod writer;

@@ -23,7 +23,7 @@ use judge::{Candidate, Round, Verdict};
 use run::{Bounds, Ran, run_work};
 
 pub(crate) use repetition::{FORCE_AT, RepetitionGuard, Signature, signature};
-pub(crate) use toolbox::{Mounted, Toolbox};
+pub(crate) use toolbox::{InvalidSchema, Mounted, Toolbox};
 
 /// The result of one call, in call order.
 pub(crate) struct CallResult {

@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::engine::EngineError;
 use crate::truncate::clip;
 
 /// Validator messages reported per call at most (a huge array can fail item by item).
@@ -22,13 +21,19 @@ pub(crate) struct Mounted {
     validator: jsonschema::Validator,
 }
 
+/// A tool whose parameters are not a valid JSON Schema (the engine refuses to be built with
+/// it: `EngineError::InvalidSchema`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct InvalidSchema {
+    pub(crate) tool: String,
+    pub(crate) message: String,
+}
+
 impl Mounted {
-    pub(crate) fn new(spec: ToolSpec, tool: Option<ToolRef>) -> Result<Self, EngineError> {
-        let validator = jsonschema::validator_for(&spec.parameters).map_err(|e| {
-            EngineError::InvalidSchema {
-                tool: spec.name.clone(),
-                message: e.to_string(),
-            }
+    pub(crate) fn new(spec: ToolSpec, tool: Option<ToolRef>) -> Result<Self, InvalidSchema> {
+        let validator = jsonschema::validator_for(&spec.parameters).map_err(|e| InvalidSchema {
+            tool: spec.name.clone(),
+            message: e.to_string(),
         })?;
         Ok(Mounted {
             spec,

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::SolveConfig;
-use crate::dispatch::{Mounted, Toolbox};
+use crate::dispatch::{InvalidSchema, Mounted, Toolbox};
 use crate::event::EventSink;
 use crate::image::TurnImage;
 use crate::model::{ChatModel, Protocol};
@@ -131,6 +131,12 @@ pub enum EngineError {
     DuplicateTool(String),
     #[error("tool {tool} has an invalid schema: {message}")]
     InvalidSchema { tool: String, message: String },
+}
+
+impl From<InvalidSchema> for EngineError {
+    fn from(InvalidSchema { tool, message }: InvalidSchema) -> Self {
+        EngineError::InvalidSchema { tool, message }
+    }
 }
 
 /// One language's texts in force and the solve tools described in them: a turn takes both

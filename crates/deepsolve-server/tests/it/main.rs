@@ -16,4 +16,3 @@ mod prompts;
 mod support;
 mod tools;
 mod web_ui;
-mod writer;

@@ -87,8 +87,7 @@ pub(crate) async fn launch(
     settings: Settings,
 ) -> TestServer {
     // The catalog's tools on the scripted model (no sandbox: no code tools), plus the test's.
-    let registry =
-        deepsolve_server::runner::ArtifactStore::new(store.clone(), config.max_artifact_bytes);
+    let registry = deepsolve_app::ArtifactStore::new(store.clone(), config.max_artifact_bytes);
     let knowledge = test_knowledge(&settings, &store, dir.path());
     let mut app = AppBuilder::new(settings, model_for(&mock))
         .artifact_registry(registry)

@@ -1,5 +1,7 @@
-//! The event writer: one task that appends every turn's events to the store as they happen
-//!, in batches, and records each turn's end after its last event.
+//! The event writer: one task that appends every turn's events to the store as they happen,
+//! in batches, and records each turn's end after its last event. Every front end records its
+//! turns through it ([`crate::life`]): a turn run from the command line is logged exactly as a
+//! served one.
 //!
 //! `EventSink::send` is synchronous and must not drop events, so sinks push into an unbounded
 //! channel; the writer drains whatever has accumulated into one transaction (one fsync for
@@ -24,8 +26,6 @@ use deepsolve_protocol::{EventKind, TurnEvent};
 use deepsolve_store::{AnyConnection, Store, StoreError, StoredEvent, TurnFinish};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::metrics::Metrics;
-
 /// Events written per transaction at most.
 const BATCH: usize = 1024;
 /// Encoded event bytes per transaction at most (a batch of large events, such as a fast
@@ -35,6 +35,28 @@ const BATCH: usize = 1024;
 const BATCH_BYTES: usize = 256 * 1024;
 /// Attempts at a failing batch before falling back to per-turn writes.
 const ATTEMPTS: u32 = 4;
+
+/// What a front end counts of the turns it records, as their events are logged (the server's
+/// metrics); every method does nothing unless implemented. The sink measures the times
+/// itself, so every front end reports the same numbers whatever the model or tool.
+pub trait TurnObserver: Send + Sync {
+    /// An event of this type (`EventKind::type_name`) was logged.
+    fn event(&self, _type_name: &str) {}
+    /// A model round's first text or reasoning arrived this long after the round started.
+    fn model_first_delta(&self, _latency: Duration) {}
+    /// A model round took this long.
+    fn model_round(&self, _duration: Duration) {}
+    /// A tool call ended.
+    fn tool_call(&self, _tool: &str, _ok: bool, _duration: Duration) {}
+    /// A turn ended: `stop_reason` is its stop reason's name, or `failed` when it never ran.
+    fn turn_ended(&self, _stop_reason: &str, _rounds: u32, _prompt: u64, _completion: u64) {}
+}
+
+/// Counts nothing: a front end without metrics (the CLI, an eval run).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoObserver;
+
+impl TurnObserver for NoObserver {}
 
 enum WriterMsg {
     Event(TurnEvent),
@@ -52,18 +74,24 @@ enum WriterMsg {
 #[derive(Clone)]
 pub struct EventWriter {
     tx: mpsc::UnboundedSender<WriterMsg>,
-    metrics: Arc<Metrics>,
+    observer: Arc<dyn TurnObserver>,
 }
 
 impl EventWriter {
     /// Start the writer on its own thread (see the module docs); should that thread or its
     /// runtime fail to start, the writer runs as a task on the current runtime instead.
-    pub fn spawn(store: Store, metrics: Arc<Metrics>) -> EventWriter {
+    /// `observer` is told what every turn's events show ([`NoObserver`]: nothing is counted).
+    pub fn spawn(store: Store, observer: Arc<dyn TurnObserver>) -> EventWriter {
         let (tx, rx) = mpsc::unbounded_channel();
         if let Err((store, rx)) = spawn_thread(store, rx) {
             tokio::spawn(run(store, rx));
         }
-        EventWriter { tx, metrics }
+        EventWriter { tx, observer }
+    }
+
+    /// Who is told what the turns' events show.
+    pub fn observer(&self) -> &Arc<dyn TurnObserver> {
+        &self.observer
     }
 
     /// A sink for one turn.
@@ -72,7 +100,7 @@ impl EventWriter {
             turn_id: turn_id.to_string(),
             tx: self.tx.clone(),
             next_seq: AtomicU64::new(first_seq),
-            metrics: self.metrics.clone(),
+            observer: self.observer.clone(),
             round: Mutex::new(RoundClock::default()),
             held_end: Mutex::new(None),
         }
@@ -109,7 +137,7 @@ pub struct TurnSink {
     turn_id: String,
     tx: mpsc::UnboundedSender<WriterMsg>,
     next_seq: AtomicU64,
-    metrics: Arc<Metrics>,
+    observer: Arc<dyn TurnObserver>,
     round: Mutex<RoundClock>,
     /// `turn_finished`, kept until [`EventWriter::finish`] writes it with the turn's end.
     held_end: Mutex<Option<TurnEvent>>,
@@ -137,9 +165,10 @@ impl TurnSink {
 }
 
 impl TurnSink {
-    /// Metrics from the event stream: the same numbers whatever the model or tool.
+    /// What the event stream shows, to the observer: the same numbers whatever the model or
+    /// tool.
     fn observe(&self, kind: &EventKind) {
-        self.metrics.event(kind.type_name());
+        self.observer.event(kind.type_name());
         let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
         match kind {
             EventKind::RoundStarted { .. } => {
@@ -151,12 +180,12 @@ impl TurnSink {
             EventKind::TextDelta { .. } | EventKind::ReasoningDelta { .. } => {
                 if let (Some(started), false) = (round.started, round.first_delta_seen) {
                     round.first_delta_seen = true;
-                    self.metrics.model_first_delta(started.elapsed());
+                    self.observer.model_first_delta(started.elapsed());
                 }
             }
             EventKind::RoundFinished { .. } => {
                 if let Some(started) = round.started.take() {
-                    self.metrics.model_round(started.elapsed());
+                    self.observer.model_round(started.elapsed());
                 }
             }
             EventKind::ToolResult {
@@ -165,14 +194,14 @@ impl TurnSink {
                 duration_ms,
                 ..
             } => self
-                .metrics
+                .observer
                 .tool_call(name, *ok, Duration::from_millis(*duration_ms)),
             EventKind::TurnFinished {
                 stop_reason,
                 usage,
                 rounds,
                 ..
-            } => self.metrics.turn_ended(
+            } => self.observer.turn_ended(
                 stop_reason.as_str(),
                 *rounds,
                 usage.prompt_tokens,

@@ -4,10 +4,9 @@
 
 use std::sync::Arc;
 
+use deepsolve_app::writer::{EventWriter, NoObserver};
 use deepsolve_core::EventSink;
 use deepsolve_protocol::{EventKind, StopReason, StoredTurnSpec, TurnEvent, TurnStatus, Usage};
-use deepsolve_server::metrics::Metrics;
-use deepsolve_server::writer::EventWriter;
 use deepsolve_store::{HubMsg, NewTurn, Received, Store, StoreOptions, TurnFinish};
 
 const TURNS: usize = 24;
@@ -142,7 +141,7 @@ async fn concurrent_turns_lose_no_event_keep_their_order_and_publish_only_commit
         while store.hub().watched_turns() < TURNS {
             tokio::task::yield_now().await;
         }
-        let writer = EventWriter::spawn(store.clone(), Arc::new(Metrics::default()));
+        let writer = EventWriter::spawn(store.clone(), Arc::new(NoObserver));
         let streams: Vec<_> = turns
             .iter()
             .map(|t| tokio::spawn(stream_turn(store.clone(), writer.clone(), t.clone())))
