@@ -17,6 +17,8 @@
 //! - [`tags`]: the text-tag protocol read and written independently of the engine's
 //!   implementation; tags-mode requests reach policies in the same neutral shape as native ones.
 //!
+//! - [`real`]: the project's small real model and llama.cpp's own server for real-model tests.
+//!
 //! The testkit reads the OpenAI wire format itself ([`wire`]) and never depends on
 //! `deepsolve-llm`, the client it helps test.
 //!
@@ -38,6 +40,7 @@ pub mod images;
 pub mod invariants;
 pub mod policy;
 pub mod progress;
+pub mod real;
 pub mod reply;
 pub mod request;
 mod scripted;

@@ -7,5 +7,6 @@ mod common;
 mod engine_turns;
 mod kb_cite;
 mod policies;
+mod real_server;
 mod server;
 mod tags;
