@@ -135,13 +135,13 @@ fn broken(root: &Path, page: &Path, target: &str) -> Option<String> {
         Some((path, anchor)) => (path, Some(anchor)),
         None => (target, None),
     };
-    let file = if path.is_empty() {
-        root.join(page)
+    let relative = if path.is_empty() {
+        page.to_path_buf()
     } else {
-        root.join(page.parent().unwrap_or(Path::new(""))).join(path)
+        page.parent().unwrap_or(Path::new("")).join(path)
     };
-    let Ok(file) = file.canonicalize() else {
-        return Some(format!("{} does not exist", file.display()));
+    let Ok(file) = root.join(&relative).canonicalize() else {
+        return Some(format!("{} does not exist", relative.display()));
     };
     let inside = root.canonicalize().expect("the root");
     if !file.starts_with(&inside) {
