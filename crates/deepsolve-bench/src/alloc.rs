@@ -14,20 +14,23 @@ static PEAK: AtomicU64 = AtomicU64::new(0);
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         record_alloc(layout.size() as u64);
-        // SAFETY: same contract as our caller's.
+        // SAFETY: our caller upholds `GlobalAlloc::alloc`'s contract for `layout` (non-zero
+        // size); it goes to the system allocator unchanged.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         LIVE.fetch_sub(layout.size() as u64, Relaxed);
-        // SAFETY: same contract as our caller's.
+        // SAFETY: every block we hand out comes from `System`, so `ptr` was allocated there with
+        // this `layout`, as our caller guarantees it was allocated by us.
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         LIVE.fetch_sub(layout.size() as u64, Relaxed);
         record_alloc(new_size as u64);
-        // SAFETY: same contract as our caller's.
+        // SAFETY: `ptr` came from `System` with `layout` (every block we hand out does), and our
+        // caller guarantees `new_size` is valid for it; both pass through unchanged.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }

@@ -22,10 +22,22 @@
 #[path = "../tests/it/memory_probe.rs"]
 mod memory_probe;
 
-use memory_probe::{BigReply, Part, binary_beside_examples, measure};
+use std::path::{Path, PathBuf};
+
+use memory_probe::{BigReply, Part, measure};
 
 const MB: usize = 1_000_000;
 const MIB: usize = 1024 * 1024;
+
+/// The `deepsolve` binary next to an example's own executable (`target/<profile>/examples/`).
+fn binary_beside_examples() -> PathBuf {
+    let exe = std::env::current_exe().expect("own path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    dir.join("deepsolve")
+}
 
 fn arg(args: &[String], name: &str) -> Option<usize> {
     args.iter()

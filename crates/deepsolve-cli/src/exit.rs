@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use deepsolve_protocol::ErrorKind;
 
-/// What the exit code says. Documented in `--help` ([`HELP`]) and the README.
+/// What the exit code says. Documented in `--help` ([`HELP`]) and `docs/guide.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Exit {
     /// An answer (or a command that did what it was asked).

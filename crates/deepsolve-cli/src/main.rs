@@ -208,6 +208,8 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// 0`: released, not merely marked reusable), so the resident set falls back after a load
 /// without any thread of ours having to allocate again.
 #[allow(non_upper_case_globals)]
+// SAFETY: jemalloc reads this symbol as a NUL-terminated C string: the bytes are static, end in
+// `\0`, and nothing else in the binary exports the name.
 #[unsafe(export_name = "_rjem_malloc_conf")]
 pub static malloc_conf: &[u8; 60] =
     b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";

@@ -411,7 +411,10 @@ impl ChildSetup {
         }
         let mut first_free = match self.control {
             Some((req, rep)) => {
+                // SAFETY: dup2 onto 3 of a pipe end opened before the fork; the source is
+                // numbered 10 or above (`high_fd`), so the target never clobbers it.
                 check(unsafe { libc::dup2(req, 3) })?;
+                // SAFETY: as above, onto 4, from the reply pipe's high-numbered copy.
                 check(unsafe { libc::dup2(rep, 4) })?;
                 5
             }
@@ -419,6 +422,8 @@ impl ChildSetup {
         };
         if let Some(program) = self.seccomp {
             let target = seccomp_fd(self.control.is_some());
+            // SAFETY: dup2 of the seccomp memfd (numbered 10 or above, opened before the fork)
+            // onto the first fd after the control pipes; nothing we still need lives there.
             check(unsafe { libc::dup2(program, target) })?;
             first_free = target + 1;
         }
@@ -428,6 +433,7 @@ impl ChildSetup {
                 rlim_cur: value,
                 rlim_max: value,
             };
+            // SAFETY: setrlimit reads the `rlimit` on our stack and changes only this child.
             check(unsafe { libc::setrlimit(resource, &lim) })?;
         }
         if let Some(drop) = &self.drop {
@@ -447,12 +453,15 @@ fn close_from(first: u32) {
             rlim_cur: 0,
             rlim_max: 0,
         };
+        // SAFETY: getrlimit writes only into the `rlimit` on our stack.
         let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
             lim.rlim_cur.min(65_536) as i32
         } else {
             4096
         };
         for fd in first as i32..max {
+            // SAFETY: closing fds of this (child) process; no Rust owner here uses them again
+            // before exec, and EBADF on an unused number is harmless.
             unsafe { libc::close(fd) };
         }
     }

@@ -9,6 +9,7 @@ mod code_tools;
 mod connections;
 mod did_you_mean;
 mod disabled_tools;
+mod doc_links;
 mod gc;
 mod geogebra;
 mod habits;

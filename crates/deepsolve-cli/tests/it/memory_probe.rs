@@ -2,10 +2,9 @@
 //! model that streams the reply in many small deltas, the way providers do, with the server's
 //! peak resident memory read from `/proc/<pid>/status`. Shared by the memory tests and by
 //! `cargo run --release -p deepsolve-cli --example reply_memory`, which prints a table.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -146,8 +145,8 @@ pub(crate) struct Measured {
     pub stop_reason: String,
     /// The `error` event's kind, if the turn had one.
     pub error_kind: Option<String>,
-    /// SSE bytes the turn's events came to (one reader).
-    pub events_bytes: u64,
+    /// How long the big reply's turn took (the example prints it; the tests bound memory only).
+    #[cfg_attr(test, expect(dead_code, reason = "read by the reply_memory example"))]
     pub elapsed: Duration,
 }
 
@@ -251,16 +250,6 @@ impl Server {
         followed
     }
 
-    /// `GET /api/v1/turns/{id}`.
-    pub(crate) async fn view(&self, turn: &str) -> Value {
-        reqwest::get(format!("{}/api/v1/turns/{turn}", self.base))
-            .await
-            .expect("get the turn")
-            .json()
-            .await
-            .expect("json")
-    }
-
     /// `turn_finished` reaches readers before the turn's end is written: wait for that too.
     async fn wait_until_recorded(&self, http: &reqwest::Client, turn: &str) {
         for _ in 0..1200 {
@@ -295,20 +284,16 @@ pub(crate) struct Followed {
     pub stop_reason: String,
     /// The `error` event's kind, if the turn had one.
     pub error_kind: Option<String>,
-    /// Bytes of SSE the reader got.
-    pub events_bytes: u64,
 }
 
 /// Read an event stream to its end, keeping only what the probe reports.
 async fn follow(response: reqwest::Response) -> Followed {
     let mut stream = response.bytes_stream();
-    let mut bytes = 0u64;
     let mut line = Vec::new();
     let mut stop = String::new();
     let mut error = None;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.expect("event stream");
-        bytes += chunk.len() as u64;
         for &b in chunk.iter() {
             if b != b'\n' {
                 line.push(b);
@@ -332,7 +317,6 @@ async fn follow(response: reqwest::Response) -> Followed {
         turn_id: String::new(),
         stop_reason: stop,
         error_kind: error,
-        events_bytes: bytes,
     }
 }
 
@@ -352,17 +336,6 @@ pub(crate) async fn measure(binary: &Path, settings: &str, big: BigReply) -> Mea
         peak_kib,
         stop_reason: followed.stop_reason,
         error_kind: followed.error_kind,
-        events_bytes: followed.events_bytes,
         elapsed,
     }
-}
-
-/// The `deepsolve` binary next to an example's own executable (`target/<profile>/examples/`).
-pub(crate) fn binary_beside_examples() -> PathBuf {
-    let exe = std::env::current_exe().expect("own path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>");
-    dir.join("deepsolve")
 }

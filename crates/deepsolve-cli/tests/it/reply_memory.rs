@@ -4,7 +4,7 @@
 //! whose stream the server stops reading at the cap. The cap is `llm.max_reply_mb`, at its
 //! smallest here so the test stays quick.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::memory_probe::{BigReply, Measured, Part, Server, measure, probe_model};
 
@@ -16,6 +16,16 @@ const DELTA: usize = 64;
 
 fn binary() -> &'static std::path::Path {
     assert_cmd::cargo::cargo_bin!("deepsolve")
+}
+
+/// The turn's record, `GET /api/v1/turns/{id}`.
+async fn turn_view(server: &Server, turn: &str) -> Value {
+    reqwest::get(format!("{}/api/v1/turns/{turn}", server.base))
+        .await
+        .expect("get the turn")
+        .json()
+        .await
+        .expect("json")
 }
 
 /// The bound, with what was measured in the message.
@@ -77,7 +87,7 @@ async fn the_turn_record_names_the_cap() {
         Some("reply_too_large"),
         "{run:?}"
     );
-    let view = server.view(&run.turn_id).await;
+    let view = turn_view(&server, &run.turn_id).await;
     assert_eq!(view["stop_reason"], json!("model_error"), "{view}");
     let error = view["error"].as_str().unwrap_or_default();
     assert!(

@@ -2,7 +2,6 @@
 //! settings, environment and home (an empty settings file, a scratch data dir for turn
 //! workspaces and a scratch cache for the sandbox probe's verdict, no inherited `DEEPSOLVE_*`
 //! or `OPENAI_API_KEY`).
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -1,5 +1,4 @@
 //! A scripted in-process model and fake tools for the engine's tests.
-#![allow(dead_code)]
 
 use std::collections::HashSet;
 use std::sync::Mutex;

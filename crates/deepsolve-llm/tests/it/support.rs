@@ -1,8 +1,6 @@
 //! A tiny scripted OpenAI-compatible server for the client tests: each request takes the next
 //! scripted reply (status, headers, body parts with delays and connection cuts) and is recorded.
 
-#![allow(dead_code)]
-
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

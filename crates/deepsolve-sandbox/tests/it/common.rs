@@ -1,7 +1,6 @@
 //! Shared by the sandbox's integration tests: a real sandbox (these tests run for real; a
 //! machine without bubblewrap fails them loudly rather than skipping), scratch workspaces,
 //! and process-table checks.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

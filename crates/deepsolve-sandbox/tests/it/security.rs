@@ -392,6 +392,8 @@ async fn inherited_file_descriptors_do_not_reach_the_sandbox() {
     file.read_to_string(&mut s).unwrap();
     use std::os::fd::AsRawFd;
     let leaked = 213;
+    // SAFETY: dup2 of an open file onto an fd number nothing in this test process uses; the
+    // `File` keeps its own fd, and the copy is closed by hand at the end.
     assert_eq!(unsafe { libc::dup2(file.as_raw_fd(), leaked) }, leaked);
     let sb = sandbox().await;
     let (_d, ws) = workspace();
@@ -420,5 +422,6 @@ async fn inherited_file_descriptors_do_not_reach_the_sandbox() {
     )
     .await;
     assert!(shell.stdout.text.contains("closed"), "{shell:?}");
+    // SAFETY: closes only the copy made above, which no Rust value owns.
     unsafe { libc::close(leaked) };
 }

@@ -1,7 +1,5 @@
 //! A real server on 127.0.0.1 against the testkit's mock model, and a tiny SSE client.
 
-#![allow(dead_code)]
-
 use std::sync::Arc;
 use std::time::Duration;
 

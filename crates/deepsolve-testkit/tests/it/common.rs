@@ -9,8 +9,6 @@
 //! `deepsolve_core::parse_reply` (think blocks, vendor markup, invented results cut), so
 //! the testkit's renderings are checked against the engine's reader on every turn.
 
-#![allow(dead_code)]
-
 use deepsolve_core::solve::spine::{self, SOLVE_FINISH_STEP, SpineEffect};
 use deepsolve_core::solve::{SolveSession, is_solve_tool, solve_tool_specs};
 use deepsolve_core::{
