@@ -130,7 +130,11 @@ static ANSWER_IS: LazyLock<Option<Regex>> = LazyLock::new(|| {
 fn answer_is(text: &str) -> Option<String> {
     let re = ANSWER_IS.as_ref()?;
     let caps = re.captures_iter(text).last()?;
-    let rest = caps.get(1)?.as_str();
+    let mut rest = caps.get(1)?.as_str();
+    // "Final Answer: The final answer is $5$.": the innermost statement.
+    while let Some(inner) = re.captures(rest).and_then(|c| c.get(1)) {
+        rest = inner.as_str();
+    }
     let cut = cut_sentence(rest);
     (!cut.is_empty()).then_some(cut)
 }

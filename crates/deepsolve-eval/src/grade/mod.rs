@@ -284,21 +284,16 @@ impl Grader {
             return Verdict::new(false, Judged::Latex)
                 .noted("an equation compared with an expression");
         }
+        if has_word(&want.text) || has_word(&got.text) {
+            return Verdict::new(false, Judged::Latex).noted("words: compared as normalised text");
+        }
         let (Some(w), Some(g)) = (expr::parse(&want.text), expr::parse(&got.text)) else {
             return Verdict::new(false, Judged::Latex)
                 .noted("not both expressions: compared as normalised text");
         };
-        match (w.eval(), g.eval()) {
-            (Some(a), Some(b)) => {
-                return Verdict::new(number::values_close(a, b), Judged::Evaluated);
-            }
-            (Some(_), None) | (None, Some(_))
-                if w.symbols().is_empty() != g.symbols().is_empty() =>
-            {
-                return Verdict::new(false, Judged::Evaluated)
-                    .noted("a constant compared with an expression in variables");
-            }
-            _ => {}
+        // An expression in variables may still be a constant (sin²x + cos²x): sympy decides.
+        if let (Some(a), Some(b)) = (w.eval(), g.eval()) {
+            return Verdict::new(number::values_close(a, b), Judged::Evaluated);
         }
         let mut symbols = w.symbols();
         symbols.extend(g.symbols());
@@ -348,6 +343,25 @@ impl Grader {
             Err(e) => Verdict::new(false, Judged::Unverified).noted(e.to_string()),
         }
     }
+}
+
+/// Whether `text` holds a word (three or more letters not naming a LaTeX command): a text
+/// answer, not a product of variables.
+fn has_word(text: &str) -> bool {
+    let mut run = 0;
+    let mut command = false;
+    for c in text.chars() {
+        if c.is_ascii_alphabetic() {
+            run += 1;
+            if run >= 3 && !command {
+                return true;
+            }
+        } else {
+            run = 0;
+            command = c == '\\';
+        }
+    }
+    false
 }
 
 /// A reference that is a choice: one capital letter A–E, maybe in parentheses or with a dot.
