@@ -9,7 +9,7 @@ mod plot;
 #[cfg(feature = "png")]
 mod png;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -211,14 +211,16 @@ fn count_judged(list: &[&ResultRecord], judged: crate::grade::Judged) -> usize {
 }
 
 fn pair(a: &str, b: &str, records: &[ResultRecord]) -> Paired {
-    let of = |mode: &str| -> BTreeMap<&str, bool> {
-        records
-            .iter()
-            .filter(|r| r.mode == mode)
-            .map(|r| (r.id.as_str(), r.correct))
-            .collect()
-    };
-    let (ra, rb) = (of(a), of(b));
+    let rb: HashMap<&str, bool> = records
+        .iter()
+        .filter(|r| r.mode == b)
+        .map(|r| (r.id.as_str(), r.correct))
+        .collect();
+    // In the records' order (the set's), not sorted by id.
+    let ra = records
+        .iter()
+        .filter(|r| r.mode == a)
+        .map(|r| (r.id.as_str(), r.correct));
     let mut p = Paired {
         a: a.to_string(),
         b: b.to_string(),
@@ -229,7 +231,7 @@ fn pair(a: &str, b: &str, records: &[ResultRecord]) -> Paired {
         only_b: Vec::new(),
         p_value: 1.0,
     };
-    for (id, &right_a) in &ra {
+    for (id, right_a) in ra {
         let Some(&right_b) = rb.get(id) else {
             continue;
         };
@@ -237,8 +239,8 @@ fn pair(a: &str, b: &str, records: &[ResultRecord]) -> Paired {
         match (right_a, right_b) {
             (true, true) => p.both_right += 1,
             (false, false) => p.both_wrong += 1,
-            (true, false) => p.only_a.push((*id).to_string()),
-            (false, true) => p.only_b.push((*id).to_string()),
+            (true, false) => p.only_a.push(id.to_string()),
+            (false, true) => p.only_b.push(id.to_string()),
         }
     }
     p.p_value = mcnemar_exact(p.only_a.len(), p.only_b.len());

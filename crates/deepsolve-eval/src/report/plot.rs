@@ -189,10 +189,15 @@ pub(super) fn tokens_svg(report: &Report) -> String {
             r##"<circle cx="{x:.1}" cy="{y:.1}" r="6" fill="{}" stroke="#222222"/>"##,
             colour(i)
         );
+        // A label near the right edge goes to the left of its point.
+        let (label_x, anchor) = if x > LEFT + plot_w * 0.7 {
+            (x - 10.0, "end")
+        } else {
+            (x + 10.0, "start")
+        };
         let _ = write!(
             out,
-            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
-            x + 10.0,
+            r#"<text x="{label_x:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
             y - 8.0,
             escape(&m.mode)
         );
