@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use deepsolve_core::{
-    ChatModel, ChatRequest, DeltaSink, Language, Message, ModelError, StreamDelta, ToolChoice,
-    Usage,
+    ChatModel, ChatRequest, DeltaSink, Language, Message, ModelError, StopReason, StreamDelta,
+    ToolChoice, TurnOutcome, Usage,
 };
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -30,6 +30,32 @@ pub struct Attempt {
     /// The stored turn, when the mode records one (its trace opens in the UI).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<String>,
+}
+
+impl Attempt {
+    /// A deepsolve turn's outcome as an attempt: its answer (stated result first), rounds,
+    /// usage, stop reason and turn id. A turn that ended on a model error is that problem's
+    /// endpoint failure; a cancelled one is not recorded (a resumed run does it again).
+    pub fn from_turn(outcome: &TurnOutcome) -> Result<Attempt, SolveError> {
+        match outcome.stop_reason {
+            StopReason::Cancelled => Err(SolveError::Cancelled),
+            StopReason::ModelError => Err(SolveError::Failed {
+                kind: StopReason::ModelError.as_str().to_string(),
+                message: outcome
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| "the model failed".into()),
+            }),
+            stop => Ok(Attempt {
+                output: outcome.answer.clone().unwrap_or_default(),
+                style: AnswerStyle::ResultFirst,
+                rounds: outcome.rounds,
+                usage: outcome.usage,
+                stop: stop.as_str().to_string(),
+                turn_id: Some(outcome.turn_id.clone()),
+            }),
+        }
+    }
 }
 
 /// Why a mode produced nothing to grade.

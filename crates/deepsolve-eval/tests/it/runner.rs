@@ -320,3 +320,48 @@ async fn modes_must_be_named_once() {
     assert!(Mode::new("Plain Mode", s.clone()).is_err());
     assert_eq!(Mode::new("plain-t0", s).unwrap().name(), "plain-t0");
 }
+
+fn outcome(stop: deepsolve_core::StopReason) -> deepsolve_core::TurnOutcome {
+    deepsolve_core::TurnOutcome {
+        turn_id: "t-1".into(),
+        answer: Some("**42**\n\nBecause 6 × 7 = 42.".into()),
+        answer_source: None,
+        stop_reason: stop,
+        solve: Default::default(),
+        usage: deepsolve_core::Usage {
+            prompt_tokens: 900,
+            completion_tokens: 100,
+            estimated: false,
+        },
+        rounds: 4,
+        elapsed_ms: 1200,
+        artifacts: Vec::new(),
+        sources: Vec::new(),
+        error: Some("server error 502".into()),
+    }
+}
+
+#[test]
+fn a_turns_outcome_becomes_an_attempt_an_error_or_a_cancellation() {
+    use deepsolve_core::StopReason;
+    use deepsolve_eval::{AnswerStyle, Attempt, SolveError};
+    let a = Attempt::from_turn(&outcome(StopReason::AnsweredWithOpenSteps)).unwrap();
+    assert_eq!(
+        (a.rounds, a.usage.prompt_tokens, a.style),
+        (4, 900, AnswerStyle::ResultFirst)
+    );
+    assert_eq!(
+        (a.stop.as_str(), a.turn_id.as_deref()),
+        ("answered_with_open_steps", Some("t-1"))
+    );
+    assert!(a.output.starts_with("**42**"));
+    let e = Attempt::from_turn(&outcome(StopReason::ModelError)).unwrap_err();
+    assert!(
+        matches!(e, SolveError::Failed { ref kind, ref message } if kind == "model_error" && message.contains("502")),
+        "{e:?}"
+    );
+    assert_eq!(
+        Attempt::from_turn(&outcome(StopReason::Cancelled)).unwrap_err(),
+        SolveError::Cancelled
+    );
+}
