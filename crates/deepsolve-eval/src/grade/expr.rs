@@ -5,6 +5,10 @@
 /// The deepest nesting parsed (an answer is short; a hostile one is refused, not recursed).
 const MAX_DEPTH: usize = 64;
 
+/// The most tokens parsed: a longer "answer" is not one, and a long chain of operations would
+/// make a tree too deep to evaluate, print or drop by recursion.
+const MAX_TOKENS: usize = 400;
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Expr {
     Num(String),
@@ -134,7 +138,7 @@ struct Parser {
 /// Parse a normalised answer; `None` when it is not an expression this grammar knows.
 pub(crate) fn parse(text: &str) -> Option<Expr> {
     let toks = tokenize(text)?;
-    if toks.is_empty() {
+    if toks.is_empty() || toks.len() > MAX_TOKENS {
         return None;
     }
     let mut p = Parser {

@@ -103,6 +103,9 @@ pub struct Graded {
 /// The longest list compared element by element (pairings are quadratic).
 const MAX_ITEMS: usize = 32;
 
+/// The deepest nesting of tuples, sets and intervals compared.
+const MAX_NESTING: usize = 8;
+
 /// Grades answers; holds the symbolic judge when there is one.
 #[derive(Clone, Default)]
 pub struct Grader {
@@ -175,6 +178,11 @@ impl Grader {
 
     /// Whether `answer` is the same answer as `expected`, and how that was decided.
     pub async fn compare(&self, expected: &str, answer: &str) -> Verdict {
+        self.compare_at(expected, answer, 0).await
+    }
+
+    /// [`Self::compare`] at a nesting depth (tuples of tuples); a hostile nesting is refused.
+    async fn compare_at(&self, expected: &str, answer: &str, depth: usize) -> Verdict {
         if expected.trim() == answer.trim() {
             return Verdict::new(true, Judged::Exact);
         }
@@ -192,11 +200,14 @@ impl Grader {
         }
         match (shape(&want.text), shape(&got.text)) {
             (Shape::Atom(_), Shape::Atom(_)) => self.atoms(&want, &got).await,
-            (w, g) => self.shapes(w, g).await,
+            _ if depth >= MAX_NESTING => Verdict::new(false, Judged::Latex).noted(format!(
+                "nested deeper than {MAX_NESTING} levels: not compared"
+            )),
+            (w, g) => self.shapes(w, g, depth).await,
         }
     }
 
-    async fn shapes(&self, want: Shape, got: Shape) -> Verdict {
+    async fn shapes(&self, want: Shape, got: Shape, depth: usize) -> Verdict {
         let (want_items, got_items, ordered) = match (want, got) {
             (
                 Shape::Sequence {
@@ -242,7 +253,7 @@ impl Grader {
                 if used[j] || (ordered && i != j) {
                     continue;
                 }
-                let v = Box::pin(self.compare(w, g)).await;
+                let v = Box::pin(self.compare_at(w, g, depth + 1)).await;
                 if v.correct {
                     used[j] = true;
                     matched = true;

@@ -7,6 +7,7 @@ mod common;
 mod data;
 mod extract;
 mod grader_table;
+mod hostile;
 mod report;
 mod runner;
 mod stats;
