@@ -27,7 +27,7 @@ static TEXT_CMD: LazyLock<Option<Regex>> = LazyLock::new(|| {
     re(r"\\(?:text|textbf|textit|mbox|mathrm|mathbf|mathit|operatorname|rm)\s*\{([^{}]*)\}")
 });
 static SHORT_LHS: LazyLock<Option<Regex>> =
-    LazyLock::new(|| re(r"^(?:[a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?|\\[a-zA-Z]+)=([^=].*)$"));
+    LazyLock::new(|| re(r"^(?:[a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?|\\[a-zA-Z]+)(?:=|\\in)([^=].*)$"));
 static SQRT_BARE: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"\\sqrt([0-9a-zA-Z])"));
 static FRAC_BARE: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"\\frac([0-9a-zA-Z])([0-9a-zA-Z])"));

@@ -159,6 +159,8 @@ const TABLE: &[(&str, &str, bool, Judged)] = &[
     ("2, -3", "2, 3", false, Elementwise),
     ("\\{\\frac12, 2\\}", "2, 0.5", true, Elementwise),
     ("1, 2", "(1, 2)", false, Elementwise),
+    ("[2, 5)", "x \\in [2, 5)", true, Latex),
+    ("(0, 1]", "x\\in(0,1)", false, Elementwise),
     ("\\emptyset", "\\varnothing", true, Latex),
     // expressions with symbols need sympy, which this grader has not
     ("x^2 - 1", "(x-1)(x+1)", false, Unverified),
