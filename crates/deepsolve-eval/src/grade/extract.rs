@@ -1,0 +1,202 @@
+//! The final answer in a model's output: the last `\boxed{}`, else an "the answer is" line,
+//! else (for an answer that states its result first) the first line, else the last number.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+/// Where the extracted answer came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Extraction {
+    /// The last `\boxed{…}` (or `\fbox{…}`), braces matched.
+    Boxed,
+    /// The last "the answer is …", "Answer: …", "#### …", "答案是…" line.
+    AnswerIs,
+    /// The first line of an answer that states its result first.
+    FirstLine,
+    /// The last number of the output: the fallback.
+    LastNumber,
+}
+
+impl Extraction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Extraction::Boxed => "boxed",
+            Extraction::AnswerIs => "answer_is",
+            Extraction::FirstLine => "first_line",
+            Extraction::LastNumber => "last_number",
+        }
+    }
+}
+
+/// How an output is laid out, which decides whether its first line is an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerStyle {
+    /// Reasoning first, the answer at the end (a plain chain-of-thought completion).
+    #[default]
+    Reasoned,
+    /// The result first, then the explanation (a deepsolve answer).
+    ResultFirst,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extracted {
+    pub text: String,
+    pub how: Extraction,
+}
+
+/// The longest first line taken as an answer.
+const FIRST_LINE_MAX_CHARS: usize = 120;
+
+pub fn extract(output: &str, style: AnswerStyle) -> Option<Extracted> {
+    let body = after_thinking(output);
+    let found = |text: String, how| Some(Extracted { text, how });
+    if let Some(boxed) = last_boxed(body).filter(|b| !b.trim().is_empty()) {
+        return found(boxed.trim().to_string(), Extraction::Boxed);
+    }
+    if let Some(stated) = answer_is(body) {
+        return found(stated, Extraction::AnswerIs);
+    }
+    if style == AnswerStyle::ResultFirst
+        && let Some(line) = first_line(body)
+    {
+        return found(line, Extraction::FirstLine);
+    }
+    last_number(body).and_then(|n| found(n, Extraction::LastNumber))
+}
+
+/// What follows a closed `<think>…</think>` block (reasoning a server left in the text).
+fn after_thinking(output: &str) -> &str {
+    match output.rfind("</think>") {
+        Some(at) => &output[at + "</think>".len()..],
+        None => output,
+    }
+}
+
+/// The content of the last `\boxed{…}` / `\fbox{…}` with nested braces, or `\boxed 5`.
+pub fn last_boxed(text: &str) -> Option<String> {
+    let at = ["\\boxed", "\\fbox"]
+        .iter()
+        .filter_map(|cmd| text.rfind(cmd).map(|i| (i, cmd.len())))
+        .max_by_key(|(i, _)| *i)?;
+    let rest = &text[at.0 + at.1..];
+    let trimmed = rest.trim_start();
+    if let Some(inner) = trimmed.strip_prefix('{') {
+        return braced(inner);
+    }
+    // `\boxed 5`: up to the next space or `$`.
+    let token: String = trimmed
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != '$')
+        .collect();
+    (!token.is_empty()).then_some(token)
+}
+
+/// The text up to the `}` that closes an already-opened `{`.
+pub(crate) fn braced(inner: &str) -> Option<String> {
+    let mut depth = 1usize;
+    let mut escaped = false;
+    for (i, c) in inner.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(inner[..i].to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+static ANSWER_IS: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(?im)(?:(?:final\s+)?answer\s*(?:is|:|=)|####|答案\s*(?:是|为|：|:)|答\s*[:：])[\s:：]*(.+)$",
+    )
+    .ok()
+});
+
+/// The last stated answer, cut at the end of its sentence.
+fn answer_is(text: &str) -> Option<String> {
+    let re = ANSWER_IS.as_ref()?;
+    let caps = re.captures_iter(text).last()?;
+    let mut rest = caps.get(1)?.as_str();
+    // "Final Answer: The final answer is $5$.": the innermost statement.
+    while let Some(inner) = re.captures(rest).and_then(|c| c.get(1)) {
+        rest = inner.as_str();
+    }
+    let cut = cut_sentence(rest);
+    (!cut.is_empty()).then_some(cut)
+}
+
+/// `$x$. I hope it is correct.` → `x`; `18 dollars.` → `18 dollars`.
+fn cut_sentence(rest: &str) -> String {
+    let rest = strip_markup(rest);
+    let rest = rest.trim();
+    if let Some(math) = rest.strip_prefix('$') {
+        let math = math.trim_start_matches('$');
+        if let Some(end) = math.find('$') {
+            return math[..end].trim().to_string();
+        }
+    }
+    let mut end = rest.len();
+    for pat in [". ", "。", "；", "; "] {
+        if let Some(i) = rest.find(pat) {
+            end = end.min(i);
+        }
+    }
+    rest[..end]
+        .trim()
+        .trim_end_matches(['.', '。'])
+        .trim()
+        .to_string()
+}
+
+/// Markdown emphasis and a leading label removed from a line.
+fn strip_markup(line: &str) -> String {
+    let line = line.replace("**", "").replace("__", "");
+    let line = line.trim().trim_start_matches('#').trim();
+    line.to_string()
+}
+
+static LABEL: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:final\s+answer|answer|result|结果|答案|答)\s*[:：]\s*").ok()
+});
+
+fn first_line(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let line = strip_markup(line);
+    let line = match LABEL.as_ref() {
+        Some(re) => re.replace(&line, "").into_owned(),
+        None => line,
+    };
+    let line = line.trim().trim_end_matches(['.', '。']).trim();
+    let line = line
+        .strip_prefix("$$")
+        .and_then(|l| l.strip_suffix("$$"))
+        .or_else(|| line.strip_prefix('$').and_then(|l| l.strip_suffix('$')))
+        .unwrap_or(line)
+        .trim();
+    (!line.is_empty() && line.chars().count() <= FIRST_LINE_MAX_CHARS).then(|| line.to_string())
+}
+
+static NUMBER: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?|-?\.\d+").ok()
+});
+
+/// The last number written in `text`, separators removed.
+pub fn last_number(text: &str) -> Option<String> {
+    let re = NUMBER.as_ref()?;
+    let m = re.find_iter(text).last()?;
+    Some(m.as_str().replace([',', ' '], ""))
+}

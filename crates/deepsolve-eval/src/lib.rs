@@ -1,0 +1,39 @@
+//! deepsolve-eval: how well a model solves problems, plainly and through deepsolve.
+//!
+//! - [`data`]: problem sets from JSONL in the common layouts (GSM8K, MATH, the Qwen2.5-Math
+//!   evaluation sets, plain `{id, question, answer}`), detected per record; deterministic
+//!   selection.
+//! - [`grade`]: the final answer taken from an output and compared with the reference by the
+//!   cheapest judge that can decide (numbers, LaTeX, constants evaluated in Rust, tuples,
+//!   intervals, sets), sympy in the sandbox for the rest; every verdict says how.
+//! - [`mode`]: `plain` (one completion over a `ChatModel`) and the [`Solver`] trait the
+//!   caller implements for `deepsolve` (a recorded turn per problem).
+//! - [`runner`]: problems × modes with bounded concurrency, each result appended and synced
+//!   as it finishes, resumable, cancellable, with progress callbacks.
+//! - [`report`]: accuracy with Wilson intervals, paired McNemar tests, per-level and
+//!   per-subject rows, plots; Markdown, JSON, CSV, SVG, PNG.
+
+pub mod data;
+pub mod grade;
+pub mod mode;
+pub mod problem;
+pub mod record;
+pub mod report;
+pub mod runner;
+pub mod stats;
+
+pub use data::{DataError, Selection, load, select};
+pub use grade::{AnswerStyle, Extraction, Graded, Grader, Judged, Verdict};
+pub use mode::{Attempt, Mode, PlainOptions, PlainSolver, SolveError, Solver};
+pub use problem::{Layout, Problem, detect_language};
+pub use record::{Prices, RESULTS_FILE, ResultRecord};
+pub use report::{Report, ReportFiles, compare, compare_into, report};
+pub use runner::{ModeTally, Progress, ProgressFn, RunConfig, RunError, RunSummary, Runner};
+
+/// The sets written for this project, shipped with the crate (`sets/`).
+pub mod sets {
+    /// 30+ GSM8K-style English word problems with integer answers.
+    pub const GSM_STYLE_EN: &str = include_str!("../sets/gsm-style-en.jsonl");
+    /// 30+ Chinese arithmetic word problems.
+    pub const ZH_ARITH: &str = include_str!("../sets/zh-arith.jsonl");
+}

@@ -1,0 +1,106 @@
+//! Where the final answer is found in an output, and grading whole outputs.
+
+use deepsolve_eval::grade::{AnswerStyle, Extraction, extract, last_boxed};
+use deepsolve_eval::{Grader, Judged};
+
+fn found(output: &str, style: AnswerStyle) -> Option<(String, Extraction)> {
+    extract(output, style).map(|e| (e.text, e.how))
+}
+
+#[test]
+fn the_last_boxed_answer_wins_with_its_nested_braces() {
+    let out = "First \\boxed{3}. Then, correcting: \\boxed{\\frac{1}{\\sqrt{2}}}.";
+    assert_eq!(
+        found(out, AnswerStyle::Reasoned),
+        Some(("\\frac{1}{\\sqrt{2}}".into(), Extraction::Boxed))
+    );
+    assert_eq!(last_boxed("so \\fbox{42} it is"), Some("42".into()));
+    assert_eq!(last_boxed("$\\boxed 7$"), Some("7".into()));
+    assert_eq!(last_boxed("\\boxed{\\{1,2\\}}"), Some("\\{1,2\\}".into()));
+    assert_eq!(last_boxed("\\boxed{unclosed"), None);
+}
+
+#[test]
+fn a_stated_answer_is_taken_when_nothing_is_boxed() {
+    let cases = [
+        ("Working... The answer is 42.", "42"),
+        (
+            "Final Answer: The final answer is $\\frac{3}{4}$. I hope it is correct.",
+            "\\frac{3}{4}",
+        ),
+        ("16 - 3 - 4 = 9\n9 * 2 = 18\n#### 18", "18"),
+        ("**Answer:** 18 dollars", "18 dollars"),
+        ("所以小明还剩 60 张。\n答案是 60 张。", "60 张"),
+        ("答：一共 32 元。", "一共 32 元"),
+    ];
+    for (out, want) in cases {
+        assert_eq!(
+            found(out, AnswerStyle::Reasoned),
+            Some((want.to_string(), Extraction::AnswerIs)),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn the_first_line_counts_only_for_an_answer_that_states_its_result_first() {
+    let out = "**x = 4**\n\nWe subtract 3 from both sides, giving 2x = 8, so x = 4 of 7 tries.";
+    assert_eq!(
+        found(out, AnswerStyle::ResultFirst),
+        Some(("x = 4".into(), Extraction::FirstLine))
+    );
+    assert_eq!(
+        found(out, AnswerStyle::Reasoned),
+        Some(("7".into(), Extraction::LastNumber))
+    );
+}
+
+#[test]
+fn the_last_number_is_the_fallback_and_no_number_is_unparsed() {
+    assert_eq!(
+        found(
+            "She has 3 apples and buys 1,250 more",
+            AnswerStyle::Reasoned
+        ),
+        Some(("1250".into(), Extraction::LastNumber))
+    );
+    assert_eq!(found("I cannot solve this.", AnswerStyle::Reasoned), None);
+    // Reasoning left in the text is skipped.
+    assert_eq!(
+        found("<think>maybe 5</think>It is 6", AnswerStyle::Reasoned),
+        Some(("6".into(), Extraction::LastNumber))
+    );
+}
+
+#[tokio::test]
+async fn grading_an_output_says_where_the_answer_came_from_and_how_it_was_judged() {
+    let g = Grader::new();
+    let graded = g
+        .grade("18", "Step 1 ... so \\boxed{\\$18}", AnswerStyle::Reasoned)
+        .await;
+    assert_eq!(graded.answer.as_deref(), Some("\\$18"));
+    assert_eq!(graded.extraction, Some(Extraction::Boxed));
+    assert!(graded.verdict.correct);
+    assert_eq!(graded.verdict.judged, Judged::Numeric);
+
+    let graded = g.grade("18", "I don't know.", AnswerStyle::Reasoned).await;
+    assert_eq!(graded.verdict.judged, Judged::Unparsed);
+    assert!(!graded.verdict.correct);
+    assert!(graded.answer.is_none());
+}
+
+#[tokio::test]
+async fn a_result_first_sentence_is_graded_by_its_number() {
+    let g = Grader::new();
+    let graded = g
+        .grade(
+            "18",
+            "Janet makes $18 every day at the market.\n\nShe sells 9 eggs at $2.",
+            AnswerStyle::ResultFirst,
+        )
+        .await;
+    assert_eq!(graded.extraction, Some(Extraction::FirstLine));
+    assert!(graded.verdict.correct, "{graded:?}");
+    assert_eq!(graded.verdict.judged, Judged::Numeric);
+    assert!(graded.verdict.note.unwrap().contains("last number"));
+}
