@@ -294,13 +294,20 @@ fn is_break(c: char) -> bool {
 }
 
 /// The page as prose and the runs of more than [`RUN_CHARS`] characters without a break, in
-/// order, covering it; one pass.
-fn stretches(text: &str) -> Vec<Stretch> {
+/// order, covering it; one pass, asking `stop` every [`WINDOW_BYTES`].
+fn stretches(text: &str, stop: &dyn Fn() -> bool) -> Result<Vec<Stretch>, ChunkError> {
     let mut out = Vec::new();
+    let mut next_check = WINDOW_BYTES;
     let mut prose_start = 0;
     // The current run without breaks: its start byte and length in characters.
     let mut run: Option<(usize, usize)> = None;
     for (i, c) in text.char_indices() {
+        if i >= next_check {
+            if stop() {
+                return Err(ChunkError::Stopped);
+            }
+            next_check = i + WINDOW_BYTES;
+        }
         if is_break(c) {
             if let Some(r) = run.take() {
                 prose_start = close_run(&mut out, r, i, prose_start);
@@ -321,7 +328,7 @@ fn stretches(text: &str) -> Vec<Stretch> {
             end: text.len(),
         });
     }
-    out
+    Ok(out)
 }
 
 /// Records the run `(start, chars)` ending at `end` when it is too long for text-splitter,
@@ -393,7 +400,7 @@ fn pieces(
         counted = byte;
         chars
     };
-    for stretch in stretches(text) {
+    for stretch in stretches(text, stop)? {
         match stretch {
             Stretch::Prose { start, end } => {
                 let mut from = start;
