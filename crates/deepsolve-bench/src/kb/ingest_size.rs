@@ -1,10 +1,11 @@
 //! `bench kb-ingest`: how ingest time grows with a document's size, for a text with no break
 //! point at all (one character repeated: a base64 image pasted into Markdown, at its worst)
-//! and for ordinary Markdown prose. Each row is one document through `Ingestor::run` on a real
+//! and for ordinary Markdown prose; `html-image` is an HTML page holding such a run as an
+//! inline image (`<img src="data:…">`), read by the HTML extractor. Each row is one document through `Ingestor::run` on a real
 //! SQLite store (extract, chunk, store, `ready`), printed as soon as it ends, so a run stopped
 //! by `timeout` still shows the rows it finished.
 //!
-//! `bench kb-ingest [--mib 1,8,49] [--content run,prose]`.
+//! `bench kb-ingest [--mib 1,8,49] [--content run,prose,html-image]`.
 
 use std::time::Instant;
 
@@ -55,13 +56,22 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     runtime.block_on(drive(&opts))
 }
 
-/// `size` bytes of `content`: `run` is one letter repeated; `prose` is Markdown sections of
-/// paragraphs of sentences.
-fn document(content: &str, size: usize) -> anyhow::Result<Vec<u8>> {
+/// About `size` bytes of `content` and the file name it is uploaded as: `run` is one letter
+/// repeated; `prose` is Markdown sections of paragraphs of sentences; `html-image` a page
+/// with a paragraph and an inline image of `size` base64 characters.
+fn document(content: &str, size: usize) -> anyhow::Result<(Vec<u8>, &'static str)> {
     match content {
-        "run" => Ok(vec![b'x'; size]),
-        "prose" => Ok(prose(size).into_bytes()),
-        other => anyhow::bail!("unknown content {other} (run, prose)"),
+        "run" => Ok((vec![b'x'; size], "doc.md")),
+        "prose" => Ok((prose(size).into_bytes(), "doc.md")),
+        "html-image" => {
+            let mut page = b"<html><head><title>Notes</title></head><body><h1>Notes</h1>\
+                <p>A paragraph about limits and series.</p><img src=\"data:image/png;base64,"
+                .to_vec();
+            page.extend(std::iter::repeat_n(b'A', size));
+            page.extend_from_slice(b"\"></body></html>");
+            Ok((page, "doc.html"))
+        }
+        other => anyhow::bail!("unknown content {other} (run, prose, html-image)"),
     }
 }
 
@@ -108,7 +118,7 @@ async fn drive(opts: &Opts) -> anyhow::Result<()> {
     let store = Store::open_sqlite(&dir.path().join("kb.db"), StoreOptions::default()).await?;
     let ingestor = Ingestor::new(store.clone(), Limits::default(), KbLimits::default(), None);
     println!(
-        "### Ingest time by document size (Markdown, SQLite store; {} build)\n",
+        "### Ingest time by document size (SQLite store; {} build)\n",
         if cfg!(debug_assertions) {
             "debug"
         } else {
@@ -119,11 +129,9 @@ async fn drive(opts: &Opts) -> anyhow::Result<()> {
     println!("|---|---|---|---|---|");
     for content in &opts.contents {
         for &mib in &opts.mib {
-            let bytes = document(content, mib * 1024 * 1024)?;
+            let (bytes, name) = document(content, mib * 1024 * 1024)?;
             let kb = store.create_kb(USER, &format!("{content}-{mib}")).await?;
-            let doc = ingestor
-                .add(USER, &kb.id, "doc.md", bytes.len() as u64)
-                .await?;
+            let doc = ingestor.add(USER, &kb.id, name, bytes.len() as u64).await?;
             let started = Instant::now();
             let result = ingestor.run(USER, &doc.id, bytes, &|_| {}).await;
             let elapsed = started.elapsed();

@@ -119,8 +119,9 @@ async fn wait_busy(http: &reqwest::Client, base: &str, doc: &str, pid: u32) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deleting_a_document_mid_ingest_frees_the_cpu_at_once() {
+/// Upload the run, delete what `target` names (given the document id) mid-chunking, and
+/// check the server is idle at once and goes on reading other documents.
+async fn deleting_mid_ingest_frees_the_cpu(target: fn(&str) -> String) {
     let home = tempfile::tempdir().expect("home");
     let mock = MockServer::policy(KbCite);
     let (mut child, base) = serve(home.path(), &mock.url(), "");
@@ -130,9 +131,7 @@ async fn deleting_a_document_mid_ingest_frees_the_cpu_at_once() {
     wait_busy(&http, &base, &doc, pid).await;
 
     let resp = http
-        .delete(format!(
-            "{base}/api/v1/knowledge-bases/notes/documents/{doc}"
-        ))
+        .delete(format!("{base}{}", target(&doc)))
         .send()
         .await
         .expect("delete");
@@ -148,6 +147,14 @@ async fn deleting_a_document_mid_ingest_frees_the_cpu_at_once() {
     }
     eprintln!("CPU freed {:?} after the delete", deleted.elapsed());
     assert_eq!(document(&http, &base, &doc).await.0, 404);
+    // Made again when the whole knowledge base went.
+    let resp = http
+        .post(format!("{base}/api/v1/knowledge-bases"))
+        .json(&json!({"name": "notes"}))
+        .send()
+        .await
+        .expect("create");
+    assert!(matches!(resp.status().as_u16(), 201 | 409), "{resp:?}");
     // The server goes on: another document is read to the end.
     let (content_type, body) = multipart("small.md", b"# Small\n\nA short note.");
     let resp = http
@@ -179,6 +186,19 @@ async fn deleting_a_document_mid_ingest_frees_the_cpu_at_once() {
     );
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_document_mid_ingest_frees_the_cpu_at_once() {
+    deleting_mid_ingest_frees_the_cpu(|doc| {
+        format!("/api/v1/knowledge-bases/notes/documents/{doc}")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_its_knowledge_base_mid_ingest_frees_the_cpu_at_once() {
+    deleting_mid_ingest_frees_the_cpu(|_| "/api/v1/knowledge-bases/notes".to_string()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
