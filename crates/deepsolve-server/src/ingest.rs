@@ -149,6 +149,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+#[derive(Clone)]
 struct Job {
     knowledge: Knowledge,
     store: Store,
@@ -162,14 +163,7 @@ struct Job {
 impl Job {
     /// Run on its own task: a panic inside the ingest must still leave the document failed.
     async fn run_guarded(&self, bytes: Vec<u8>) {
-        let job = Job {
-            knowledge: self.knowledge.clone(),
-            store: self.store.clone(),
-            user_id: self.user_id.clone(),
-            document_id: self.document_id.clone(),
-            cancel: self.cancel.clone(),
-            stopping: self.stopping.clone(),
-        };
+        let job = self.clone();
         let outcome = tokio::spawn(async move { job.run(bytes).await }).await;
         if let Err(join) = outcome {
             tracing::error!(document_id = self.document_id, error = %join, "the ingest task failed");
