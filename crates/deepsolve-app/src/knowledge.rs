@@ -61,6 +61,7 @@ pub fn kb_limits(settings: &Settings) -> KbLimits {
         max_file_bytes: kb.max_file_mb.saturating_mul(1024 * 1024),
         max_pages: u32::try_from(kb.max_pages).unwrap_or(u32::MAX),
         max_chunks_per_kb: kb.max_chunks,
+        ingest_timeout: std::time::Duration::from_secs(kb.ingest_timeout_s),
     }
 }
 

@@ -12,6 +12,8 @@
 //! `bench kb`: knowledge bases — ingest pages per minute of a text PDF, query latency on a
 //! 10 000-chunk KB (BM25 and hybrid), index size, RSS, recall@5 and MRR on a labelled question
 //! set (see the `kb` module).
+//! `bench kb-ingest`: ingest time of 1, 8 and 49 MiB of one unbroken run and of ordinary
+//! Markdown (see the `kb::ingest_size` module).
 //! `bench ui`: the web UI in the system Chromium against the same pair: bytes of the first
 //! load, time to first render, time to render a recorded turn of a few thousand events (see
 //! the `ui` module).
@@ -197,6 +199,9 @@ fn bench() -> anyhow::Result<()> {
     if scenario == Some("kb") {
         return kb::run(&args[1..]);
     }
+    if scenario == Some("kb-ingest") {
+        return kb::ingest_size::run(&args[1..]);
+    }
     if scenario == Some("server") {
         return server::run(&args[1..]);
     }
@@ -214,7 +219,7 @@ fn bench() -> anyhow::Result<()> {
         Some("first-turn") => runtime.block_on(first_turn()),
         Some("tokens") => tokens::print_table(),
         Some(other) => anyhow::bail!(
-            "unknown scenario {other:?} (scenarios: engine, the default; first-turn; tokens; server; ui; kb; cli-startup)"
+            "unknown scenario {other:?} (scenarios: engine, the default; first-turn; tokens; server; ui; kb; kb-ingest; cli-startup)"
         ),
     }
 }

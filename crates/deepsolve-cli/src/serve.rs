@@ -94,6 +94,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<Exit> {
         artifact_link_ttl: Duration::from_secs(server.artifact_link_hours.saturating_mul(60 * 60)),
         metrics_token: metrics_token(server)?,
         prompts: loaded.settings.prompts.clone(),
+        shutdown_grace: Duration::from_secs(server.shutdown_grace_s),
         ..ServerConfig::default()
     };
     let store = open_store(&args.database, server).await?;

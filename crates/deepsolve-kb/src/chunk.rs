@@ -7,6 +7,14 @@
 //! accounting uses. A chunk never crosses a page, so its page number is exact; its heading path
 //! is the Markdown headings in force where its own text starts (DOCX and HTML arrive as
 //! Markdown).
+//!
+//! The work is linear in the page's size whatever its content. text-splitter looks at the
+//! whole rest of its text for every chunk it makes (the first sentence of a text without a
+//! sentence end is all of it), so it is given a window of at most [`WINDOW_BYTES`] at a time,
+//! cut at the coarsest break near the window's end. A run of more than [`RUN_CHARS`]
+//! characters without a break (a base64 image pasted into Markdown) never reaches it: such a
+//! run is cut at a hard bound — by characters, then by its tokens counted once — so the token
+//! counter reads each part of it a bounded number of times.
 
 use text_splitter::{ChunkCharIndex, ChunkConfig, ChunkSizer, MarkdownSplitter, TextSplitter};
 
@@ -52,7 +60,18 @@ pub struct Chunk {
 pub enum ChunkError {
     #[error("chunk options {0:?}: the overlap must be smaller than the chunk")]
     OverlapTooLarge(ChunkOptions),
+    /// The caller's stop check said stop (its deadline passed, or the document was deleted).
+    #[error("stopped before the end of the document")]
+    Stopped,
 }
+
+/// The most text text-splitter sees at once, in bytes: a window's cost grows with its size
+/// squared at worst, so a bounded window keeps the whole linear.
+pub const WINDOW_BYTES: usize = 32 * 1024;
+
+/// Longest run of characters without a break (whitespace, a CJK sentence or clause mark)
+/// given to text-splitter; longer runs are cut at a hard bound.
+pub const RUN_CHARS: usize = 2_048;
 
 /// Counts with `deepsolve_core`'s estimator, which guesses high: a chunk it fits is not larger
 /// than that for the models.
@@ -72,6 +91,16 @@ impl ChunkSizer for Tokens {
 /// sentences (else words, else characters) of the text before it that fit in `overlap`. A
 /// core that opens a section (starts with a heading) repeats nothing: no sentence was cut.
 pub fn chunk(doc: &Extracted, options: &ChunkOptions) -> Result<Vec<Chunk>, ChunkError> {
+    chunk_until(doc, options, &|| false)
+}
+
+/// [`chunk`], asking `stop` between pieces of at most [`WINDOW_BYTES`] (a few milliseconds of
+/// work each): when it says stop, [`ChunkError::Stopped`].
+pub fn chunk_until(
+    doc: &Extracted,
+    options: &ChunkOptions,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<Chunk>, ChunkError> {
     let core_tokens = options.max_tokens.saturating_sub(options.overlap_tokens);
     if core_tokens == 0 {
         return Err(ChunkError::OverlapTooLarge(*options));
@@ -91,7 +120,8 @@ pub fn chunk(doc: &Extracted, options: &ChunkOptions) -> Result<Vec<Chunk>, Chun
         };
         let mut marks = marks.into_iter().peekable();
         let mut previous_core = None;
-        for core in cores(text, splitter.pieces(text), doc.markup, options.max_tokens) {
+        let pieces = pieces(text, &splitter, core_tokens, stop)?;
+        for core in cores(text, pieces, doc.markup, options.max_tokens) {
             let core_text = &text[core.byte..core.end];
             let content = core.byte + content_offset(core_text);
             while let Some(mark) = marks.next_if(|m| m.byte <= content) {
@@ -150,13 +180,30 @@ fn overlap_start(
         word_starts(before, floor),
         char_starts(before, floor),
     ] {
-        // Boundaries run backwards from the core; the repeated part only grows.
-        let best = boundaries.into_iter().take_while(|&b| fits(b)).last();
-        if let Some(b) = best {
+        // Boundaries run backwards from the core; the repeated part only grows, so the ones
+        // that fit are a prefix, found by bisection (a run's every character is a boundary).
+        if let Some(b) = last_fitting(&boundaries, fits) {
             return b;
         }
     }
     core
+}
+
+/// The last of `boundaries` for which `fits` holds, when it holds for a prefix of them; only
+/// a boundary `fits` was asked about is returned.
+fn last_fitting(boundaries: &[usize], fits: impl Fn(usize) -> bool) -> Option<usize> {
+    let (mut low, mut high) = (0, boundaries.len());
+    let mut best = None;
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if fits(boundaries[mid]) {
+            best = Some(boundaries[mid]);
+            low = mid + 1;
+        } else {
+            high = mid;
+        }
+    }
+    best
 }
 
 /// Byte offsets (descending, each ≥ `floor` and before the end) where a sentence starts: after
@@ -214,28 +261,244 @@ struct Core {
     end: usize,
 }
 
-/// The splitter's pieces as cores, a piece of nothing but headings joined to the piece after it
-/// (the splitter cuts a heading off when its section does not fit; alone it is no passage).
-fn cores(text: &str, pieces: Vec<ChunkCharIndex<'_>>, markup: Markup, max: usize) -> Vec<Core> {
+/// The pieces as cores, a piece of nothing but headings joined to the piece after it (the
+/// splitter cuts a heading off when its section does not fit; alone it is no passage).
+fn cores(text: &str, pieces: Vec<Core>, markup: Markup, max: usize) -> Vec<Core> {
     let mut cores: Vec<Core> = Vec::new();
     for piece in pieces {
-        let end = piece.byte_offset + piece.chunk.len();
         match cores.last_mut() {
             Some(last)
                 if markup == Markup::Markdown
                     && headings_only(&text[last.byte..last.end])
-                    && Tokens.size(&text[last.byte..end]) <= max =>
+                    && Tokens.size(&text[last.byte..piece.end]) <= max =>
             {
-                last.end = end;
+                last.end = piece.end;
             }
-            _ => cores.push(Core {
-                byte: piece.byte_offset,
-                char: piece.char_offset,
-                end,
-            }),
+            _ => cores.push(piece),
         }
     }
     cores
+}
+
+/// A stretch of a page: text for text-splitter, or a run without breaks to cut by size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stretch {
+    Prose { start: usize, end: usize },
+    Run { start: usize, end: usize },
+}
+
+/// Whether `c` is a place text may be split at: whitespace, or a CJK sentence or clause mark
+/// (Chinese has no spaces; its sentences end at `。`).
+fn is_break(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '。' | '！' | '？' | '，' | '、' | '；' | '：')
+}
+
+/// The page as prose and the runs of more than [`RUN_CHARS`] characters without a break, in
+/// order, covering it; one pass, asking `stop` every [`WINDOW_BYTES`].
+fn stretches(text: &str, stop: &dyn Fn() -> bool) -> Result<Vec<Stretch>, ChunkError> {
+    let mut out = Vec::new();
+    let mut next_check = WINDOW_BYTES;
+    let mut prose_start = 0;
+    // The current run without breaks: its start byte and length in characters.
+    let mut run: Option<(usize, usize)> = None;
+    for (i, c) in text.char_indices() {
+        if i >= next_check {
+            if stop() {
+                return Err(ChunkError::Stopped);
+            }
+            next_check = i + WINDOW_BYTES;
+        }
+        if is_break(c) {
+            if let Some(r) = run.take() {
+                prose_start = close_run(&mut out, r, i, prose_start);
+            }
+        } else {
+            match &mut run {
+                Some((_, chars)) => *chars += 1,
+                None => run = Some((i, 1)),
+            }
+        }
+    }
+    if let Some(r) = run.take() {
+        prose_start = close_run(&mut out, r, text.len(), prose_start);
+    }
+    if prose_start < text.len() {
+        out.push(Stretch::Prose {
+            start: prose_start,
+            end: text.len(),
+        });
+    }
+    Ok(out)
+}
+
+/// Records the run `(start, chars)` ending at `end` when it is too long for text-splitter,
+/// after the prose since `from`; where the prose now starts.
+fn close_run(out: &mut Vec<Stretch>, run: (usize, usize), end: usize, from: usize) -> usize {
+    let (start, chars) = run;
+    if chars <= RUN_CHARS {
+        return from;
+    }
+    if start > from {
+        out.push(Stretch::Prose {
+            start: from,
+            end: start,
+        });
+    }
+    out.push(Stretch::Run { start, end });
+    end
+}
+
+/// Where to end a window of prose starting at `start` (before `end`): the last paragraph
+/// break in its second half, else the last line break, else the last sentence end, else the
+/// last break of any kind; at most [`WINDOW_BYTES`] on. A stretch of prose has a break at
+/// least every [`RUN_CHARS`] characters, so one is always found in the second half.
+fn window_end(text: &str, start: usize, end: usize) -> usize {
+    if end - start <= WINDOW_BYTES {
+        return end;
+    }
+    let hard = floor_char_boundary(text, start + WINDOW_BYTES);
+    let half = floor_char_boundary(text, start + WINDOW_BYTES / 2);
+    let window = &text[half..hard];
+    let after = |i: usize, len: usize| half + i + len;
+    if let Some(i) = window.rfind("\n\n") {
+        return after(i, 2);
+    }
+    if let Some(i) = window.rfind('\n') {
+        return after(i, 1);
+    }
+    if let Some(i) = window.rfind(". ") {
+        return after(i, 2);
+    }
+    if let Some((i, c)) = window.char_indices().rev().find(|(_, c)| is_break(*c)) {
+        return after(i, c.len_utf8());
+    }
+    hard
+}
+
+/// The largest character boundary at or before `i`.
+fn floor_char_boundary(text: &str, i: usize) -> usize {
+    let mut i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The page's pieces in order: text-splitter's, window by window, and the cut runs'. `stop`
+/// is asked before each window and each run's part.
+fn pieces(
+    text: &str,
+    splitter: &Splitter,
+    core_tokens: usize,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<Core>, ChunkError> {
+    let mut out = Vec::new();
+    // Characters before `counted`, carried along so offsets cost one pass.
+    let (mut counted, mut chars) = (0, 0);
+    let mut char_at = |byte: usize| {
+        chars += text[counted..byte].chars().count();
+        counted = byte;
+        chars
+    };
+    for stretch in stretches(text, stop)? {
+        match stretch {
+            Stretch::Prose { start, end } => {
+                let mut from = start;
+                while from < end {
+                    if stop() {
+                        return Err(ChunkError::Stopped);
+                    }
+                    let to = window_end(text, from, end);
+                    let base_char = char_at(from);
+                    for piece in splitter.pieces(&text[from..to]) {
+                        out.push(Core {
+                            byte: from + piece.byte_offset,
+                            char: base_char + piece.char_offset,
+                            end: from + piece.byte_offset + piece.chunk.len(),
+                        });
+                    }
+                    from = to;
+                }
+            }
+            Stretch::Run { start, end } => {
+                let base_char = char_at(start);
+                cut_run(text, start, end, base_char, core_tokens, stop, &mut out)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Cut the run `text[start..end]` (starting at character `base_char`) into pieces of at most
+/// `budget` tokens: parts of at most `4 × budget` characters, each counted once and cut into
+/// as many equal parts as its count needs; a part still over (its characters cost unevenly)
+/// is halved until it fits.
+fn cut_run(
+    text: &str,
+    start: usize,
+    end: usize,
+    base_char: usize,
+    budget: usize,
+    stop: &dyn Fn() -> bool,
+    out: &mut Vec<Core>,
+) -> Result<(), ChunkError> {
+    let part_chars = budget.saturating_mul(4).max(1);
+    let mut char = base_char;
+    let mut from = start;
+    while from < end {
+        if stop() {
+            return Err(ChunkError::Stopped);
+        }
+        let to = advance_chars(text, from, end, part_chars);
+        let chars = text[from..to].chars().count();
+        let tokens = Tokens.size(&text[from..to]);
+        let parts = tokens.div_ceil(budget.max(1)).max(1);
+        let mut part_from = from;
+        let mut part_char = char;
+        for k in 0..parts {
+            // Equal shares of the characters; the last takes what is left.
+            let take = if k + 1 == parts {
+                usize::MAX
+            } else {
+                chars / parts
+            };
+            let part_to = advance_chars(text, part_from, to, take);
+            fit_part(text, part_from, part_to, part_char, budget, out);
+            part_char += text[part_from..part_to].chars().count();
+            part_from = part_to;
+        }
+        char += chars;
+        from = to;
+    }
+    Ok(())
+}
+
+/// `text[start..end]` as one piece when it fits `budget` tokens (or is one character), else
+/// its halves, each the same way.
+fn fit_part(text: &str, start: usize, end: usize, char: usize, budget: usize, out: &mut Vec<Core>) {
+    if start >= end {
+        return;
+    }
+    let chars = text[start..end].chars().count();
+    if chars <= 1 || Tokens.size(&text[start..end]) <= budget {
+        out.push(Core {
+            byte: start,
+            char,
+            end,
+        });
+        return;
+    }
+    let middle = advance_chars(text, start, end, chars / 2);
+    fit_part(text, start, middle, char, budget, out);
+    fit_part(text, middle, end, char + chars / 2, budget, out);
+}
+
+/// The byte `n` characters after `from`, at most `end`.
+fn advance_chars(text: &str, from: usize, end: usize, n: usize) -> usize {
+    text[from..end]
+        .char_indices()
+        .nth(n)
+        .map_or(end, |(i, _)| from + i)
 }
 
 fn headings_only(text: &str) -> bool {

@@ -3,17 +3,26 @@
 //! chunks stored, embedded when an embedder is configured, and `ready`. Any failure leaves the
 //! document `failed` with a message that names it and the problem, keeps nothing half-stored,
 //! and touches no other document.
+//!
+//! Every stage runs within one budget per document ([`KbLimits::ingest_timeout`], wall clock,
+//! which also bounds its CPU: each stage uses one core at most): past it the document fails
+//! naming the stage and the limit. [`Ingestor::run_until`] also stops when its token is
+//! cancelled (the document deleted, the server stopping). Either way the work on blocking
+//! threads stops too: the chunker asks between windows, the PDF child is killed.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use deepsolve_store::{
     ChunkInsert, KbDocument, KbDocumentStatus, NewKbChunk, NewKbDocument, NewKbPage, Store,
     StoreError,
 };
 
-use crate::chunk::{ChunkOptions, chunk};
+use crate::chunk::{ChunkError, ChunkOptions, chunk_until};
 use crate::extract::{self, ExtractError, Extracted, Input, Kind};
 use crate::retrieve::{Embedder, embed_missing};
 
@@ -28,8 +37,12 @@ pub const INGEST_HEARTBEAT: Duration = Duration::from_secs(30);
 /// a generation bump, so a 2 000-page document does not make 2 000 of them.
 const PROGRESS_STEPS: usize = 20;
 
-/// Longest document name kept (characters); longer ones keep their end (the extension).
+/// Longest document name kept (characters); longer ones lose their middle, keeping the
+/// start and the extension.
 const NAME_CHARS: usize = 200;
+
+/// [`KbLimits::ingest_timeout`] unless the settings say (`kb.ingest_timeout_s`).
+pub const DEFAULT_INGEST_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What a knowledge base accepts, beyond what one extraction bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +53,8 @@ pub struct KbLimits {
     pub max_pages: u32,
     /// Most chunks one knowledge base may hold, all its documents together (200 000).
     pub max_chunks_per_kb: u64,
+    /// Wall-clock time one document's ingest may take, all stages together (10 minutes).
+    pub ingest_timeout: Duration,
 }
 
 impl Default for KbLimits {
@@ -48,6 +63,7 @@ impl Default for KbLimits {
             max_file_bytes: 50 * 1024 * 1024,
             max_pages: 2_000,
             max_chunks_per_kb: 200_000,
+            ingest_timeout: DEFAULT_INGEST_TIMEOUT,
         }
     }
 }
@@ -99,6 +115,18 @@ pub enum IngestError {
     },
     #[error("{name}: reading it stopped unexpectedly: {reason}")]
     Task { name: String, reason: String },
+    #[error(
+        "{name}: {stage} took it past the ingest time limit of {} s (kb.ingest_timeout_s)",
+        .limit.as_secs()
+    )]
+    TimedOut {
+        name: String,
+        /// `extracting`, `chunking`, `storing` or `embedding`.
+        stage: &'static str,
+        limit: Duration,
+    },
+    #[error("{name}: reading it was stopped (the document was deleted or the server stopped)")]
+    Cancelled { name: String },
 }
 
 impl IngestError {
@@ -187,6 +215,23 @@ impl Ingestor {
         bytes: Vec<u8>,
         on_progress: &(dyn Fn(IngestProgress) + Send + Sync),
     ) -> Result<KbDocument, IngestError> {
+        let never = CancellationToken::new();
+        self.run_until(user_id, document_id, bytes, on_progress, &never)
+            .await
+    }
+
+    /// [`Ingestor::run`], stopped within a poll once `cancel` is cancelled: then
+    /// [`IngestError::Cancelled`], with what was stored of the document cleared and its
+    /// status left to the canceller (gone when it was deleted; the server marks the ones a
+    /// shutdown interrupted).
+    pub async fn run_until(
+        &self,
+        user_id: &str,
+        document_id: &str,
+        bytes: Vec<u8>,
+        on_progress: &(dyn Fn(IngestProgress) + Send + Sync),
+        cancel: &CancellationToken,
+    ) -> Result<KbDocument, IngestError> {
         let doc = self
             .store
             .kb_document(document_id, user_id)
@@ -196,11 +241,19 @@ impl Ingestor {
                 source,
             })?
             .ok_or_else(|| IngestError::UnknownDocument(document_id.to_string()))?;
-        match self
-            .with_heartbeat(&doc, self.read_in(&doc, bytes, on_progress))
-            .await
-        {
+        let budget = Budget::new(cancel, self.limits.ingest_timeout);
+        let work = self.read_in(&doc, bytes, on_progress, &budget);
+        let outcome = self
+            .with_heartbeat(&doc, budget.bound(&doc.name, work))
+            .await;
+        // Whatever ended the work, nothing it left on a blocking thread goes on.
+        budget.work.cancel();
+        match outcome {
             Ok(()) => self.finish(&doc).await,
+            Err(e @ IngestError::Cancelled { .. }) => {
+                self.clear(&doc).await;
+                Err(e)
+            }
             Err(e) => {
                 self.fail(&doc, &e).await;
                 Err(e)
@@ -237,10 +290,12 @@ impl Ingestor {
         doc: &KbDocument,
         bytes: Vec<u8>,
         on_progress: &(dyn Fn(IngestProgress) + Send + Sync),
+        budget: &Budget,
     ) -> Result<(), IngestError> {
         let name = doc.name.as_str();
         let store = |e| IngestError::store(name)(e);
         let progress = |pages_done, pages_total, stage| {
+            budget.enter(stage);
             on_progress(IngestProgress {
                 document_id: doc.id.clone(),
                 pages_done,
@@ -258,7 +313,7 @@ impl Ingestor {
             .await
             .map_err(store)?;
         progress(0, None, "extracting");
-        let extracted = self.extract(name, bytes).await?;
+        let extracted = self.extract(name, bytes, budget).await?;
         let pages = u32::try_from(extracted.pages.len()).unwrap_or(u32::MAX);
         self.store
             .set_kb_document_extracted(
@@ -274,7 +329,7 @@ impl Ingestor {
             .await
             .map_err(store)?;
         progress(0, Some(pages), "chunking");
-        let chunks = self.chunk(doc, &extracted).await?;
+        let chunks = self.chunk(doc, &extracted, budget).await?;
         progress(0, Some(pages), "storing");
         self.store
             .set_kb_pages(&doc.id, &doc.user_id, &page_rows(&extracted))
@@ -356,10 +411,18 @@ impl Ingestor {
         Ok(())
     }
 
-    /// Extraction off the async threads (the PDF child is waited for there too).
-    async fn extract(&self, name: &str, bytes: Vec<u8>) -> Result<Extracted, IngestError> {
+    /// Extraction off the async threads (the PDF child is waited for there too, and killed
+    /// when the budget ends).
+    async fn extract(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+        budget: &Budget,
+    ) -> Result<Extracted, IngestError> {
         check_signature(name, &bytes)?;
-        let limits = self.extract.clone();
+        let mut limits = self.extract.clone();
+        limits.pdf_timeout = limits.pdf_timeout.min(budget.remaining());
+        limits.cancel = Some(budget.work.clone());
         let owned = name.to_string();
         tokio::task::spawn_blocking(move || {
             extract::extract(
@@ -375,7 +438,12 @@ impl Ingestor {
             name: name.to_string(),
             reason: e.to_string(),
         })?
-        .map_err(IngestError::from)
+        .map_err(|e| match e {
+            // The budget's own end, reported by `Budget::bound` with the stage and limit.
+            ExtractError::Stopped { .. } => budget.stopped(name),
+            ExtractError::PdfTimeout { .. } if budget.remaining().is_zero() => budget.stopped(name),
+            other => IngestError::from(other),
+        })
     }
 
     /// The document's chunks, within what its KB may still hold.
@@ -383,20 +451,27 @@ impl Ingestor {
         &self,
         doc: &KbDocument,
         extracted: &Extracted,
+        budget: &Budget,
     ) -> Result<Vec<NewKbChunk>, IngestError> {
         let name = doc.name.clone();
         let options = self.chunking;
         let owned = extracted.clone();
-        let chunks = tokio::task::spawn_blocking(move || chunk(&owned, &options))
-            .await
-            .map_err(|e| IngestError::Task {
+        let work = budget.work.clone();
+        let chunks = tokio::task::spawn_blocking(move || {
+            chunk_until(&owned, &options, &|| work.is_cancelled())
+        })
+        .await
+        .map_err(|e| IngestError::Task {
+            name: name.clone(),
+            reason: e.to_string(),
+        })?
+        .map_err(|e| match e {
+            ChunkError::Stopped => budget.stopped(&name),
+            other => IngestError::Chunk {
                 name: name.clone(),
-                reason: e.to_string(),
-            })?
-            .map_err(|e| IngestError::Chunk {
-                name: name.clone(),
-                reason: e.to_string(),
-            })?;
+                reason: other.to_string(),
+            },
+        })?;
         let existing = self
             .store
             .kb_chunk_count(&doc.kb_id, &doc.user_id)
@@ -462,6 +537,19 @@ impl Ingestor {
             .ok_or_else(|| IngestError::UnknownDocument(doc.id.clone()))
     }
 
+    /// Drop what was stored of a document whose ingest was stopped. Best effort: a deleted
+    /// document has nothing left to drop.
+    async fn clear(&self, doc: &KbDocument) {
+        match self
+            .store
+            .clear_kb_document_content(&doc.id, &doc.user_id)
+            .await
+        {
+            Ok(_) | Err(StoreError::NotFound(_)) => {}
+            Err(e) => tracing::warn!(document = %doc.name, "cannot clear a stopped document: {e}"),
+        }
+    }
+
     /// Mark the document failed and drop what was stored of it. Best effort: the error the
     /// caller returns is the one that matters, and a store that fails here failed before.
     async fn fail(&self, doc: &KbDocument, error: &IngestError) {
@@ -488,6 +576,81 @@ impl Ingestor {
     }
 }
 
+/// One document's allowance: its caller's cancellation, its deadline, and the stage it is in
+/// (for the error that names it).
+struct Budget {
+    cancel: CancellationToken,
+    /// Cancelled with `cancel`, at the deadline and when the ingest ends: what work on
+    /// blocking threads (the chunker, the PDF child's wait) stops on.
+    work: CancellationToken,
+    deadline: Instant,
+    limit: Duration,
+    stage: Mutex<&'static str>,
+}
+
+impl Budget {
+    fn new(cancel: &CancellationToken, limit: Duration) -> Budget {
+        let now = Instant::now();
+        // A limit too large to add is no limit: a century will do.
+        let deadline = now
+            .checked_add(limit)
+            .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600));
+        Budget {
+            cancel: cancel.clone(),
+            work: cancel.child_token(),
+            deadline,
+            limit,
+            stage: Mutex::new("extracting"),
+        }
+    }
+
+    fn enter(&self, stage: &'static str) {
+        if let Ok(mut current) = self.stage.lock() {
+            *current = stage;
+        }
+    }
+
+    fn stage(&self) -> &'static str {
+        self.stage.lock().map_or("ingest", |s| *s)
+    }
+
+    fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// The error for work this budget stopped: cancelled, else past the deadline in the
+    /// current stage.
+    fn stopped(&self, name: &str) -> IngestError {
+        if self.cancel.is_cancelled() {
+            IngestError::Cancelled {
+                name: name.to_string(),
+            }
+        } else {
+            IngestError::TimedOut {
+                name: name.to_string(),
+                stage: self.stage(),
+                limit: self.limit,
+            }
+        }
+    }
+
+    /// `work`, unless the caller cancels or the deadline passes first.
+    async fn bound<T>(
+        &self,
+        name: &str,
+        work: impl std::future::Future<Output = Result<T, IngestError>>,
+    ) -> Result<T, IngestError> {
+        tokio::select! {
+            out = work => out,
+            () = self.cancel.cancelled() => Err(self.stopped(name)),
+            () = tokio::time::sleep_until(self.deadline) => {
+                self.work.cancel();
+                Err(self.stopped(name))
+            }
+        }
+    }
+}
+
 /// The store's name of a kind.
 pub fn kind_name(kind: Kind) -> &'static str {
     match kind {
@@ -500,25 +663,48 @@ pub fn kind_name(kind: Kind) -> &'static str {
 }
 
 /// The last path component of an uploaded name (either separator), without control
-/// characters, at most [`NAME_CHARS`] characters (keeping the end, where the extension is);
-/// `document` when nothing is left.
+/// characters, at most [`NAME_CHARS`] characters (shortened in the middle: see
+/// [`shorten_name`]); `document` when nothing is left.
 pub fn base_name(name: &str) -> String {
     let last = name
         .rsplit(['/', '\\'])
         .find(|part| !part.trim().is_empty() && part.trim() != "." && part.trim() != "..")
         .unwrap_or("");
     let clean: String = last.chars().filter(|c| !c.is_control()).collect();
-    let clean = clean.trim();
-    let count = clean.chars().count();
-    let kept: String = clean
-        .chars()
-        .skip(count.saturating_sub(NAME_CHARS))
-        .collect();
+    let kept = shorten_name(clean.trim(), NAME_CHARS);
     if kept.is_empty() || Path::new(&kept).file_name().is_none() {
         "document".to_string()
     } else {
         kept
     }
+}
+
+/// `name` in at most `max` characters: whole when it fits, else its start, `…` and its end,
+/// the end keeping the extension whole (`lecture-notes-….md`), so the kind it names survives.
+/// An extension too long to keep whole is no extension: then the name is cut in the middle.
+pub fn shorten_name(name: &str, max: usize) -> String {
+    let count = name.chars().count();
+    if count <= max {
+        return name.to_string();
+    }
+    if max < 2 {
+        return name.chars().take(max).collect();
+    }
+    let ext_chars = name
+        .rfind('.')
+        .filter(|&dot| dot > 0)
+        .map_or(0, |dot| name[dot..].chars().count());
+    // The end keeps the extension when it leaves room for a start; else half the room.
+    let room = max - 1;
+    let tail = if ext_chars > 0 && ext_chars < room / 2 {
+        ext_chars.max(room / 4)
+    } else {
+        room / 2
+    };
+    let head = room - tail;
+    let start: String = name.chars().take(head).collect();
+    let end: String = name.chars().skip(count - tail).collect();
+    format!("{start}…{end}")
 }
 
 /// A name that promises a format its first bytes deny is refused with the plain reason,
@@ -600,6 +786,29 @@ mod tests {
         let kept = base_name(&long);
         assert_eq!(kept.chars().count(), NAME_CHARS);
         assert!(kept.ends_with(".pdf"));
+    }
+
+    #[test]
+    fn long_names_lose_their_middle_and_keep_start_and_extension() {
+        let long = format!("chapter-one-{}-end.md", "y".repeat(5_000));
+        let kept = shorten_name(&long, 200);
+        assert_eq!(kept.chars().count(), 200);
+        assert!(kept.starts_with("chapter-one-yyy"), "{kept}");
+        assert!(kept.ends_with("yy-end.md") && kept.contains('…'), "{kept}");
+        assert_eq!(extract::detect(&kept, b""), Some(Kind::Markdown));
+        // Multi-byte names are cut at characters.
+        let chinese = format!("{}.pdf", "讲义".repeat(300));
+        let kept = shorten_name(&chinese, 200);
+        assert_eq!(kept.chars().count(), 200);
+        assert!(
+            kept.starts_with("讲义") && kept.ends_with("讲义.pdf"),
+            "{kept}"
+        );
+        // Short names are left alone; an "extension" as long as the name is no extension.
+        assert_eq!(shorten_name("a.md", 200), "a.md");
+        let dotted = format!("a.{}", "z".repeat(400));
+        assert_eq!(shorten_name(&dotted, 9).chars().count(), 9);
+        assert_eq!(shorten_name("abcdef", 1), "a");
     }
 
     #[test]

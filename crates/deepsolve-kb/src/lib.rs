@@ -16,6 +16,9 @@ pub mod ingest;
 mod knowledge;
 pub mod retrieve;
 
-pub use ingest::{INGEST_HEARTBEAT, IngestError, IngestProgress, Ingestor, KbLimits};
+pub use ingest::{
+    DEFAULT_INGEST_TIMEOUT, INGEST_HEARTBEAT, IngestError, IngestProgress, Ingestor, KbLimits,
+    shorten_name,
+};
 pub use knowledge::{ATTACHMENTS, KbError, Knowledge, SourceText};
 pub use retrieve::{Embedder, Hit, Retrieval};

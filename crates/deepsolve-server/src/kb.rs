@@ -16,6 +16,7 @@ use deepsolve_protocol::api::{
 };
 use deepsolve_store::{KbDocument, KbDocumentStatus, KnowledgeBase};
 
+use crate::ingest::IngestRequest;
 use crate::upload::{Upload, read_parts};
 use deepsolve_kb::{Hit, IngestError, KbError, Knowledge};
 
@@ -142,6 +143,8 @@ pub async fn delete_kb(
     Path(key): Path<String>,
 ) -> ApiResult<StatusCode> {
     let kb = caller_kb(&state, &caller, &key).await?;
+    // Its documents' ingests stop first, so none writes into what is being deleted.
+    state.ingest.cancel_kb(&kb.id);
     // Through the service when there is one: it drops this replica's index with the rows.
     let deleted = match state.app.knowledge() {
         Some(knowledge) => knowledge
@@ -174,6 +177,8 @@ pub async fn delete_document(
 ) -> ApiResult<StatusCode> {
     let kb = caller_kb(&state, &caller, &key).await?;
     let doc = caller_document(&state, &caller, &kb, &doc_id).await?;
+    // Its ingest stops first (within a poll, CPU-bound work included).
+    state.ingest.cancel_document(&doc.id);
     if state
         .store
         .delete_kb_document(&doc.id, &caller.user_id)
@@ -266,13 +271,15 @@ pub async fn upload_documents(
     }
     let docs = add_all(&state, &knowledge, &caller, &kb, &parts.files).await?;
     for (doc, file) in docs.iter().zip(parts.files) {
-        state.ingest.spawn(
-            knowledge.clone(),
-            state.store.clone(),
-            caller.user_id.clone(),
-            doc.id.clone(),
-            file.bytes,
-        );
+        let request = IngestRequest {
+            user_id: caller.user_id.clone(),
+            kb_id: doc.kb_id.clone(),
+            document_id: doc.id.clone(),
+            bytes: file.bytes,
+        };
+        state
+            .ingest
+            .spawn(knowledge.clone(), state.store.clone(), request);
     }
     let body = DocumentsAccepted {
         documents: docs.into_iter().map(document_view).collect(),

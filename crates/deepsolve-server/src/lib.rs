@@ -258,18 +258,20 @@ pub async fn serve(
     listener::serve_connections(listener, app, state.config.limits, async move {
         shutdown.await;
         stopping.cancel_all();
+        stopping.ingest.stop_all();
     })
     .await;
     state.cancel_all();
-    wait_for_turns(&state, SHUTDOWN_GRACE).await;
+    // Turns and ingests stop together, within one grace period.
+    let deadline = tokio::time::Instant::now() + state.config.shutdown_grace;
+    tokio::join!(
+        wait_for_turns(&state, deadline),
+        state.ingest.shut_down(deadline)
+    );
     Ok(())
 }
 
-/// How long a stopping server waits for cancelled turns to record their end.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
-
-async fn wait_for_turns(state: &AppState, grace: std::time::Duration) {
-    let deadline = tokio::time::Instant::now() + grace;
+async fn wait_for_turns(state: &AppState, deadline: tokio::time::Instant) {
     while state.running_turns() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }

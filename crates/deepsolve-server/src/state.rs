@@ -89,6 +89,9 @@ pub struct ServerConfig {
     pub prompts: deepsolve_settings::prompts::PromptsSettings,
     /// What a turn's image may be (size, pixels; scaled to `max_side` for the model).
     pub images: deepsolve_app::images::ImageLimits,
+    /// How long a stopping server waits for its cancelled turns and ingests to end
+    /// (`server.shutdown_grace_s`).
+    pub shutdown_grace: Duration,
 }
 
 /// A secret bearer token for `/metrics`. `Debug` does not show it.
@@ -195,6 +198,7 @@ impl Default for ServerConfig {
             metrics_token: None,
             prompts: Default::default(),
             images: deepsolve_app::images::ImageLimits::default(),
+            shutdown_grace: Duration::from_secs(10),
         }
     }
 }

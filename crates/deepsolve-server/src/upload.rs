@@ -39,17 +39,21 @@ pub struct Parts {
     pub images: Vec<Upload>,
 }
 
+/// Longest file name kept, in characters.
+const NAME_CHARS: usize = 200;
+
 /// The file's base name: anything up to the last `/` or `\` dropped (`../../x.pdf` is
-/// `x.pdf`), control characters removed, at most 200 characters; `upload` when nothing is
-/// left.
+/// `x.pdf`), control characters removed, at most 200 characters — a longer name loses its
+/// middle, keeping its start and its extension (which decides how it is read); `upload` when
+/// nothing is left.
 pub fn base_name(raw: &str) -> String {
     let base = raw.rsplit(['/', '\\']).next().unwrap_or(raw);
-    let clean: String = base.chars().filter(|c| !c.is_control()).take(200).collect();
+    let clean: String = base.chars().filter(|c| !c.is_control()).collect();
     let clean = clean.trim();
     if clean.is_empty() || clean.chars().all(|c| c == '.') {
         "upload".to_string()
     } else {
-        clean.to_string()
+        deepsolve_kb::shorten_name(clean, NAME_CHARS)
     }
 }
 
@@ -218,6 +222,12 @@ mod tests {
         assert_eq!(base_name("dir/"), "upload");
         assert_eq!(base_name("讲义.pdf"), "讲义.pdf");
         assert_eq!(base_name(&"x".repeat(500)).chars().count(), 200);
+        let long = base_name(&format!("notes-{}.md", "n".repeat(5_000)));
+        assert_eq!(long.chars().count(), 200);
+        assert!(
+            long.starts_with("notes-nnn") && long.ends_with("nnn.md"),
+            "{long}"
+        );
     }
 
     #[test]

@@ -264,6 +264,9 @@ pub struct ServerSettings {
     /// Name of an environment variable holding the secret (32+ characters) that signs artifact
     /// links; set the same one on every replica. Unset: a key kept in the data directory.
     pub link_secret_env: Option<String>,
+    /// Seconds a stopping server (SIGTERM, Ctrl-C) waits for its running turns and ingests
+    /// to end before it exits; clamped to 1–600.
+    pub shutdown_grace_s: u64,
 }
 
 impl Default for ServerSettings {
@@ -284,6 +287,7 @@ impl Default for ServerSettings {
             metrics_token_env: None,
             artifact_link_hours: 168,
             link_secret_env: None,
+            shutdown_grace_s: 10,
         }
     }
 }
@@ -298,6 +302,9 @@ pub struct KbSettings {
     pub max_pages: u64,
     /// Most passages (chunks) one knowledge base may hold; clamped to 100–10 000 000.
     pub max_chunks: u64,
+    /// Seconds one document's ingest may take, every stage together (extraction, chunking,
+    /// storing, embedding); past it the document fails naming the stage. Clamped to 10–86 400.
+    pub ingest_timeout_s: u64,
 }
 
 impl Default for KbSettings {
@@ -306,6 +313,7 @@ impl Default for KbSettings {
             max_file_mb: 50,
             max_pages: 2_000,
             max_chunks: 200_000,
+            ingest_timeout_s: 600,
         }
     }
 }

@@ -269,6 +269,7 @@ const SERVER: &[Field] = &[
         Kind::Number(Clamp::whole(1.0, 8760.0)),
     ),
     field("link_secret_env", Kind::EnvName),
+    field("shutdown_grace_s", Kind::Number(Clamp::whole(1.0, 600.0))),
 ];
 
 /// `kb`: what one document and one knowledge base may hold.
@@ -278,6 +279,10 @@ const KB: &[Field] = &[
     field(
         "max_chunks",
         Kind::Number(Clamp::whole(100.0, 10_000_000.0)),
+    ),
+    field(
+        "ingest_timeout_s",
+        Kind::Number(Clamp::whole(10.0, 86_400.0)),
     ),
 ];
 

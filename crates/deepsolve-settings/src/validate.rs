@@ -588,9 +588,10 @@ mod tests {
             (s.kb.max_file_mb, s.kb.max_pages, s.kb.max_chunks),
             (50, 2_000, 200_000)
         );
+        assert_eq!(s.kb.ingest_timeout_s, 600);
         assert!(s.models.embedding.is_none());
         let (s, w) = run(json!({
-            "kb": {"max_file_mb": 0, "max_pages": 10, "max_chunks": 1},
+            "kb": {"max_file_mb": 0, "max_pages": 10, "max_chunks": 1, "ingest_timeout_s": 1},
             "models": {"embedding": {"model": "bge-m3", "base_url": "http://127.0.0.1:9/v1",
                                      "api_key_env": "EMBED_KEY"}},
         }))
@@ -599,7 +600,8 @@ mod tests {
             (s.kb.max_file_mb, s.kb.max_pages, s.kb.max_chunks),
             (1, 10, 100)
         );
-        for key in ["kb.max_file_mb", "kb.max_chunks"] {
+        assert_eq!(s.kb.ingest_timeout_s, 10);
+        for key in ["kb.max_file_mb", "kb.max_chunks", "kb.ingest_timeout_s"] {
             assert!(w.iter().any(|w| w.contains(key)), "{key}: {w:?}");
         }
         let embedding = s.models.embedding.clone().unwrap();
@@ -619,7 +621,7 @@ mod tests {
     fn sandbox_and_server_numbers_are_clamped() {
         let (s, w) = run(json!({
             "sandbox": {"memory_mb": 1, "max_processes": 100000, "retention_days": 0},
-            "server": {"header_timeout_s": 0, "max_connections": 0},
+            "server": {"header_timeout_s": 0, "max_connections": 0, "shutdown_grace_s": 9999},
         }))
         .unwrap();
         assert_eq!(s.sandbox.memory_mb, 64);
@@ -627,7 +629,9 @@ mod tests {
         assert_eq!(s.sandbox.retention_days, 0);
         assert_eq!(s.server.header_timeout_s, 1);
         assert_eq!(s.server.max_connections, 1);
+        assert_eq!(s.server.shutdown_grace_s, 600);
         for key in [
+            "server.shutdown_grace_s",
             "sandbox.memory_mb",
             "sandbox.max_processes",
             "server.header_timeout_s",

@@ -7,6 +7,7 @@
 //! `bench kb [--chunks N] [--queries N] [--pages N]`.
 
 mod corpus;
+pub(crate) mod ingest_size;
 mod pdf;
 
 use std::ffi::OsString;

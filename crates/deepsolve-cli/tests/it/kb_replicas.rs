@@ -13,7 +13,7 @@ use crate::support::Server;
 
 /// A `multipart/form-data` body with one part `file` (built by hand: the upload is the
 /// server's to parse, the client only has to send the bytes).
-fn multipart(name: &str, bytes: &[u8]) -> (String, Vec<u8>) {
+pub(crate) fn multipart(name: &str, bytes: &[u8]) -> (String, Vec<u8>) {
     let boundary = "deepsolve-test-boundary-7e3f";
     let mut body = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\

@@ -15,6 +15,7 @@ mod geogebra;
 mod habits;
 mod images;
 mod import_deeptutor;
+mod ingest_stop;
 mod kb;
 mod kb_replicas;
 mod memory_probe;

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
 
 pub use pdf::pdf_child_main;
 
@@ -105,6 +106,9 @@ pub struct Limits {
     pub pdf_child: Option<ChildCommand>,
     /// `pdftotext` for PDFs the child cannot read; `None` disables the fallback.
     pub pdftotext: Option<PathBuf>,
+    /// Cancelled: a running PDF child (or `pdftotext`) is killed within a poll, its error
+    /// [`ExtractError::Stopped`].
+    pub cancel: Option<CancellationToken>,
 }
 
 impl Default for Limits {
@@ -118,6 +122,7 @@ impl Default for Limits {
             pdf_memory_bytes: 2 * 1024 * 1024 * 1024,
             pdf_child: ChildCommand::sibling_binary(),
             pdftotext: find_on_path("pdftotext"),
+            cancel: None,
         }
     }
 }
@@ -189,6 +194,8 @@ pub enum ExtractError {
     },
     #[error("{name}: the PDF parser's output is unreadable: {reason}")]
     PdfOutput { name: String, reason: String },
+    #[error("{name}: the PDF parser was stopped")]
+    Stopped { name: String },
 }
 
 fn stderr_suffix(stderr: &str) -> String {

@@ -231,13 +231,16 @@ fn run_limited(
         });
         let out = scope.spawn(|| read_capped(stdout, output_cap, &overflow));
         let err = scope.spawn(|| read_tail(stderr));
-        let status = wait_until(&mut child, limits.pdf_timeout, &overflow);
+        let status = wait_until(&mut child, limits, &overflow);
         let stdout = out.join().unwrap_or_default();
         let stderr = err.join().unwrap_or_default();
         let status = status.map_err(|waited| match waited {
             Waited::TimedOut => ExtractError::PdfTimeout {
                 name: name.to_owned(),
                 timeout: limits.pdf_timeout,
+            },
+            Waited::Stopped => ExtractError::Stopped {
+                name: name.to_owned(),
             },
             Waited::Overflow => ExtractError::PdfOutput {
                 name: name.to_owned(),
@@ -305,6 +308,7 @@ fn read_tail(pipe: Option<impl Read>) -> Vec<u8> {
 
 enum Waited {
     TimedOut,
+    Stopped,
     Overflow,
     Io(std::io::Error),
 }
@@ -314,10 +318,11 @@ enum Waited {
 /// leader is reaped: a straggler holding the pipes open would block the readers.
 fn wait_until(
     child: &mut std::process::Child,
-    timeout: Duration,
+    limits: &Limits,
     overflow: &AtomicBool,
 ) -> Result<ExitStatus, Waited> {
-    let deadline = Instant::now() + timeout;
+    let deadline = Instant::now() + limits.pdf_timeout;
+    let stopped = || limits.cancel.as_ref().is_some_and(|c| c.is_cancelled());
     loop {
         match has_exited(child) {
             Ok(true) => {
@@ -329,6 +334,8 @@ fn wait_until(
         }
         let why = if overflow.load(Ordering::Relaxed) {
             Waited::Overflow
+        } else if stopped() {
+            Waited::Stopped
         } else if Instant::now() >= deadline {
             Waited::TimedOut
         } else {

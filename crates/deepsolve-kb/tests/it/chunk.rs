@@ -1,6 +1,6 @@
 //! Chunking: sizes within the budget, overlap, order, pages, heading paths, CJK sentences.
 
-use deepsolve_kb::chunk::{Chunk, ChunkOptions, chunk};
+use deepsolve_kb::chunk::{Chunk, ChunkError, ChunkOptions, RUN_CHARS, chunk, chunk_until};
 use deepsolve_kb::extract::{Extracted, Kind, Markup, Page};
 use proptest::prelude::*;
 
@@ -223,6 +223,96 @@ proptest! {
         }
         assert_offsets(&doc, &chunks);
     }
+}
+
+/// A piece of a generated text: `len` characters of one kind.
+fn piece(kind: u8, len: usize) -> String {
+    const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    match kind % 6 {
+        0 => "x".repeat(len),
+        1 => (0..len)
+            .map(|i| BASE64[(i * 7 + i / 5) % 64] as char)
+            .collect(),
+        2 => (0..len)
+            .map(|i| char::from(b'0' + (i % 10) as u8))
+            .collect(),
+        3 => "汉".repeat(len),
+        4 => "🙂".repeat(len),
+        _ => english(len / 60 + 1, "prose"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Runs of every length, up to several times the longest given to text-splitter: every
+    /// chunk within the size (its count exact), the text covered, the offsets right, and no
+    /// more chunks than a bound linear in the text's tokens.
+    #[test]
+    fn runs_without_breaks_of_any_length_are_cut_within_the_size(
+        pieces in prop::collection::vec((any::<u8>(), 0usize..4 * RUN_CHARS), 1..6),
+        max in 16usize..600,
+        markdown in any::<bool>(),
+    ) {
+        let text: String = pieces
+            .iter()
+            .map(|(kind, len)| piece(*kind, *len))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let markup = if markdown { Markup::Markdown } else { Markup::Plain };
+        let doc = doc(markup, &[&text]);
+        let options = ChunkOptions { max_tokens: max, overlap_tokens: max / 8 };
+        let chunks = chunk(&doc, &options).unwrap();
+        let mut covered = vec![false; text.chars().count()];
+        for c in &chunks {
+            prop_assert!(c.tokens as usize <= max, "{} > {}", c.tokens, max);
+            prop_assert_eq!(c.tokens as usize, tokens(&c.text));
+            covered[c.char_start..c.char_end].iter_mut().for_each(|b| *b = true);
+        }
+        for (ch, seen) in text.chars().zip(&covered) {
+            prop_assert!(*seen || ch.is_whitespace(), "{:?} not in any chunk", ch);
+        }
+        assert_offsets(&doc, &chunks);
+        let core = max - max / 8;
+        let bound = 3 * tokens(&text).div_ceil(core) + 2 * pieces.len() + 1;
+        prop_assert!(chunks.len() <= bound, "{} chunks, bound {}", chunks.len(), bound);
+    }
+}
+
+/// The least time of three to chunk `text` as Markdown.
+fn chunk_time(text: &str) -> std::time::Duration {
+    let doc = doc(Markup::Markdown, &[text]);
+    (0..3)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            chunk(&doc, &ChunkOptions::default()).unwrap();
+            started.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+#[test]
+fn chunking_time_grows_linearly_with_an_unbroken_run() {
+    // Quadratic work makes 8 times the text cost 64 times the time; linear, 8. The bound
+    // between them leaves room for a loaded machine.
+    let small = chunk_time(&"x".repeat(128 * 1024));
+    let large = chunk_time(&"x".repeat(1024 * 1024));
+    let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+    assert!(
+        ratio < 24.0,
+        "{small:?} for 128 KiB, {large:?} for 1 MiB: ×{ratio:.1}"
+    );
+}
+
+#[test]
+fn chunking_stops_when_asked() {
+    let doc = doc(Markup::Plain, &[&"y".repeat(1024 * 1024)]);
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    let stop = || asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 3;
+    let result = chunk_until(&doc, &ChunkOptions::default(), &stop);
+    assert!(matches!(result, Err(ChunkError::Stopped)), "{result:?}");
+    assert_eq!(asked.load(std::sync::atomic::Ordering::Relaxed), 4);
 }
 
 /// Extraction and chunking together, on the generated documents.

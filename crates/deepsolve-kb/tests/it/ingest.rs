@@ -440,3 +440,58 @@ async fn progress_moves_page_by_page_while_a_long_pdf_is_stored() {
         assert_eq!(done.last(), Some(&31));
     }
 }
+
+#[tokio::test]
+async fn a_document_past_its_time_budget_fails_naming_the_stage_and_the_limit() {
+    for (store, dir) in stores().await {
+        let kb_limits = KbLimits {
+            ingest_timeout: std::time::Duration::ZERO,
+            ..KbLimits::default()
+        };
+        let knowledge = knowledge(&store, &dir, kb_limits);
+        let kb = store.create_kb("u1", "Notes").await.unwrap();
+        let run = vec![b'x'; 4 * 1024 * 1024];
+        let (result, _, id) = ingest(&knowledge, &kb.id, "image.md", run).await;
+        let err = result.unwrap_err();
+        assert!(matches!(err, IngestError::TimedOut { .. }), "{err:?}");
+        let message = failure(&store, &id).await;
+        assert_eq!(message, err.to_string());
+        assert!(
+            message.starts_with("image.md: ")
+                && message
+                    .contains("took it past the ingest time limit of 0 s (kb.ingest_timeout_s)"),
+            "{message}"
+        );
+        assert_eq!(store.kb_chunk_count(&kb.id, "u1").await.unwrap(), 0);
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_ingest_stops_and_keeps_nothing() {
+    for (store, dir) in stores().await {
+        let knowledge = knowledge(&store, &dir, KbLimits::default());
+        let kb = store.create_kb("u1", "Notes").await.unwrap();
+        let bytes = vec![b'x'; 8 * 1024 * 1024];
+        let ingestor = knowledge.ingestor();
+        let doc = ingestor
+            .add("u1", &kb.id, "image.md", bytes.len() as u64)
+            .await
+            .unwrap();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let canceller = cancel.clone();
+        // Cancelled once chunking has begun: the CPU-bound stage.
+        let on_progress = move |p: IngestProgress| {
+            if p.stage == "chunking" {
+                canceller.cancel();
+            }
+        };
+        let result = ingestor
+            .run_until("u1", &doc.id, bytes, &on_progress, &cancel)
+            .await;
+        assert!(
+            matches!(result, Err(IngestError::Cancelled { .. })),
+            "{result:?}"
+        );
+        assert_eq!(store.kb_chunk_count(&kb.id, "u1").await.unwrap(), 0);
+    }
+}

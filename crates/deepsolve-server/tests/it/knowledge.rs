@@ -743,3 +743,29 @@ async fn a_resumed_turn_reads_the_material_it_was_started_with() {
     assert_eq!(answer_sources[0]["page"], 4, "{answer_sources:?}");
     s.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_very_long_upload_name_keeps_its_extension_and_is_read() {
+    let started = two_users().await;
+    let s = &started.server;
+    let ada = Some(started.tokens[0].as_str());
+    let name = format!("lecture-{}-final.md", "long".repeat(1_250));
+    let docs = ready_kb(
+        s,
+        ada,
+        "named",
+        vec![(
+            name.as_str(),
+            b"# Limits\n\nA limit is approached.".to_vec(),
+        )],
+    )
+    .await;
+    let kept = docs[0]["name"].as_str().expect("name");
+    assert_eq!(kept.chars().count(), 200, "{kept}");
+    assert!(
+        kept.starts_with("lecture-long") && kept.ends_with("longlong-final.md"),
+        "{kept}"
+    );
+    assert_eq!(docs[0]["kind"], "markdown");
+    started.server.shutdown().await;
+}
