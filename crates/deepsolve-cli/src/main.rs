@@ -264,7 +264,7 @@ fn run(command: Command) -> Exit {
             return Exit::Failure;
         }
     };
-    report(runtime.block_on(async {
+    let exit = report(runtime.block_on(async {
         match command {
             Command::Solve(args) => solve::run(args).await,
             Command::History(args) => history::history(args).await,
@@ -283,7 +283,12 @@ fn run(command: Command) -> Exit {
             Command::Completions { shell } => Ok(manual::completions(shell)),
             Command::Man { dir } => manual::man(dir.as_deref()),
         }
-    }))
+    }));
+    // The command has finished (a server has had its shutdown grace): work still running on a
+    // blocking thread — an HTML or DOCX parse that cannot be interrupted — must not hold the
+    // process open; dropping the runtime would wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    exit
 }
 
 /// A command's error, said once on stderr, as its exit code.
