@@ -55,8 +55,11 @@ impl ToolContext {
     }
 }
 
-/// Files, citation sources and a turn's material are wire types (events, the turn record).
-pub use deepsolve_protocol::{Artifact, Material, MaterialDocument, MaterialKb, Source};
+/// Files, citation sources and a turn's material are wire types (events, the turn record);
+/// a drawn file's hash is made by the protocol's one helper.
+pub use deepsolve_protocol::{
+    Artifact, Material, MaterialDocument, MaterialKb, ShownArgument, Source, sha256_hex,
+};
 
 /// What a tool returns. `content` is what the model will see (the loop truncates it);
 /// everything else goes to events and the turn record.
@@ -101,8 +104,16 @@ pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
 
     /// What the tool is for, as one line of the playbook in `language` (e.g. "`exec`: produce
-    /// files"). `None`: the playbook says "`name`: description".
+    /// files"). `None`: the playbook says "`name`: description". The catalog's tools get
+    /// theirs from their catalog entry (the mounted tool carries it).
     fn playbook_line(&self, _language: Language) -> Option<&str> {
+        None
+    }
+
+    /// The argument of its calls a front end shows first (carried on the `tool_call` event);
+    /// `None`: the arguments are shown as they are. The catalog's tools get it from their
+    /// catalog entry.
+    fn shown_argument(&self) -> Option<ShownArgument> {
         None
     }
 

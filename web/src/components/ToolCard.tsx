@@ -13,16 +13,12 @@ import { ArtifactsContext, findStored, isInlineImage, isOurFigure } from "./arti
 /** The solve's own tools: the checklist already shows what they did, so their cards stay folded. */
 const SPINE_TOOLS = new Set(["solve_plan", "solve_finish_step", "solve_replan"]);
 
-function codeArgument(args: unknown): { code: string; language: string } | null {
-  if (typeof args !== "object" || args === null) return null;
-  const record = args as Record<string, unknown>;
-  if (typeof record.code === "string") {
-    const language = typeof record.language === "string" ? record.language : "python";
-    return { code: record.code, language };
-  }
-  if (typeof record.command === "string") return { code: record.command, language: "bash" };
-  if (typeof record.cmd === "string") return { code: record.cmd, language: "bash" };
-  return null;
+/** The code the call's event says to show first, with its language; else none (JSON is shown). */
+function codeArgument(card: ToolCardView): { code: string; language: string } | null {
+  const { args, shown } = card;
+  if (!shown?.language || typeof args !== "object" || args === null) return null;
+  const value = (args as Record<string, unknown>)[shown.name];
+  return typeof value === "string" ? { code: value, language: shown.language } : null;
 }
 
 function compactJson(value: unknown): string {
@@ -36,7 +32,7 @@ function compactJson(value: unknown): string {
 export function ToolCard(props: { card: ToolCardView }) {
   const { card } = props;
   if (SPINE_TOOLS.has(card.name)) return <SpineCard card={card} />;
-  const code = codeArgument(card.args);
+  const code = codeArgument(card);
   return (
     <article class={`tool-card ${card.status}`} data-testid="tool-card" data-status={card.status}>
       <ToolHead card={card} />

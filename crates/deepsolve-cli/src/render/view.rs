@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use deepsolve_core::solve::is_solve_tool;
 use deepsolve_protocol::{
-    Artifact, ErrorKind, EventKind, PlanStepView, Source, StepStatus, StopReason, TurnEvent, Usage,
+    Artifact, ErrorKind, EventKind, PlanStepView, ShownArgument, Source, StepStatus, StopReason,
+    TurnEvent, Usage,
 };
 use serde_json::Value;
 
@@ -132,7 +133,8 @@ impl TurnView {
                 call_id,
                 name,
                 args,
-            } if !is_solve_tool(name) => self.call(call_id, name, args),
+                shown,
+            } if !is_solve_tool(name) => self.call(call_id, name, main_input(args, shown.as_ref())),
             EventKind::ToolResult {
                 call_id,
                 ok,
@@ -213,11 +215,11 @@ impl TurnView {
         latest
     }
 
-    fn call(&mut self, call_id: &str, name: &str, args: &Value) {
+    fn call(&mut self, call_id: &str, name: &str, input: String) {
         let call = ToolCall {
             call_id: call_id.to_string(),
             name: name.to_string(),
-            input: main_input(args),
+            input,
             started: Instant::now(),
             end: None,
         };
@@ -296,12 +298,12 @@ impl TurnView {
     }
 }
 
-/// The text a call's main argument holds (its code, command, query, URL or source), else
-/// its arguments as JSON.
-fn main_input(args: &Value) -> String {
-    ["code", "command", "query", "url", "source_id"]
-        .iter()
-        .find_map(|key| args.get(key).and_then(Value::as_str))
+/// The text of the argument the call's event says to show first (its code, command, query,
+/// URL or source), else its arguments as JSON.
+fn main_input(args: &Value, shown: Option<&ShownArgument>) -> String {
+    shown
+        .and_then(|shown| args.get(&shown.name))
+        .and_then(Value::as_str)
         .map(str::to_string)
         .unwrap_or_else(|| args.to_string())
 }

@@ -69,11 +69,13 @@ impl TurnRun<'_> {
     /// The batch, with an event as each call starts and ends; `None` when cancelled.
     async fn dispatch(&mut self, calls: &[ToolCall]) -> Option<BatchOutput> {
         let emit = &self.emit;
+        let toolbox = &self.toolbox;
         let on_start = |call: &ToolCall, args: Value| {
             emit.emit(EventKind::ToolCall {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 args,
+                shown: toolbox.shown_argument(&call.name),
             })
         };
         let on_done = |r: &CallResult| {
@@ -114,6 +116,7 @@ impl TurnRun<'_> {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 args: Value::String(call.arguments.clone()),
+                shown: None,
             });
             self.emit.emit(EventKind::ToolResult {
                 call_id: call.id.clone(),
