@@ -47,8 +47,9 @@ pub use solve::{Language, SolveRecord};
 pub use texts::{OverrideError, TOOLS_MARKER, Text, Texts};
 pub use tokens::{IMAGE_TOKENS, count as count_tokens, message_tokens};
 pub use tool::{
-    Artifact, Material, MaterialDocument, MaterialKb, ShownArgument, Source, Tool, ToolContext,
-    ToolError, ToolOutput, ToolRef, sha256_hex,
+    Artifact, MAX_PROGRESS_PER_CALL, Material, MaterialDocument, MaterialKb, Progress,
+    ProgressReceiver, ShownArgument, Source, Tool, ToolContext, ToolError, ToolOutput, ToolRef,
+    sha256_hex,
 };
 pub use wire::tags::{
     STOP_MARKER, manifest as tags_manifest, render_call as render_tag_call,

@@ -1,6 +1,6 @@
 // One tool call: its name, arguments (code highlighted), output as plain text, status and
-// duration, progress lines, and the files it made (images and our own figures inline, others
-// as downloads).
+// duration, its progress while it runs (code's output as it prints), and the files it made
+// (images and our own figures inline, others as downloads).
 import { useContext, useState } from "preact/hooks";
 import { inlineImageUrl } from "../api";
 import { formatBytes, formatDuration } from "../format";
@@ -39,7 +39,7 @@ export function ToolCard(props: { card: ToolCardView }) {
       <div class="tool-args">
         {code ? <CodeBlock code={code.code} language={code.language} /> : <pre class="json">{compactJson(card.args)}</pre>}
       </div>
-      <ToolProgress lines={card.progress} />
+      {card.status === "running" && <ToolProgress lines={card.progress} />}
       <ToolOutput card={card} />
       <ToolFiles files={card.artifacts} />
     </article>
@@ -91,11 +91,7 @@ function ToolProgress(props: { lines: string[] }) {
   return (
     <div class="tool-progress">
       <span class="tool-section">{t("tool.progress")}</span>
-      <ul>
-        {props.lines.map((line, i) => (
-          <li key={i}>{line}</li>
-        ))}
-      </ul>
+      <pre data-testid="tool-progress">{props.lines.join("\n")}</pre>
     </div>
   );
 }

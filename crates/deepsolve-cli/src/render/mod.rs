@@ -248,6 +248,11 @@ fn tool_lines(
         ));
     }
     let Some(end) = &call.end else {
+        // Running: its newest output so far.
+        let newest = call.progress.len().saturating_sub(OUTPUT_LINES);
+        for line in &call.progress[newest..] {
+            lines.push(format!("{detail}{}", dim(format!("… {}", printable(line)))));
+        }
         return lines;
     };
     let output = end

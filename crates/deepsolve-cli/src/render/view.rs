@@ -37,8 +37,23 @@ pub(crate) struct ToolCall {
     pub(crate) name: String,
     /// What it was asked: the code, command, query or URL (the text of its main argument).
     pub(crate) input: String,
+    /// The last lines it reported while running (`tool_progress`: code's output as it prints).
+    pub(crate) progress: Vec<String>,
     pub(crate) started: Instant,
     pub(crate) end: Option<ToolEnd>,
+}
+
+impl ToolCall {
+    /// The most progress lines kept: the live view shows the newest few.
+    const PROGRESS_LINES: usize = 8;
+
+    /// Keep the newest lines of a progress report.
+    fn report(&mut self, message: &str) {
+        let lines = message.lines().filter(|l| !l.trim().is_empty());
+        self.progress.extend(lines.map(str::to_string));
+        let extra = self.progress.len().saturating_sub(Self::PROGRESS_LINES);
+        self.progress.drain(..extra);
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -135,6 +150,11 @@ impl TurnView {
                 args,
                 shown,
             } if !is_solve_tool(name) => self.call(call_id, name, main_input(args, shown.as_ref())),
+            EventKind::ToolProgress { call_id, message } => {
+                if let Some(call) = self.call_mut(call_id) {
+                    call.report(message);
+                }
+            }
             EventKind::ToolResult {
                 call_id,
                 ok,
@@ -220,6 +240,7 @@ impl TurnView {
             call_id: call_id.to_string(),
             name: name.to_string(),
             input,
+            progress: Vec::new(),
             started: Instant::now(),
             end: None,
         };
