@@ -440,6 +440,9 @@ mod tests {
         assert!(lines[1].contains("print(1)"), "{lines:?}");
         let shown: Vec<&String> = lines.iter().filter(|l| l.contains('…')).collect();
         assert_eq!(shown.len(), OUTPUT_LINES, "{lines:?}");
-        assert!(shown[0].contains("two") && shown[1].contains("three"), "{lines:?}");
+        assert!(
+            shown[0].contains("two") && shown[1].contains("three"),
+            "{lines:?}"
+        );
     }
 }
