@@ -11,8 +11,8 @@ import { initialTurnState, type TurnState } from "./state/view";
 
 const t = translator("en");
 const zh = translator("zh");
-const rounds: KnobView = { key: "max_rounds", default: 12, min: 1, max: 50, integer: true, help: "" };
-const temperature: KnobView = { key: "temperature", default: 0.3, min: 0, max: 2, integer: false, help: "" };
+const rounds: KnobView = { key: "max_rounds", default: 12, min: 1, max: 50, integer: true, help: "", help_zh: "" };
+const temperature: KnobView = { key: "temperature", default: 0.3, min: 0, max: 2, integer: false, help: "", help_zh: "" };
 
 describe("knob checks", () => {
   it("treat an empty field as the value in force", () => {

@@ -590,25 +590,7 @@ export function stopReasonText(t: Translate, reason: StopReason): string {
   return t(`stop.${reason}` as Key);
 }
 
-// The server describes its knobs in English; the ones it ships with, in Chinese too.
-const KNOB_HELP_ZH: Record<string, string> = {
-  temperature: "采样温度",
-  max_tokens: "每次调用模型的输出令牌数",
-  max_rounds: "可以使用工具的模型调用次数",
-  max_replans: "重新规划（solve_replan）的次数上限",
-  max_steps: "计划的步骤数上限，更长的计划会被截断",
-  settlement_rounds: "超过 max_rounds 后附带“立即完成”提示的额外轮数",
-  turn_timeout_s: "每轮提问的总时长上限（秒）",
-  tool_timeout_s: "每次工具调用的时长上限（秒）",
-  code_timeout_s: "在沙箱中运行代码的工具每次调用的时长上限（秒）",
-  stream_idle_timeout_s: "模型在这么多秒内没有输出任何字节即视为出错",
-  max_parallel_tool_calls: "每轮最多运行的工具调用数，其余的会被跳过",
-  token_budget: "每轮提问的令牌总预算；0 表示不限",
-  ultimatum_at: "上下文窗口占用达到此比例时强制给出解答",
-  plan_first: "在 solve_plan 之前拒绝使用工作工具",
-  fold: "把已完成步骤的消息折叠出上下文（仅在测量折叠效果时关闭）",
-};
-
-export function knobHelp(value: Lang, key: string, serverHelp: string): string {
-  return value === "zh" ? (KNOB_HELP_ZH[key] ?? serverHelp) : serverHelp;
+/** A knob's help in the page's language: the server sends it in English and Chinese. */
+export function knobHelp(value: Lang, knob: { help: string; help_zh: string }): string {
+  return value === "zh" && knob.help_zh ? knob.help_zh : knob.help;
 }

@@ -332,6 +332,11 @@ export type EventKind = {
   args: unknown;
   call_id: string;
   name: string;
+  /**
+   * The argument a front end shows first, as the tool's catalog entry says; absent:
+   * the arguments are shown as they are.
+   */
+  shown?: ShownArgument | null;
   type: "tool_call";
 } | {
   call_id: string;
@@ -406,6 +411,8 @@ export interface EventsQuery {
 export interface FlagView {
   default: boolean;
   help: string;
+  /** The help in Chinese. */
+  help_zh: string;
   key: string;
 }
 
@@ -451,6 +458,8 @@ export interface KbView {
 export interface KnobView {
   default: number;
   help: string;
+  /** The help in Chinese. */
+  help_zh: string;
   /** Values are rounded to whole numbers. */
   integer: boolean;
   key: string;
@@ -701,6 +710,17 @@ export interface SettingsView {
   writable: boolean;
 }
 
+/**
+ * The argument of a tool's calls a front end shows first (the code it runs, the query, the
+ * URL), and how: the CLI's and the web UI's tool cards read it here, never from a tool name.
+ */
+export interface ShownArgument {
+  /** The language to highlight it as (`python`, `bash`); absent: plain text. */
+  language?: string | null;
+  /** The argument's name in the call's `args` (`code`, `command`, `query`, …). */
+  name: string;
+}
+
 /** The solve state kept with the turn record. */
 export interface SolveRecord {
   analysis: string;
@@ -886,3 +906,25 @@ export interface UserView {
 
 /** What a `warning` event is about. Kinds a newer server adds read back as `unknown`. */
 export type WarningKind = "length" | "forced_answer" | "invented_tool_response" | "context_length" | "protocol" | "stream_cut" | "unknown";
+
+/** Every event's `type`, in declaration order: the SSE event names (`event: <type>`). */
+export const EVENT_TYPES: readonly EventKind["type"][] = [
+  "turn_started",
+  "round_started",
+  "reasoning_delta",
+  "text_delta",
+  "round_finished",
+  "tool_call",
+  "tool_progress",
+  "tool_result",
+  "plan",
+  "step_finished",
+  "checkpoint",
+  "replanned",
+  "context_folded",
+  "retrying",
+  "warning",
+  "answer",
+  "turn_finished",
+  "error",
+];

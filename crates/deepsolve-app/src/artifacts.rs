@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deepsolve_core::{
-    Artifact, Language, SolveConfig, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec,
+    Artifact, Language, ShownArgument, SolveConfig, Tool, ToolContext, ToolError, ToolOutput,
+    ToolRef, ToolSpec,
 };
 use deepsolve_protocol::TurnOutcome;
 use deepsolve_store::{ArtifactMeta, ArtifactOrigin, NewArtifact, Store};
@@ -31,7 +32,7 @@ pub fn is_rendered(artifact: &Artifact, content: &[u8]) -> bool {
     artifact
         .rendered_sha256
         .as_deref()
-        .is_some_and(|expected| expected == deepsolve_tools::geogebra::sha256_hex(content))
+        .is_some_and(|expected| expected == deepsolve_protocol::sha256_hex(content))
 }
 
 /// Keeps the files tool calls report.
@@ -60,6 +61,10 @@ impl Tool for Registering {
 
     fn playbook_line(&self, language: Language) -> Option<&str> {
         self.tool.playbook_line(language)
+    }
+
+    fn shown_argument(&self) -> Option<ShownArgument> {
+        self.tool.shown_argument()
     }
 
     fn reads_images(&self) -> bool {

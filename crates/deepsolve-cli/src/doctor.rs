@@ -5,7 +5,7 @@ use crate::exit::Exit;
 use console::style;
 use deepsolve_app::{AppBuilder, DEFAULT_BASE_URL, main_client, reasoning_model, vision_model};
 use deepsolve_settings::Loaded;
-use deepsolve_tools::{Policy, Sandbox, Unavailable};
+use deepsolve_tools::{DoctorLine, Policy, Sandbox, Unavailable};
 
 use crate::ConfigArgs;
 use crate::output::outln;
@@ -35,7 +35,7 @@ pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<Exit> {
     );
     models_section(&loaded.settings);
     let mut healthy = sandbox_ok & tools_section(&loaded, &client, sandbox);
-    web_search_section(&loaded.settings);
+    tool_reports(&loaded.settings);
     match client.list_models().await {
         Ok(models) => {
             ok(&format!(
@@ -275,40 +275,17 @@ fn tools_section(
     true
 }
 
-/// `web_search`'s providers: the order a search asks them in, then each one configured or
-/// not and why. Never unhealthy: the tool is opt-in and DuckDuckGo needs nothing.
-fn web_search_section(settings: &deepsolve_settings::Settings) {
-    let status = match deepsolve_tools::web::search::search_status(settings) {
-        Ok(status) => status,
-        Err(e) => {
-            outln!("web search not usable");
-            warn(&e.to_string());
-            return;
+/// What each tool of the catalog adds to the report (its entry's `doctor` hook). Never
+/// unhealthy: the hooks inform.
+fn tool_reports(settings: &deepsolve_settings::Settings) {
+    let hooks = deepsolve_tools::CATALOG
+        .iter()
+        .filter_map(|entry| entry.doctor);
+    for line in hooks.flat_map(|hook| hook(settings)) {
+        match line {
+            DoctorLine::Note(text) => outln!("{text}"),
+            DoctorLine::Warn(text) => warn(&text),
         }
-    };
-    let order: Vec<String> = status.order.iter().map(ToString::to_string).collect();
-    outln!(
-        "web search {} (opt-in: --tool web_search)",
-        order.join(" → ")
-    );
-    for provider in &status.providers {
-        let state = match (provider.configured, provider.preferred) {
-            (true, true) => "configured, preferred",
-            (true, false) => "configured",
-            (false, _) => "not configured",
-        };
-        outln!(
-            "           {:<11} {state}: {}",
-            provider.provider.to_string(),
-            provider.why
-        );
-    }
-    let unusable = (status.providers.iter()).find(|p| p.preferred && !p.configured);
-    if let Some(preferred) = unusable {
-        warn(&format!(
-            "tools.web_search.provider is {}, which is not configured ({}): searches go to the others",
-            preferred.provider, preferred.why
-        ));
     }
 }
 

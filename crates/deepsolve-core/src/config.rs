@@ -14,9 +14,11 @@ use serde_json::{Map, Value};
 
 /// Declares the solve knobs, one line each:
 ///
-/// - a number: `name: type = default in min..=max, "help";` where `type` is `f64`, `u32` or
-///   `u64` (the whole-number types clamp to whole numbers);
-/// - a flag: `name = default, "help";`.
+/// - a number: `name: type = default in min..=max, "help" / "帮助";` where `type` is `f64`,
+///   `u32` or `u64` (the whole-number types clamp to whole numbers);
+/// - a flag: `name = default, "help" / "帮助";`.
+///
+/// The help is written in English, then in Chinese: clients show the one of their language.
 ///
 /// It generates the [`SolveConfig`] struct (the help is the field's doc), [`KNOBS`], [`FLAGS`],
 /// [`SolveConfig::knob_docs`] and the reading of every field; the defaults are read from an
@@ -25,10 +27,10 @@ macro_rules! solve_knobs {
     (
         numbers {
             $( $key:ident : $ty:ty = $default:literal in $min:literal ..= $max:literal,
-               $help:literal; )*
+               $help:literal / $help_zh:literal; )*
         }
         flags {
-            $( $flag:ident = $flag_default:literal, $flag_help:literal; )*
+            $( $flag:ident = $flag_default:literal, $flag_help:literal / $flag_help_zh:literal; )*
         }
     ) => {
         /// The solve knobs of one turn; see the `solve_knobs!` table in `config.rs`.
@@ -50,6 +52,7 @@ macro_rules! solve_knobs {
                     max: $max as f64,
                     integer: <$ty as KnobNumber>::INTEGER,
                     help: $help,
+                    help_zh: $help_zh,
                 };
                 const _: () = assert!(
                     $key.is_consistent(),
@@ -61,6 +64,7 @@ macro_rules! solve_knobs {
                     key: stringify!($flag),
                     default: $flag_default,
                     help: $flag_help,
+                    help_zh: $flag_help_zh,
                 };
             )*
         }
@@ -97,28 +101,43 @@ macro_rules! solve_knobs {
 
 solve_knobs! {
     numbers {
-        temperature: f64 = 0.3 in 0.0..=2.0, "sampling temperature";
-        max_tokens: u32 = 8192 in 1..=200_000, "output tokens per model call";
-        max_rounds: u32 = 12 in 1..=50, "model calls that may use tools";
-        max_replans: u32 = 2 in 0..=10, "solve_replan budget";
-        max_steps: u32 = 12 in 1..=12, "plan length; longer plans are truncated";
+        temperature: f64 = 0.3 in 0.0..=2.0, "sampling temperature"
+            / "采样温度";
+        max_tokens: u32 = 8192 in 1..=200_000, "output tokens per model call"
+            / "每次调用模型的输出令牌数";
+        max_rounds: u32 = 12 in 1..=50, "model calls that may use tools"
+            / "可以使用工具的模型调用次数";
+        max_replans: u32 = 2 in 0..=10, "solve_replan budget"
+            / "重新规划（solve_replan）的次数上限";
+        max_steps: u32 = 12 in 1..=12, "plan length; longer plans are truncated"
+            / "计划的步骤数上限，更长的计划会被截断";
         settlement_rounds: u32 = 2 in 0..=5,
-            "extra rounds after max_rounds with a finish-now notice";
-        turn_timeout_s: u64 = 1200 in 10..=21_600, "wall-clock limit of a turn";
-        tool_timeout_s: u64 = 60 in 1..=600, "per tool call";
-        code_timeout_s: u64 = 30 in 1..=600, "per call of a tool that runs code in the sandbox";
+            "extra rounds after max_rounds with a finish-now notice"
+            / "超过 max_rounds 后附带“立即完成”提示的额外轮数";
+        turn_timeout_s: u64 = 1200 in 10..=21_600, "wall-clock limit of a turn"
+            / "每轮提问的总时长上限（秒）";
+        tool_timeout_s: u64 = 60 in 1..=600, "per tool call"
+            / "每次工具调用的时长上限（秒）";
+        code_timeout_s: u64 = 30 in 1..=600, "per call of a tool that runs code in the sandbox"
+            / "在沙箱中运行代码的工具每次调用的时长上限（秒）";
         stream_idle_timeout_s: u64 = 120 in 5..=600,
-            "no byte from the model for this long is an error";
+            "no byte from the model for this long is an error"
+            / "模型在这么多秒内没有输出任何字节即视为出错";
         max_parallel_tool_calls: u32 = 8 in 1..=32,
-            "tool calls run per round; the rest are skipped";
-        token_budget: u64 = 0 in 0..=1_000_000_000, "total tokens per turn; 0 = off";
+            "tool calls run per round; the rest are skipped"
+            / "每轮最多运行的工具调用数，其余的会被跳过";
+        token_budget: u64 = 0 in 0..=1_000_000_000, "total tokens per turn; 0 = off"
+            / "每轮提问的令牌总预算；0 表示不限";
         ultimatum_at: f64 = 0.85 in 0.3..=0.95,
-            "fraction of the context window that forces an answer";
+            "fraction of the context window that forces an answer"
+            / "上下文窗口占用达到此比例时强制给出解答";
     }
     flags {
-        plan_first = true, "refuse work tools before solve_plan";
+        plan_first = true, "refuse work tools before solve_plan"
+            / "在 solve_plan 之前拒绝使用工作工具";
         fold = true,
-            "fold a finished step's messages out of the context (off only to measure what folding saves)";
+            "fold a finished step's messages out of the context (off only to measure what folding saves)"
+            / "把已完成步骤的消息折叠出上下文（仅在测量折叠效果时关闭）";
     }
 }
 
@@ -131,6 +150,9 @@ pub struct Knob {
     pub max: f64,
     pub integer: bool,
     pub help: &'static str,
+    /// The help in Chinese (clients read it through the settings API; not in `knob_docs`).
+    #[serde(skip)]
+    pub help_zh: &'static str,
 }
 
 impl Knob {
@@ -162,6 +184,9 @@ pub struct Flag {
     pub key: &'static str,
     pub default: bool,
     pub help: &'static str,
+    /// The help in Chinese (clients read it through the settings API; not in `knob_docs`).
+    #[serde(skip)]
+    pub help_zh: &'static str,
 }
 
 impl Flag {
@@ -709,6 +734,16 @@ mod tests {
         assert_eq!(docs[0], "temperature");
         assert_eq!(docs.last(), Some(&"fold"));
         assert!(known_keys().starts_with("temperature, max_tokens, max_rounds"));
+    }
+
+    #[test]
+    fn every_knob_has_its_help_in_english_and_chinese() {
+        let helps = (KNOBS.iter().map(|k| (k.key, k.help, k.help_zh)))
+            .chain(FLAGS.iter().map(|f| (f.key, f.help, f.help_zh)));
+        for (key, en, zh) in helps {
+            assert!(en.is_ascii() && !en.is_empty(), "{key}: {en:?}");
+            assert!(zh.chars().any(|c| c > '\u{2e80}'), "{key}: {zh:?}");
+        }
     }
 
     #[test]

@@ -47,11 +47,12 @@ pub use solve::{Language, SolveRecord};
 pub use texts::{OverrideError, TOOLS_MARKER, Text, Texts};
 pub use tokens::{IMAGE_TOKENS, count as count_tokens, message_tokens};
 pub use tool::{
-    Artifact, Material, MaterialDocument, MaterialKb, Source, Tool, ToolContext, ToolError,
-    ToolOutput, ToolRef,
+    Artifact, MAX_PROGRESS_PER_CALL, Material, MaterialDocument, MaterialKb, Progress,
+    ProgressReceiver, ShownArgument, Source, Tool, ToolContext, ToolError, ToolOutput, ToolRef,
+    sha256_hex,
 };
 pub use wire::tags::{
-    manifest as tags_manifest, render_call as render_tag_call,
+    STOP_MARKER, manifest as tags_manifest, render_call as render_tag_call,
     render_response as render_tag_response,
 };
 pub use wire::{MarkupError, ParsedCall, ParsedReply, parse_reply};

@@ -169,7 +169,7 @@ mod tests {
         let text = manifest(&material(45, 300), &en).expect("a manifest");
         assert!(text.contains("chapter 39.pdf") && !text.contains("chapter 40.pdf"));
         assert!(
-            text.contains("  - … and 260 more (find them with `rag`)"),
+            text.contains("  - … and 260 more (a search of the knowledge bases finds them)"),
             "{text}"
         );
         assert!(text.contains("(300 documents)"), "{text}");

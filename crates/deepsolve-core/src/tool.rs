@@ -39,6 +39,79 @@ pub struct ToolContext {
     /// The images the turn was given (empty for most turns): a tool that reads figures
     /// (`geogebra_analysis`) takes them from here, never from the model's arguments.
     pub images: Arc<[TurnImage]>,
+    /// Where the call reports what it is doing while it runs (`tool_progress` events: code's
+    /// output as it prints); a context of no turn reports nowhere.
+    pub progress: Progress,
+}
+
+/// The most `tool_progress` events one call emits; what it reports past them is dropped (its
+/// result still has everything).
+pub const MAX_PROGRESS_PER_CALL: u32 = 200;
+
+/// A call's progress reporter: cheap to clone, never blocks, bounded per call
+/// ([`MAX_PROGRESS_PER_CALL`]). The engine turns each report into a `tool_progress` event
+/// of the call, before its `tool_result`.
+#[derive(Clone, Default)]
+pub struct Progress {
+    to: Option<ProgressTo>,
+}
+
+#[derive(Clone)]
+struct ProgressTo {
+    sender: tokio::sync::mpsc::UnboundedSender<(String, String)>,
+    call_id: String,
+    sent: Arc<std::sync::atomic::AtomicU32>,
+}
+
+/// Where a reporter's reports arrive: `(call id, message)`.
+pub type ProgressReceiver = tokio::sync::mpsc::UnboundedReceiver<(String, String)>;
+
+impl Progress {
+    /// A reporter, and where its reports arrive (the engine's, for a batch of calls; a test's).
+    pub fn channel() -> (Progress, ProgressReceiver) {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        let to = ProgressTo {
+            sender,
+            call_id: String::new(),
+            sent: Arc::default(),
+        };
+        (Progress { to: Some(to) }, receiver)
+    }
+
+    /// This reporter, for the call `call_id` (with a count of its own).
+    pub fn for_call(&self, call_id: &str) -> Progress {
+        let to = self.to.as_ref().map(|to| ProgressTo {
+            sender: to.sender.clone(),
+            call_id: call_id.to_string(),
+            sent: Arc::default(),
+        });
+        Progress { to }
+    }
+
+    /// Report `message` (one line or a few); dropped past the call's bound or outside a turn.
+    pub fn report(&self, message: impl Into<String>) {
+        let Some(to) = &self.to else {
+            return;
+        };
+        let sent = to.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if sent < MAX_PROGRESS_PER_CALL {
+            // The engine stopped listening: the turn is over, nothing to tell.
+            let _ = to.sender.send((to.call_id.clone(), message.into()));
+        }
+    }
+
+    /// Whether reports go anywhere (a tool can skip the work of making them).
+    pub fn is_listened(&self) -> bool {
+        self.to.is_some()
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Progress")
+            .field("call_id", &self.to.as_ref().map(|to| &to.call_id))
+            .finish()
+    }
 }
 
 impl ToolContext {
@@ -55,8 +128,11 @@ impl ToolContext {
     }
 }
 
-/// Files, citation sources and a turn's material are wire types (events, the turn record).
-pub use deepsolve_protocol::{Artifact, Material, MaterialDocument, MaterialKb, Source};
+/// Files, citation sources and a turn's material are wire types (events, the turn record);
+/// a drawn file's hash is made by the protocol's one helper.
+pub use deepsolve_protocol::{
+    Artifact, Material, MaterialDocument, MaterialKb, ShownArgument, Source, sha256_hex,
+};
 
 /// What a tool returns. `content` is what the model will see (the loop truncates it);
 /// everything else goes to events and the turn record.
@@ -101,8 +177,16 @@ pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
 
     /// What the tool is for, as one line of the playbook in `language` (e.g. "`exec`: produce
-    /// files"). `None`: the playbook says "`name`: description".
+    /// files"). `None`: the playbook says "`name`: description". The catalog's tools get
+    /// theirs from their catalog entry (the mounted tool carries it).
     fn playbook_line(&self, _language: Language) -> Option<&str> {
+        None
+    }
+
+    /// The argument of its calls a front end shows first (carried on the `tool_call` event);
+    /// `None`: the arguments are shown as they are. The catalog's tools get it from their
+    /// catalog entry.
+    fn shown_argument(&self) -> Option<ShownArgument> {
         None
     }
 

@@ -3,9 +3,11 @@
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
+// The stop sequence `OpenAiClient::probe_stop_sequences` checks is core's `STOP_MARKER`: the one
+// the text-tag protocol relies on to keep a model from inventing its own tool results.
 use deepsolve_core::{
-    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, Message, ModelError, StreamDelta,
-    ToolChoice, ToolSpec,
+    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, Message, ModelError, STOP_MARKER,
+    StreamDelta, ToolChoice, ToolSpec,
 };
 use futures::StreamExt;
 use secrecy::ExposeSecret;
@@ -24,9 +26,6 @@ const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 const MAX_MODELS_BYTES: usize = 8 * 1024 * 1024;
 /// The tool offered by [`OpenAiClient::probe_native_tools`].
 const PROBE_TOOL: &str = "deepsolve_probe";
-/// The stop sequence [`OpenAiClient::probe_stop_sequences`] checks: the one the text-tag
-/// protocol relies on to keep a model from inventing its own tool results.
-const STOP_MARKER: &str = "<tool_response>";
 /// The canary's text before and after [`STOP_MARKER`]: distinctive words that only appear in
 /// the reply if the model echoed them.
 const CANARY_BEFORE: &str = "deepsolve-canary-before";

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::outcome::{Checkpoint, StopReason};
-use crate::tool::{Artifact, Source};
+use crate::tool::{Artifact, ShownArgument, Source};
 use crate::usage::Usage;
 
 /// One event of a turn: its id, its place in the turn's log, when, and what happened.
@@ -169,6 +169,10 @@ pub enum EventKind {
         call_id: String,
         name: String,
         args: Value,
+        /// The argument a front end shows first, as the tool's catalog entry says; absent:
+        /// the arguments are shown as they are.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shown: Option<ShownArgument>,
     },
     ToolProgress {
         call_id: String,
@@ -236,6 +240,30 @@ pub enum EventKind {
         message: String,
     },
 }
+
+/// Every event's `type` tag ([`EventKind::type_name`]), in declaration order: the one list the
+/// web UI's SSE listener (`EVENT_TYPES` in the generated `web/src/protocol.ts`) and the
+/// server's metrics labels are made from. A test checks it against the enum's schema.
+pub const EVENT_TYPES: &[&str] = &[
+    "turn_started",
+    "round_started",
+    "reasoning_delta",
+    "text_delta",
+    "round_finished",
+    "tool_call",
+    "tool_progress",
+    "tool_result",
+    "plan",
+    "step_finished",
+    "checkpoint",
+    "replanned",
+    "context_folded",
+    "retrying",
+    "warning",
+    "answer",
+    "turn_finished",
+    "error",
+];
 
 impl EventKind {
     /// The `type` tag (also the store's `kind` column).

@@ -20,12 +20,12 @@ mod usage;
 
 pub use content::ContentPart;
 pub use event::{
-    ErrorKind, EventKind, PlanStepView, RoundRole, StepStatus, TurnEvent, WarningKind,
+    EVENT_TYPES, ErrorKind, EventKind, PlanStepView, RoundRole, StepStatus, TurnEvent, WarningKind,
 };
 pub use image::{StoredImage, TurnImageView};
 pub use material::{Material, MaterialDocument, MaterialKb};
 pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 pub use solve::{Language, PlanVersion, SolveRecord, SolveStep, StepSummary};
-pub use tool::{Artifact, Source};
+pub use tool::{Artifact, ShownArgument, Source, sha256_hex};
 pub use turn::{PriorTurn, StoredTurnSpec, TurnStatus};
 pub use usage::{Protocol, Usage};

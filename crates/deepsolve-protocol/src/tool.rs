@@ -1,4 +1,5 @@
-//! What tool calls leave behind for the turn record: files and citation sources.
+//! What tool calls leave behind for the turn record: files and citation sources; how a call
+//! is shown.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -22,6 +23,24 @@ pub struct Artifact {
     /// shows such an SVG in the page only when the bytes it stores still have this hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rendered_sha256: Option<String>,
+}
+
+/// The SHA-256 of `bytes`, in lowercase hex: the one hash helper of the workspace (a drawn
+/// figure's [`Artifact::rendered_sha256`], a stored token's hash).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// The argument of a tool's calls a front end shows first (the code it runs, the query, the
+/// URL), and how: the CLI's and the web UI's tool cards read it here, never from a tool name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ShownArgument {
+    /// The argument's name in the call's `args` (`code`, `command`, `query`, …).
+    pub name: String,
+    /// The language to highlight it as (`python`, `bash`); absent: plain text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
 }
 
 /// A citation source a tool result refers to (a retrieved chunk, a web page): the model cites

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use deepsolve_protocol::EVENT_TYPES;
 use prometheus_client::encoding::prometheus_text;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -27,29 +28,8 @@ const ROUNDS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 50.0];
 type Labels = Vec<(&'static str, String)>;
 type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 
-/// Every event type, in a fixed order (the index of `Metrics::events`); `other` counts
-/// types added to the engine after this list.
-const EVENT_TYPES: &[&str] = &[
-    "turn_started",
-    "round_started",
-    "reasoning_delta",
-    "text_delta",
-    "round_finished",
-    "tool_call",
-    "tool_progress",
-    "tool_result",
-    "plan",
-    "step_finished",
-    "checkpoint",
-    "replanned",
-    "context_folded",
-    "retrying",
-    "warning",
-    "answer",
-    "turn_finished",
-    "error",
-    "other",
-];
+/// The label of events whose type is not in the protocol's list (a newer engine's).
+const OTHER_EVENT: &str = "other";
 
 fn seconds() -> Histogram {
     Histogram::new(SECONDS.iter().copied())
@@ -124,8 +104,7 @@ impl Default for Metrics {
             "Turn events logged, by type",
             event_family.clone(),
         );
-        let events = EVENT_TYPES
-            .iter()
+        let events = (EVENT_TYPES.iter().chain([&OTHER_EVENT]))
             .map(|kind| event_family.get_or_create_owned(&vec![("type", kind.to_string())]))
             .collect();
         let running_turns = Gauge::default();
@@ -190,10 +169,11 @@ impl Metrics {
     }
 
     pub fn event(&self, kind: &str) {
+        // Past the protocol's list: `other`.
         let i = EVENT_TYPES
             .iter()
             .position(|t| *t == kind)
-            .unwrap_or(EVENT_TYPES.len() - 1);
+            .unwrap_or(EVENT_TYPES.len());
         if let Some(counter) = self.events.get(i) {
             counter.inc();
         }

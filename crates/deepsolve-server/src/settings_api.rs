@@ -34,6 +34,7 @@ fn describe(state: &AppState, caller: &Caller) -> SettingsView {
             max: k.max,
             integer: k.integer,
             help: k.help.to_string(),
+            help_zh: k.help_zh.to_string(),
         })
         .collect();
     let flags = FLAGS
@@ -42,6 +43,7 @@ fn describe(state: &AppState, caller: &Caller) -> SettingsView {
             key: f.key.to_string(),
             default: f.default,
             help: f.help.to_string(),
+            help_zh: f.help_zh.to_string(),
         })
         .collect();
     SettingsView {

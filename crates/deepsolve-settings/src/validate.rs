@@ -370,6 +370,7 @@ impl Checker<'_> {
             max: clamp.max,
             integer: clamp.integer,
             help: "",
+            help_zh: "",
         };
         let (used, warning) = clamp_knob(&knob, n);
         if let Some(mut warning) = warning {

@@ -3,7 +3,6 @@
 //! full entropy, and would cost on every request.)
 
 use rand::RngCore;
-use sha2::{Digest, Sha256};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -16,7 +15,7 @@ pub(crate) const TOKEN_PREFIX: &str = "dst_";
 
 /// The stored form of a token.
 pub fn hash_token(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
+    deepsolve_protocol::sha256_hex(token.as_bytes())
 }
 
 fn valid_name(name: &str) -> bool {

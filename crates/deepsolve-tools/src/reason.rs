@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use deepsolve_core::{
-    ChatModel, Language, Message, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec,
+    ChatModel, Message, Tool, ToolContext, ToolError, ToolOutput, ToolRef, ToolSpec,
 };
 use deepsolve_settings::{Clamp, Field, Kind};
 use serde::Deserialize;
@@ -87,10 +87,6 @@ pub(crate) fn build(deps: &Deps) -> Result<ToolRef, Unavailable> {
 impl Tool for ReasonTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
-    }
-
-    fn playbook_line(&self, language: Language) -> Option<&str> {
-        Some(PLAYBOOK.get(language))
     }
 
     async fn run(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

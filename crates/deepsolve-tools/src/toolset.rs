@@ -27,7 +27,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use deepsolve_core::solve::{is_solve_tool, spine::SOLVE_TOOL_NAMES};
-use deepsolve_core::{ChatModel, Language, ToolRef};
+use deepsolve_core::{ChatModel, Language, ShownArgument, ToolRef};
 use deepsolve_sandbox::Sandbox;
 use deepsolve_settings::{Field, Settings, ToolSection};
 
@@ -87,6 +87,38 @@ impl PlaybookLine {
     }
 }
 
+/// The argument of a tool's calls a front end shows first, as its entry declares it: it goes
+/// on every `tool_call` event ([`deepsolve_core::ShownArgument`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shown {
+    /// The argument's name (`code`, `query`, …).
+    pub argument: &'static str,
+    /// The language to highlight it as (`python`, `bash`); `None`: plain text.
+    pub language: Option<&'static str>,
+}
+
+impl Shown {
+    /// As the protocol carries it.
+    pub fn to_wire(self) -> ShownArgument {
+        ShownArgument {
+            name: self.argument.to_string(),
+            language: self.language.map(str::to_string),
+        }
+    }
+}
+
+/// A line `deepsolve doctor` prints about a tool, beyond whether it is mounted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DoctorLine {
+    /// Printed as it is (the tool's own block: a heading, aligned details).
+    Note(String),
+    /// Something to fix, marked as a warning. Never unhealthy: a tool's report informs.
+    Warn(String),
+}
+
+/// What a tool adds to `deepsolve doctor`, from the settings in force.
+pub type DoctorHook = fn(&Settings) -> Vec<DoctorLine>;
+
 /// Why a tool cannot be mounted, in words for a person (`doctor`, the web UI, the error of a
 /// turn that asks for it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -124,7 +156,12 @@ pub struct ToolEntry {
     /// The name the model calls it by (and `--tool`, `tools.enabled`, the API's `tools` use).
     pub name: &'static str,
     pub policy: Policy,
+    /// Its line in the playbook (the mounted tool answers `Tool::playbook_line` with it).
     pub playbook: PlaybookLine,
+    /// The argument of its calls a front end shows first (`None`: the arguments as they are).
+    pub shows: Option<Shown>,
+    /// What it adds to `deepsolve doctor` (`None`: nothing beyond mounted or not).
+    pub doctor: Option<DoctorHook>,
     /// The settings that shape it, as dotted keys or sections, the ones it owns first.
     pub settings: &'static [&'static str],
     /// The keys of its own section, `tools.<name>` (empty: it has none). The loader checks
@@ -137,6 +174,11 @@ pub struct ToolEntry {
 }
 
 impl ToolEntry {
+    /// Build it on `deps`: the factory's tool, carrying what this entry says about it.
+    pub fn mount(&self, deps: &Deps) -> Result<ToolRef, Unavailable> {
+        (self.build)(deps).map(|tool| crate::cataloged::cataloged(tool, self))
+    }
+
     /// Its own settings section, if it declares one.
     pub fn section(&self) -> Option<ToolSection> {
         (!self.section.is_empty()).then_some(ToolSection {
@@ -193,7 +235,7 @@ impl Toolset {
                     .push((entry.name.to_string(), entry.policy, why));
                 continue;
             }
-            match (entry.build)(deps) {
+            match entry.mount(deps) {
                 Ok(tool) => set.mounted.push(Mounted {
                     name: entry.name.to_string(),
                     policy: entry.policy,

@@ -48,7 +48,7 @@ export function KnobFields(props: Props) {
                 onInput={(event) => props.onChange(knob.key, (event.currentTarget as HTMLInputElement).value)}
               />
               <span id={`${id}-help`} class="muted small">
-                {knobHelp(lang, knob.key, knob.help)} · {range}
+                {knobHelp(lang, knob)} · {range}
               </span>
             </div>
           );

@@ -1,6 +1,6 @@
 // One tool call: its name, arguments (code highlighted), output as plain text, status and
-// duration, progress lines, and the files it made (images and our own figures inline, others
-// as downloads).
+// duration, its progress while it runs (code's output as it prints), and the files it made
+// (images and our own figures inline, others as downloads).
 import { useContext, useState } from "preact/hooks";
 import { inlineImageUrl } from "../api";
 import { formatBytes, formatDuration } from "../format";
@@ -13,16 +13,12 @@ import { ArtifactsContext, findStored, isInlineImage, isOurFigure } from "./arti
 /** The solve's own tools: the checklist already shows what they did, so their cards stay folded. */
 const SPINE_TOOLS = new Set(["solve_plan", "solve_finish_step", "solve_replan"]);
 
-function codeArgument(args: unknown): { code: string; language: string } | null {
-  if (typeof args !== "object" || args === null) return null;
-  const record = args as Record<string, unknown>;
-  if (typeof record.code === "string") {
-    const language = typeof record.language === "string" ? record.language : "python";
-    return { code: record.code, language };
-  }
-  if (typeof record.command === "string") return { code: record.command, language: "bash" };
-  if (typeof record.cmd === "string") return { code: record.cmd, language: "bash" };
-  return null;
+/** The code the call's event says to show first, with its language; else none (JSON is shown). */
+function codeArgument(card: ToolCardView): { code: string; language: string } | null {
+  const { args, shown } = card;
+  if (!shown?.language || typeof args !== "object" || args === null) return null;
+  const value = (args as Record<string, unknown>)[shown.name];
+  return typeof value === "string" ? { code: value, language: shown.language } : null;
 }
 
 function compactJson(value: unknown): string {
@@ -36,14 +32,14 @@ function compactJson(value: unknown): string {
 export function ToolCard(props: { card: ToolCardView }) {
   const { card } = props;
   if (SPINE_TOOLS.has(card.name)) return <SpineCard card={card} />;
-  const code = codeArgument(card.args);
+  const code = codeArgument(card);
   return (
     <article class={`tool-card ${card.status}`} data-testid="tool-card" data-status={card.status}>
       <ToolHead card={card} />
       <div class="tool-args">
         {code ? <CodeBlock code={code.code} language={code.language} /> : <pre class="json">{compactJson(card.args)}</pre>}
       </div>
-      <ToolProgress lines={card.progress} />
+      {card.status === "running" && <ToolProgress lines={card.progress} />}
       <ToolOutput card={card} />
       <ToolFiles files={card.artifacts} />
     </article>
@@ -95,11 +91,7 @@ function ToolProgress(props: { lines: string[] }) {
   return (
     <div class="tool-progress">
       <span class="tool-section">{t("tool.progress")}</span>
-      <ul>
-        {props.lines.map((line, i) => (
-          <li key={i}>{line}</li>
-        ))}
-      </ul>
+      <pre data-testid="tool-progress">{props.lines.join("\n")}</pre>
     </div>
   );
 }

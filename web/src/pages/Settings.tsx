@@ -170,7 +170,7 @@ function SolveSettings(props: { view: SettingsView }) {
                 />
                 <label for={`settings-flag-${flag.key}`}>
                   <code>{flag.key}</code>
-                  <span class="muted small">{knobHelp(lang, flag.key, flag.help)}</span>
+                  <span class="muted small">{knobHelp(lang, flag)}</span>
                 </label>
               </li>
             ))}

@@ -1,36 +1,14 @@
 // The live (and replay) view of a turn: its SSE event stream folded by `reduce`.
 import { useEffect, useState } from "preact/hooks";
-import type { ErrorBody, EventKind, TurnEvent, TurnStatus, TurnView } from "../protocol";
+import { EVENT_TYPES, type ErrorBody, type TurnEvent, type TurnStatus, type TurnView } from "../protocol";
 import { initialTurnState, reduceAll, type TurnState } from "./view";
 
 export type Connection = "connecting" | "open" | "reconnecting" | "closed";
 
 export type TurnFeed = { state: TurnState; connection: Connection; error: string | null };
 
-// Every event type, checked against the protocol: a new kind fails to compile until listed.
-const EVENT_TYPE_SET: Record<EventKind["type"], true> = {
-  turn_started: true,
-  round_started: true,
-  reasoning_delta: true,
-  text_delta: true,
-  round_finished: true,
-  tool_call: true,
-  tool_progress: true,
-  tool_result: true,
-  plan: true,
-  step_finished: true,
-  checkpoint: true,
-  replanned: true,
-  context_folded: true,
-  retrying: true,
-  warning: true,
-  answer: true,
-  turn_finished: true,
-  error: true,
-};
-
-/** The SSE event names the server sends (`event: <type>`). */
-export const EVENT_TYPES = Object.keys(EVENT_TYPE_SET) as EventKind["type"][];
+/** The SSE event names the server sends (`event: <type>`): the protocol's one list. */
+export { EVENT_TYPES };
 
 export const BACKOFF_FIRST_MS = 250;
 export const BACKOFF_MAX_MS = 5000;

@@ -1,13 +1,15 @@
 // The view of one turn, folded from its event log. `reduce` is pure and copies only the path
 // it changes (a long turn streams thousands of deltas), so the same function serves the live
 // stream, a replay of a stored log, and the tests.
-import type { TurnEvent, StepStatus, StopReason, Usage, Artifact, PlanStepView } from "../protocol";
+import type { TurnEvent, StepStatus, StopReason, Usage, Artifact, PlanStepView, ShownArgument } from "../protocol";
 import type { CitedSource } from "../kb";
 
 export type ToolCardView = {
   callId: string;
   name: string;
   args: unknown;
+  /** The argument to show first, as the call's event says (absent: the arguments as JSON). */
+  shown?: ShownArgument | null;
   status: "running" | "ok" | "error";
   content: string | null;
   artifacts: Artifact[];
@@ -156,6 +158,7 @@ function apply(s: TurnState, e: TurnEvent): TurnState {
           callId: e.call_id,
           name: e.name,
           args: e.args,
+          shown: e.shown,
           status: "running",
           content: null,
           artifacts: [],

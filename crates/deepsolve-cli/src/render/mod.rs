@@ -248,6 +248,11 @@ fn tool_lines(
         ));
     }
     let Some(end) = &call.end else {
+        // Running: its newest output so far.
+        let newest = call.progress.len().saturating_sub(OUTPUT_LINES);
+        for line in &call.progress[newest..] {
+            lines.push(format!("{detail}{}", dim(format!("… {}", printable(line)))));
+        }
         return lines;
     };
     let output = end
@@ -391,5 +396,53 @@ mod tests {
             ..Source::default()
         };
         assert_eq!(source_line(&bare), "[2] notes\\u{1b}[2J.md");
+    }
+
+    fn event(seq: u64, kind: deepsolve_protocol::EventKind) -> TurnEvent {
+        TurnEvent {
+            turn_id: "t".into(),
+            seq,
+            ts: 0,
+            kind,
+        }
+    }
+
+    /// A running call shows the argument its event names and its newest output; once it
+    /// ends, its result instead.
+    #[test]
+    fn a_running_call_shows_its_shown_argument_and_newest_output() {
+        use deepsolve_protocol::{EventKind, ShownArgument};
+        let mut view = TurnView::default();
+        view.apply(&event(
+            0,
+            EventKind::ToolCall {
+                call_id: "c".into(),
+                name: "code_execution".into(),
+                args: serde_json::json!({"timeout_s": 5, "code": "print(1)"}),
+                shown: Some(ShownArgument {
+                    name: "code".into(),
+                    language: Some("python".into()),
+                }),
+            },
+        ));
+        for (seq, message) in [(1, "one"), (2, "two\nthree")] {
+            view.apply(&event(
+                seq,
+                EventKind::ToolProgress {
+                    call_id: "c".into(),
+                    message: message.into(),
+                },
+            ));
+        }
+        let call = &view.planning[0];
+        assert_eq!(call.input, "print(1)");
+        let lines = tool_lines(call, 0, "*", None);
+        assert!(lines[1].contains("print(1)"), "{lines:?}");
+        let shown: Vec<&String> = lines.iter().filter(|l| l.contains('…')).collect();
+        assert_eq!(shown.len(), OUTPUT_LINES, "{lines:?}");
+        assert!(
+            shown[0].contains("two") && shown[1].contains("three"),
+            "{lines:?}"
+        );
     }
 }

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use deepsolve_core::solve::is_solve_tool;
 use deepsolve_protocol::{
-    Artifact, ErrorKind, EventKind, PlanStepView, Source, StepStatus, StopReason, TurnEvent, Usage,
+    Artifact, ErrorKind, EventKind, PlanStepView, ShownArgument, Source, StepStatus, StopReason,
+    TurnEvent, Usage,
 };
 use serde_json::Value;
 
@@ -36,8 +37,23 @@ pub(crate) struct ToolCall {
     pub(crate) name: String,
     /// What it was asked: the code, command, query or URL (the text of its main argument).
     pub(crate) input: String,
+    /// The last lines it reported while running (`tool_progress`: code's output as it prints).
+    pub(crate) progress: Vec<String>,
     pub(crate) started: Instant,
     pub(crate) end: Option<ToolEnd>,
+}
+
+impl ToolCall {
+    /// The most progress lines kept: the live view shows the newest few.
+    const PROGRESS_LINES: usize = 8;
+
+    /// Keep the newest lines of a progress report.
+    fn report(&mut self, message: &str) {
+        let lines = message.lines().filter(|l| !l.trim().is_empty());
+        self.progress.extend(lines.map(str::to_string));
+        let extra = self.progress.len().saturating_sub(Self::PROGRESS_LINES);
+        self.progress.drain(..extra);
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -132,7 +148,13 @@ impl TurnView {
                 call_id,
                 name,
                 args,
-            } if !is_solve_tool(name) => self.call(call_id, name, args),
+                shown,
+            } if !is_solve_tool(name) => self.call(call_id, name, main_input(args, shown.as_ref())),
+            EventKind::ToolProgress { call_id, message } => {
+                if let Some(call) = self.call_mut(call_id) {
+                    call.report(message);
+                }
+            }
             EventKind::ToolResult {
                 call_id,
                 ok,
@@ -213,11 +235,12 @@ impl TurnView {
         latest
     }
 
-    fn call(&mut self, call_id: &str, name: &str, args: &Value) {
+    fn call(&mut self, call_id: &str, name: &str, input: String) {
         let call = ToolCall {
             call_id: call_id.to_string(),
             name: name.to_string(),
-            input: main_input(args),
+            input,
+            progress: Vec::new(),
             started: Instant::now(),
             end: None,
         };
@@ -296,12 +319,12 @@ impl TurnView {
     }
 }
 
-/// The text a call's main argument holds (its code, command, query, URL or source), else
-/// its arguments as JSON.
-fn main_input(args: &Value) -> String {
-    ["code", "command", "query", "url", "source_id"]
-        .iter()
-        .find_map(|key| args.get(key).and_then(Value::as_str))
+/// The text of the argument the call's event says to show first (its code, command, query,
+/// URL or source), else its arguments as JSON.
+fn main_input(args: &Value, shown: Option<&ShownArgument>) -> String {
+    shown
+        .and_then(|shown| args.get(&shown.name))
+        .and_then(Value::as_str)
         .map(str::to_string)
         .unwrap_or_else(|| args.to_string())
 }

@@ -196,6 +196,7 @@ async fn execute(
             let ctx = ToolContext {
                 call_id: judged.call.id.clone(),
                 cancel: base_ctx.cancel.child_token(),
+                progress: base_ctx.progress.for_call(&judged.call.id),
                 ..base_ctx.clone()
             };
             let ran = run_work(tool.as_ref(), judged.args, &ctx, bounds).await;

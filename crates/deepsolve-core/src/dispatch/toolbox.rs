@@ -11,7 +11,7 @@ const MAX_ERRORS: usize = 20;
 /// Bytes of one validator message kept.
 const MAX_ERROR_BYTES: usize = 1024;
 use crate::model::ToolSpec;
-use crate::tool::ToolRef;
+use crate::tool::{ShownArgument, ToolRef};
 
 /// A tool with its compiled argument validator (a solve tool has no implementation here:
 /// the spine runs it).
@@ -113,6 +113,11 @@ impl Toolbox {
             (Some(m), None) => Some(m),
             _ => None,
         }
+    }
+
+    /// The argument a front end shows first of a call to `name` (its tool says).
+    pub(crate) fn shown_argument(&self, name: &str) -> Option<ShownArgument> {
+        self.resolve(name)?.tool.as_ref()?.shown_argument()
     }
 
     /// A call names a work tool (not a solve tool) this turn offers.

@@ -20,7 +20,7 @@ use crate::outcome::{AnswerSource, StopReason, TurnOutcome};
 use crate::progress;
 use crate::solve::{SessionHandle, SolveRecord, ToolLine, playbook};
 use crate::texts::{Text, Texts};
-use crate::tool::{Artifact, Material, ToolContext};
+use crate::tool::{Artifact, Material, Progress, ToolContext};
 use crate::wire::{ToolProtocol, Wire};
 
 /// How the round loop ended.
@@ -204,6 +204,7 @@ fn tool_context(spec: &TurnSpec, cancel: &CancellationToken) -> ToolContext {
         material: spec.material.clone(),
         citations: Arc::new(Citations::new(restored)),
         images: spec.images.clone(),
+        progress: Progress::default(),
     }
 }
 

@@ -1,6 +1,8 @@
 //! A round of tool calls: the calls recorded, the batch dispatched, unreadable calls answered,
 //! results into the context, and after a finished step the fold and a checkpoint.
 
+use std::sync::Mutex;
+
 use serde_json::Value;
 
 use super::UNREADABLE_CALL;
@@ -12,6 +14,7 @@ use crate::message::{Message, ToolCall};
 use crate::outcome::{Checkpoint, StopReason};
 use crate::solve::SpineEffect;
 use crate::texts::Text;
+use crate::tool::{Progress, ToolContext};
 use crate::truncate::{MAX_BYTES, MAX_LINES, head_tail};
 
 /// An unreadable call, as recorded: its call and the error it is answered with.
@@ -66,17 +69,38 @@ impl TurnRun<'_> {
             .push(Message::assistant_with_calls(text, calls, reasoning));
     }
 
-    /// The batch, with an event as each call starts and ends; `None` when cancelled.
+    /// The batch, with an event as each call starts, reports progress and ends; `None` when
+    /// cancelled.
     async fn dispatch(&mut self, calls: &[ToolCall]) -> Option<BatchOutput> {
+        let (progress, received) = Progress::channel();
+        let received = Mutex::new(received);
+        let base_ctx = ToolContext {
+            progress,
+            ..self.tool_ctx.clone()
+        };
         let emit = &self.emit;
+        let emit_progress = |(call_id, message): (String, String)| {
+            emit.emit(EventKind::ToolProgress { call_id, message });
+        };
+        // Everything reported so far goes out before a result, so a call's progress never
+        // follows its `tool_result`.
+        let flush_progress = || {
+            let mut received = received.lock().unwrap_or_else(|e| e.into_inner());
+            while let Ok(report) = received.try_recv() {
+                emit_progress(report);
+            }
+        };
+        let toolbox = &self.toolbox;
         let on_start = |call: &ToolCall, args: Value| {
             emit.emit(EventKind::ToolCall {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 args,
+                shown: toolbox.shown_argument(&call.name),
             })
         };
         let on_done = |r: &CallResult| {
+            flush_progress();
             emit.emit(EventKind::ToolResult {
                 call_id: r.call.id.clone(),
                 name: r.call.name.clone(),
@@ -94,13 +118,29 @@ impl TurnRun<'_> {
             config: &self.cfg,
             guard: &mut self.guard,
             deadline: self.budget.deadline(),
-            base_ctx: &self.tool_ctx,
+            base_ctx: &base_ctx,
             texts: &self.texts,
+        };
+        let forward = async {
+            let next = || {
+                std::future::poll_fn(|cx| {
+                    (received.lock().unwrap_or_else(|e| e.into_inner())).poll_recv(cx)
+                })
+            };
+            while let Some(report) = next().await {
+                emit_progress(report);
+            }
+            // Every reporter is gone; the batch ends on its own.
+            std::future::pending::<()>().await;
         };
         tokio::select! {
             biased;
             _ = self.cancel.cancelled() => None,
-            batch = run_batch(input, &on_start, &on_done) => Some(batch),
+            batch = run_batch(input, &on_start, &on_done) => {
+                flush_progress();
+                Some(batch)
+            }
+            _ = forward => None,
         }
     }
 
@@ -114,6 +154,7 @@ impl TurnRun<'_> {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 args: Value::String(call.arguments.clone()),
+                shown: None,
             });
             self.emit.emit(EventKind::ToolResult {
                 call_id: call.id.clone(),

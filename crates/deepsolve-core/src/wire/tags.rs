@@ -13,8 +13,12 @@ use crate::model::ToolSpec;
 use crate::normalize::normalize;
 use crate::texts::{Text, Texts};
 
-/// Stop sequences sent in tags mode.
-pub(crate) const STOP_SEQUENCES: [&str; 2] = ["<tool_response>", "\n<tool_response>"];
+/// Where a model's reply in tags mode must stop: before it writes a tool result itself. The
+/// one definition; the client's stop-sequence probe checks this marker.
+pub const STOP_MARKER: &str = "<tool_response>";
+
+/// Stop sequences sent in tags mode: the marker, alone and at a line's start.
+pub(crate) const STOP_SEQUENCES: [&str; 2] = [STOP_MARKER, "\n<tool_response>"];
 
 /// The text-tag protocol.
 #[derive(Debug, Clone, Copy, Default)]

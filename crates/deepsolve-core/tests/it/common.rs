@@ -232,6 +232,8 @@ pub(crate) struct Echo {
     pub panic: bool,
     pub output: Option<String>,
     pub error: Option<ToolError>,
+    /// Reported as the call's progress before it answers (a pause after the first).
+    pub progress: Vec<String>,
     pub runs: std::sync::atomic::AtomicU32,
     /// Times `announced` was called.
     pub announced: std::sync::atomic::AtomicU32,
@@ -254,6 +256,7 @@ impl Echo {
             panic: false,
             output: None,
             error: None,
+            progress: Vec::new(),
             runs: Default::default(),
             announced: Default::default(),
         }
@@ -278,6 +281,13 @@ impl Tool for Echo {
         }
         if let Some(error) = &self.error {
             return Err(error.clone());
+        }
+        for (i, message) in self.progress.iter().enumerate() {
+            ctx.progress.report(message.clone());
+            if i == 0 {
+                // Long enough for the engine to forward it while the call still runs.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(self.delay) => {}

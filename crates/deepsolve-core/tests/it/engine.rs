@@ -1164,3 +1164,45 @@ async fn a_resumed_turn_continues_from_its_last_checkpoint() {
     );
     assert!(run2.outcome.solve.all_done());
 }
+
+/// What a call reports while it runs goes out as `tool_progress` events of that call, between
+/// its `tool_call` and its `tool_result`, at most `MAX_PROGRESS_PER_CALL` of them.
+#[tokio::test]
+async fn a_calls_progress_goes_out_between_its_start_and_its_result() {
+    let model = Fake::seq(vec![
+        plan(&["run it"]),
+        echo("q"),
+        finish("S1", "done"),
+        text("answer"),
+    ]);
+    let mut tool = Echo::named("echo");
+    let over = deepsolve_core::MAX_PROGRESS_PER_CALL as usize + 5;
+    tool.progress = (0..over).map(|i| format!("line {i}")).collect();
+    let run = run_with(model, vec![Arc::new(tool)], |_| {}).await;
+    assert_eq!(run.outcome.stop_reason, StopReason::Answered);
+    let started = (run.events.iter())
+        .position(|e| matches!(&e.kind, EventKind::ToolCall { name, .. } if name == "echo"))
+        .expect("the echo's tool_call");
+    let ended = (run.events.iter())
+        .position(|e| matches!(&e.kind, EventKind::ToolResult { name, .. } if name == "echo"))
+        .expect("the echo's tool_result");
+    let progress: Vec<(usize, &str, &str)> = (run.events.iter().enumerate())
+        .filter_map(|(i, e)| match &e.kind {
+            EventKind::ToolProgress { call_id, message } => {
+                Some((i, call_id.as_str(), message.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        progress.len(),
+        deepsolve_core::MAX_PROGRESS_PER_CALL as usize
+    );
+    assert_eq!(progress[0].2, "line 0");
+    assert!(progress.iter().all(|(i, _, _)| started < *i && *i < ended));
+    let EventKind::ToolCall { call_id, .. } = &run.events[started].kind else {
+        unreachable!()
+    };
+    assert!(progress.iter().all(|(_, id, _)| id == call_id));
+    assert_seq_is_gapless(&run.events);
+}

@@ -186,6 +186,9 @@ pub struct KnobView {
     /// Values are rounded to whole numbers.
     pub integer: bool,
     pub help: String,
+    /// The help in Chinese.
+    #[serde(default)]
+    pub help_zh: String,
 }
 
 /// A boolean solve knob.
@@ -194,6 +197,9 @@ pub struct FlagView {
     pub key: String,
     pub default: bool,
     pub help: String,
+    /// The help in Chinese.
+    #[serde(default)]
+    pub help_zh: String,
 }
 
 /// `PUT /api/v1/capabilities/settings`: knob values to change (admin only).

@@ -18,7 +18,22 @@ pub fn typescript() -> String {
         out.push('\n');
         out.push_str(&declaration(name, schema, &unions));
     }
+    out.push('\n');
+    out.push_str(&event_types());
     out
+}
+
+/// The SSE event names, from the one list in the protocol ([`crate::EVENT_TYPES`]).
+fn event_types() -> String {
+    let names: Vec<String> = crate::EVENT_TYPES
+        .iter()
+        .map(|name| format!("{INDENT}\"{name}\",\n"))
+        .collect();
+    format!(
+        "/** Every event's `type`, in declaration order: the SSE event names (`event: <type>`). */\n\
+         export const EVENT_TYPES: readonly EventKind[\"type\"][] = [\n{}];\n",
+        names.concat()
+    )
 }
 
 /// The named unions (`oneOf`/`anyOf` components such as `EventKind`), by their alternatives:

@@ -74,6 +74,16 @@ fn events_validate_against_the_turn_event_schema() {
             call_id: "c".into(),
             name: "reason".into(),
             args: json!({"question": "why"}),
+            shown: None,
+        },
+        EventKind::ToolCall {
+            call_id: "c".into(),
+            name: "code_execution".into(),
+            args: json!({"code": "print(1)"}),
+            shown: Some(deepsolve_protocol::ShownArgument {
+                name: "code".into(),
+                language: Some("python".into()),
+            }),
         },
     ] {
         assert_valid("TurnEvent", &event(kind));
@@ -124,4 +134,30 @@ fn api_shapes_validate_against_their_schemas() {
         })
         .expect("json"),
     );
+}
+
+/// The one list of event types names exactly the `type` tags the enum's schema has, in order.
+#[test]
+fn the_event_type_list_is_every_tag_of_the_event_enum() {
+    let all = components();
+    let tags: Vec<&str> = all["EventKind"]["oneOf"]
+        .as_array()
+        .expect("EventKind is a oneOf")
+        .iter()
+        .map(|alternative| {
+            let tag = &alternative["properties"]["type"];
+            tag.get("const")
+                .or_else(|| tag["enum"].get(0))
+                .and_then(Value::as_str)
+                .unwrap_or_else(|| panic!("no type tag in {alternative}"))
+        })
+        .collect();
+    assert_eq!(tags, deepsolve_protocol::EVENT_TYPES);
+    let ts = deepsolve_protocol::schema::typescript();
+    for name in deepsolve_protocol::EVENT_TYPES {
+        assert!(
+            ts.contains(&format!("  \"{name}\",\n")),
+            "{name} not in the TS list"
+        );
+    }
 }

@@ -24,7 +24,7 @@ use crate::budget::{Member, Stopped};
 use crate::capture::{Capture, Captured};
 use crate::error::SandboxError;
 use crate::launch::Launch;
-use crate::pipe::{FrameReader, InPipe, encode_frame};
+use crate::pipe::{FrameReader, InPipe, Sink, encode_frame};
 use crate::process::{SandboxChild, describe_status};
 use crate::sandbox::{Sandbox, unique};
 
@@ -273,6 +273,19 @@ impl Interpreter {
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<CellOutcome, SandboxError> {
+        self.run_watched(code, timeout, cancel, &|_: &[u8]| {})
+            .await
+    }
+
+    /// [`Interpreter::run`], handing `watch` what the cell writes (stdout and stderr, as it
+    /// arrives, uncapped) while it runs: a front end can show the output as it prints.
+    pub async fn run_watched(
+        &mut self,
+        code: &str,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        watch: &(dyn Fn(&[u8]) + Sync),
+    ) -> Result<CellOutcome, SandboxError> {
         if self.busy {
             self.shutdown().await;
         }
@@ -295,7 +308,7 @@ impl Interpreter {
             self.shutdown().await;
             return Err(e);
         }
-        let status = self.wait_reply(id, timeout, cancel, &mut cell).await;
+        let status = self.wait_reply(id, timeout, cancel, &mut cell, watch).await;
         let (status, reply) = match status {
             Ok(Ended::Replied(reply)) => (reply_status(&reply.status), Some(reply)),
             Ok(Ended::Stopped(status)) => (status, None),
@@ -307,8 +320,10 @@ impl Interpreter {
         let status = self.judge(status).await;
         // Everything the cell wrote before its reply is in the pipes now; a killed sandbox's
         // last words too.
-        self.stdout.drain_into(&mut cell.out, FINAL_DRAIN)?;
-        self.stderr.drain_into(&mut cell.err, FINAL_DRAIN)?;
+        self.stdout
+            .drain_into(&mut Watched(&mut cell.out, watch), FINAL_DRAIN)?;
+        self.stderr
+            .drain_into(&mut Watched(&mut cell.err, watch), FINAL_DRAIN)?;
         self.busy = false;
         self.member.set_busy(false);
         let reply = reply.unwrap_or(Reply {
@@ -335,9 +350,12 @@ impl Interpreter {
         timeout: Duration,
         cancel: &CancellationToken,
         cell: &mut Cell,
+        watch: &(dyn Fn(&[u8]) + Sync),
     ) -> Result<Ended, SandboxError> {
         let mut deadline = tokio::time::Instant::now() + timeout;
         let mut interrupted = false;
+        let mut out = Watched(&mut cell.out, watch);
+        let mut err = Watched(&mut cell.err, watch);
         loop {
             tokio::select! {
                 frame = self.replies.next_frame() => match frame {
@@ -353,8 +371,8 @@ impl Interpreter {
                     Ok(None) => return Ok(Ended::Stopped(self.crashed().await)),
                     Err(e) => return Err(SandboxError::Protocol(e.to_string())),
                 },
-                r = self.stdout.read_into(&mut cell.out), if !self.stdout.is_eof() => { r?; }
-                r = self.stderr.read_into(&mut cell.err), if !self.stderr.is_eof() => { r?; }
+                r = self.stdout.read_into(&mut out), if !self.stdout.is_eof() => { r?; }
+                r = self.stderr.read_into(&mut err), if !self.stderr.is_eof() => { r?; }
                 _ = tokio::time::sleep_until(deadline) => {
                     if interrupted {
                         self.kill().await;
@@ -468,6 +486,16 @@ impl Interpreter {
 struct Cell {
     out: Capture,
     err: Capture,
+}
+
+/// A cell's output going to its capture and, as it arrives, to a watcher.
+struct Watched<'a>(&'a mut Capture, &'a (dyn Fn(&[u8]) + Sync));
+
+impl Sink for Watched<'_> {
+    fn push(&mut self, bytes: &[u8]) {
+        self.0.push(bytes);
+        (self.1)(bytes);
+    }
 }
 
 enum Ended {

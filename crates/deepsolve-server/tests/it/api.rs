@@ -659,6 +659,11 @@ async fn metrics_count_turns_rounds_tokens_tools_and_model_latency() {
     ] {
         assert!(text.contains(needle), "missing {needle} in\n{text}");
     }
+    // The labels are the protocol's list of event types: each has its series from the start.
+    for kind in deepsolve_protocol::EVENT_TYPES {
+        let series = format!("deepsolve_events_total{{type=\"{kind}\"}} ");
+        assert!(text.contains(&series), "missing {series} in\n{text}");
+    }
     s.shutdown().await;
 }
 

@@ -42,7 +42,7 @@ impl Tool for MakeFigures {
             .workspace
             .as_ref()
             .ok_or_else(|| ToolError::internal("no workspace"))?;
-        let not_this = Some(deepsolve_tools::geogebra::sha256_hex(b"<svg/>"));
+        let not_this = Some(deepsolve_protocol::sha256_hex(b"<svg/>"));
         let files: [(&str, &[u8], &str, Option<String>); 4] = [
             ("plot.png", PNG, "image/png", None),
             ("page.html", HOSTILE_HTML.as_bytes(), "image/png", None),
@@ -210,7 +210,7 @@ async fn our_figure_shows_inline_as_svg() {
     assert_eq!(h["content-security-policy"], "sandbox; default-src 'none'");
     let body = resp.bytes().await.expect("body");
     assert!(body.starts_with(b"<svg xmlns=\"http://www.w3.org/2000/svg\""));
-    assert_eq!(deepsolve_tools::geogebra::sha256_hex(&body), hash);
+    assert_eq!(deepsolve_protocol::sha256_hex(&body), hash);
     let resp = s
         .http
         .get(s.url(url))

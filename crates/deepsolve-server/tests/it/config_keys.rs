@@ -104,7 +104,8 @@ async fn the_settings_description_is_cores_declaration_of_the_knobs() {
         assert_eq!(
             shown,
             &json!({"key": knob.key, "default": knob.default, "min": knob.min,
-                    "max": knob.max, "integer": knob.integer, "help": knob.help})
+                    "max": knob.max, "integer": knob.integer, "help": knob.help,
+                    "help_zh": knob.help_zh})
         );
     }
     let flags = got["flags"].as_array().cloned().unwrap_or_default();
@@ -112,7 +113,8 @@ async fn the_settings_description_is_cores_declaration_of_the_knobs() {
     for (shown, flag) in flags.iter().zip(FLAGS) {
         assert_eq!(
             shown,
-            &json!({"key": flag.key, "default": flag.default, "help": flag.help})
+            &json!({"key": flag.key, "default": flag.default, "help": flag.help,
+                    "help_zh": flag.help_zh})
         );
     }
     let rounds = knobs.iter().find(|k| k["key"] == "max_rounds");

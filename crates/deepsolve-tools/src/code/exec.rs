@@ -59,10 +59,6 @@ impl Tool for ExecTool {
         &self.spec
     }
 
-    fn playbook_line(&self, language: Language) -> Option<&str> {
-        Some(PLAYBOOK.get(language))
-    }
-
     fn timeout(&self, config: &SolveConfig) -> Duration {
         Duration::from_secs(config.code_timeout_s) + ENGINE_GRACE
     }

@@ -4,6 +4,7 @@
 //! real code (or the explicit, loudly warned `sandbox.backend: none`).
 
 pub(crate) mod exec;
+mod live;
 pub(crate) mod python;
 pub(crate) mod sandboxed;
 

@@ -235,10 +235,6 @@ impl Tool for CodeExecutionTool {
         &self.spec
     }
 
-    fn playbook_line(&self, language: Language) -> Option<&str> {
-        Some(PLAYBOOK.get(language))
-    }
-
     fn timeout(&self, config: &SolveConfig) -> Duration {
         Duration::from_secs(config.code_timeout_s) + ENGINE_GRACE
     }
@@ -301,7 +297,11 @@ impl Tool for CodeExecutionTool {
         let cell_budget = budget.saturating_sub(called.elapsed()).max(MIN_CELL);
         let before = Snapshot::take(interp.workspace());
         slot.in_flight = true;
-        let outcome = interp.run(&code, cell_budget, &ctx.cancel).await;
+        // What the cell prints goes out as the call's progress while it runs.
+        let live = super::live::LiveOutput::new(ctx.progress.clone());
+        let watch = |bytes: &[u8]| live.push(bytes);
+        let outcome = (interp.run_watched(&code, cell_budget, &ctx.cancel, &watch)).await;
+        live.finish();
         slot.in_flight = false;
         let outcome = match outcome {
             Ok(outcome) => outcome,

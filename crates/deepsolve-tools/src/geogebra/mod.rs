@@ -22,7 +22,6 @@ use deepsolve_core::{
 };
 use deepsolve_geometry::{Checked, GeoError, Lang, RenderOptions, check, object_table, render_svg};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use crate::toolset::{Deps, PlaybookLine, Unavailable};
@@ -92,10 +91,6 @@ impl GeogebraTool {
 impl Tool for GeogebraTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
-    }
-
-    fn playbook_line(&self, language: Language) -> Option<&str> {
-        Some(PLAYBOOK.get(language))
     }
 
     fn reads_images(&self) -> bool {
@@ -356,7 +351,7 @@ async fn write_figure(ctx: &ToolContext, checked: &Checked) -> Result<Figure, To
                     mime: SVG_MIME.into(),
                     id: None,
                     url: None,
-                    rendered_sha256: Some(sha256_hex(svg.as_bytes())),
+                    rendered_sha256: Some(deepsolve_core::sha256_hex(svg.as_bytes())),
                 }));
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -380,11 +375,6 @@ async fn create_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .await?;
     file.write_all(bytes).await?;
     file.flush().await
-}
-
-/// The SHA-256 of `bytes`, as lower-case hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 /// A call id as part of a file name: letters, digits, `-` and `_` only, at most 40.

@@ -115,10 +115,6 @@ impl Tool for RagTool {
         &self.spec
     }
 
-    fn playbook_line(&self, language: Language) -> Option<&str> {
-        Some(PLAYBOOK.get(language))
-    }
-
     async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let (material, user) = turn_material(ctx)?;
         let words = Words::of(ctx.language);

@@ -119,10 +119,6 @@ impl Tool for ReadSourceTool {
         &self.spec
     }
 
-    fn playbook_line(&self, language: Language) -> Option<&str> {
-        Some(PLAYBOOK.get(language))
-    }
-
     async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let (material, user) = turn_material(ctx)?;
         let words = Words::of(ctx.language);

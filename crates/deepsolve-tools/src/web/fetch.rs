@@ -199,10 +199,6 @@ impl Tool for WebFetchTool {
         &self.spec
     }
 
-    fn playbook_line(&self, language: Language) -> Option<&str> {
-        Some(PLAYBOOK.get(language))
-    }
-
     async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let words = Words::of(ctx.language);
         let url = args["url"].as_str().unwrap_or_default().trim();

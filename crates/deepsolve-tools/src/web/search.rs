@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::knowledge::{excerpt, quoted};
-use crate::toolset::{Deps, PlaybookLine, Unavailable};
+use crate::toolset::{Deps, DoctorLine, PlaybookLine, Unavailable};
 
 pub const WEB_SEARCH: &str = "web_search";
 
@@ -167,6 +167,46 @@ pub fn search_status_with(
     })
 }
 
+/// `deepsolve doctor`'s block on web search: the order a search asks the providers in, then
+/// each one configured or not and why. Never unhealthy: the tool is opt-in and DuckDuckGo
+/// needs nothing.
+pub(crate) fn doctor(settings: &Settings) -> Vec<DoctorLine> {
+    let status = match search_status(settings) {
+        Ok(status) => status,
+        Err(e) => {
+            return vec![
+                DoctorLine::Note("web search not usable".into()),
+                DoctorLine::Warn(e.to_string()),
+            ];
+        }
+    };
+    let order: Vec<String> = status.order.iter().map(ToString::to_string).collect();
+    let mut lines = vec![DoctorLine::Note(format!(
+        "web search {} (opt-in: --tool {WEB_SEARCH})",
+        order.join(" → ")
+    ))];
+    for provider in &status.providers {
+        let state = match (provider.configured, provider.preferred) {
+            (true, true) => "configured, preferred",
+            (true, false) => "configured",
+            (false, _) => "not configured",
+        };
+        lines.push(DoctorLine::Note(format!(
+            "           {:<11} {state}: {}",
+            provider.provider.to_string(),
+            provider.why
+        )));
+    }
+    let unusable = (status.providers.iter()).find(|p| p.preferred && !p.configured);
+    if let Some(preferred) = unusable {
+        lines.push(DoctorLine::Warn(format!(
+            "tools.web_search.provider is {}, which is not configured ({}): searches go to the others",
+            preferred.provider, preferred.why
+        )));
+    }
+    lines
+}
+
 /// What `doctor` shows of web search.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchStatus {
@@ -295,10 +335,6 @@ const ZH: Words = Words {
 impl Tool for WebSearchTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
-    }
-
-    fn playbook_line(&self, language: Language) -> Option<&str> {
-        Some(PLAYBOOK.get(language))
     }
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -54,7 +54,15 @@ async fn every_entry_builds_the_tool_it_names_with_its_playbook_line() {
     let mut deps = deps(Ok(unsandboxed().await));
     deps.knowledge = Ok(crate::knowledge::service(&dir).await);
     for entry in CATALOG {
-        let tool = (entry.build)(&deps).unwrap_or_else(|e| panic!("{}: {e}", entry.name));
+        let tool = entry
+            .mount(&deps)
+            .unwrap_or_else(|e| panic!("{}: {e}", entry.name));
+        assert_eq!(
+            tool.shown_argument(),
+            entry.shows.map(deepsolve_tools::Shown::to_wire),
+            "{}",
+            entry.name
+        );
         assert_eq!(tool.spec().name, entry.name);
         for language in [Language::En, Language::Zh] {
             let line = tool.playbook_line(language);
@@ -266,4 +274,23 @@ fn web_fetch_comes_with_web_search() {
         .find(|e| e.name == "web_search")
         .expect("web_search");
     assert_eq!(leader.policy, Policy::OptIn);
+}
+
+/// Core's texts name no work tool: what one tool is for is its own playbook line.
+#[test]
+fn no_engine_text_names_a_catalog_tool() {
+    for language in [Language::En, Language::Zh] {
+        let texts = deepsolve_core::Texts::builtin(language);
+        for text in deepsolve_core::Text::ALL {
+            let body = texts.get(*text);
+            for entry in CATALOG {
+                let named = format!("`{}`", entry.name);
+                assert!(
+                    !body.contains(&named),
+                    "{language:?} {} names {named}",
+                    text.name()
+                );
+            }
+        }
+    }
 }

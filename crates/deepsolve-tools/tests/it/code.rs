@@ -445,3 +445,33 @@ async fn an_announced_interpreter_that_is_never_called_ends_with_its_turn() {
     assert_eq!(out.metadata["interpreter"], "started_by_call");
     tool.turn_finished(&cb).await;
 }
+
+/// What a cell prints goes out as the call's progress while it still runs: the first line
+/// arrives before the cell ends, and every line arrives.
+#[tokio::test]
+async fn a_cells_output_is_reported_as_it_prints() {
+    let tool = CodeExecutionTool::new(sandbox().await, bare(), Duration::from_secs(30));
+    let (_d, ws, _) = scratch();
+    let (progress, mut reports) = deepsolve_core::Progress::channel();
+    let c = ToolContext {
+        progress: progress.for_call("c"),
+        ..ctx("live", Some(&ws))
+    };
+    tool.turn_started(&c).await;
+    let code = "import time\nprint('first', flush=True)\ntime.sleep(1.5)\nprint('second')";
+    let run = call(&tool, json!({"code": code}), &c);
+    tokio::pin!(run);
+    let first = tokio::select! {
+        report = reports.recv() => report.expect("a report"),
+        output = &mut run => panic!("the cell ended before any report: {}", output.content),
+    };
+    assert_eq!(first, ("c".to_string(), "first".to_string()));
+    let output = run.await;
+    assert_eq!(output.content, "[stdout]\nfirst\nsecond");
+    let mut rest = Vec::new();
+    while let Ok((_, message)) = reports.try_recv() {
+        rest.push(message);
+    }
+    assert_eq!(rest, ["second"]);
+    tool.turn_finished(&c).await;
+}

@@ -7,9 +7,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use deepsolve_core::sha256_hex;
 use deepsolve_core::{Language, Tool, ToolContext, ToolOutput, TurnImage};
 use deepsolve_testkit::{Reply, ScriptedModel};
-use deepsolve_tools::geogebra::{GEOGEBRA_ANALYSIS, GeogebraTool, SVG_MIME, sha256_hex};
+use deepsolve_tools::geogebra::{GEOGEBRA_ANALYSIS, GeogebraTool, SVG_MIME};
 use deepsolve_tools::{CATALOG, Toolset, Unavailable};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

@@ -291,7 +291,9 @@ fn the_catalog_builds_it_with_its_playbook_line() {
         entry.policy,
         deepsolve_tools::Policy::WithTool(deepsolve_tools::web::WEB_SEARCH)
     );
-    let built = (entry.build)(&crate::catalog::deps(crate::catalog::no_sandbox())).unwrap();
+    let built = entry
+        .mount(&crate::catalog::deps(crate::catalog::no_sandbox()))
+        .unwrap();
     assert_eq!(built.spec().name, "web_fetch");
     let spec = tool();
     assert_eq!(spec.spec().name, "web_fetch");
@@ -300,7 +302,8 @@ fn the_catalog_builds_it_with_its_playbook_line() {
         200_000
     );
     assert!(
-        spec.playbook_line(Language::Zh)
+        built
+            .playbook_line(Language::Zh)
             .unwrap()
             .contains("web_fetch")
     );
