@@ -23,6 +23,7 @@ mod reply;
 mod rounds;
 mod tail;
 mod turn;
+mod vet;
 mod work;
 
 use std::collections::HashSet;
