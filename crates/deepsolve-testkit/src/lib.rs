@@ -56,9 +56,10 @@ use std::sync::{Mutex, MutexGuard};
 
 pub use invariants::{InvariantConfig, check_request, estimate_prompt_tokens};
 pub use policy::{
-    AnswerWithOpenSteps, CutBeforeOutput, FlakyStatus, FnPolicy, IdenticalLoop, MalformedArgs,
-    NeverEnding, NoIndexDeltas, NoNativeTools, OutOfOrderFinisher, ParallelFlood, PlanSkipper,
-    Policy, ReasoningModel, ReasoningOnly, RepeatedIdName, ReplanPastBudget, Script, SecondPlan,
+    AnswerWithOpenSteps, CutBeforeOutput, FencedJsonCalls, FlakyStatus, FnPolicy, HermesInContent,
+    IdenticalLoop, IgnoresToolChoice, InventedOutput, MalformedArgs, NeverEnding, NoIndexDeltas,
+    NoNativeTools, NudgeEcho, OutOfOrderFinisher, ParallelFlood, PlanSkipper, Policy, ProsePlanner,
+    ReasoningModel, ReasoningOnly, RepeatedIdName, ReplanPastBudget, Script, SecondPlan,
     THINK_MARKER, TagsMode, UnknownTool, VendorMarkup, Vision, WellBehaved, WithStyle,
 };
 pub use progress::{PROGRESS_MARKER, PlanStep, ProgressBlock};

@@ -11,6 +11,8 @@
 //! - `gates`: the plan and finish gates before an answer is accepted.
 //! - `tail`: the ephemeral last message (progress block, notices).
 //! - `forced`: the one forced-answer path and the answer of last resort.
+//! - `vet`: the one rule every answer passes before the turn ends (no engine text in it; a
+//!   reply of apologies and promises only is not an answer, and the forced path answers).
 //! - `budget`: rounds, tokens, time and context, with their named thresholds.
 
 mod announce;
@@ -23,6 +25,7 @@ mod reply;
 mod rounds;
 mod tail;
 mod turn;
+mod vet;
 mod work;
 
 use std::collections::HashSet;

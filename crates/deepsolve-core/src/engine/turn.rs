@@ -274,6 +274,7 @@ impl<'a> TurnRun<'a> {
             Ending::Cancelled => Final::without_answer(StopReason::Cancelled),
             Ending::ModelFailed(e) => self.after_model_failure(&e),
         };
+        let last = self.settle(last).await;
         let fell_back_to_tags = self.wire.fell_back();
         TurnEnd {
             outcome: self.finish(last),

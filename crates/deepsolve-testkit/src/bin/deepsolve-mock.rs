@@ -10,7 +10,9 @@
 use clap::Parser;
 use std::time::Duration;
 
-use deepsolve_testkit::policy::{BENCH_POLICY_NAMES, POLICY_NAMES, by_name};
+use deepsolve_testkit::policy::{
+    BENCH_POLICY_NAMES, POLICY_NAMES, SMALL_MODEL_POLICY_NAMES, by_name,
+};
 use deepsolve_testkit::{MockServer, StreamOptions};
 
 #[derive(Debug, Parser)]
@@ -70,6 +72,7 @@ fn main() -> std::process::ExitCode {
             args.policy,
             POLICY_NAMES
                 .iter()
+                .chain(SMALL_MODEL_POLICY_NAMES)
                 .chain(BENCH_POLICY_NAMES)
                 .copied()
                 .collect::<Vec<_>>()

@@ -54,7 +54,7 @@ fn calls_as_tags(turn: Turn, invent_responses: bool) -> Turn {
 
 /// The turn as a plain-text reply: `text`, no native calls, `finish_reason: stop` (a server
 /// without a tool parser sees an ordinary answer).
-fn as_plain_text(turn: Turn, text: String) -> Turn {
+pub(crate) fn as_plain_text(turn: Turn, text: String) -> Turn {
     Turn {
         text: Some(text),
         tool_calls: Vec::new(),
@@ -64,7 +64,7 @@ fn as_plain_text(turn: Turn, text: String) -> Turn {
 }
 
 /// Appends `block` on its own line.
-fn push_line(text: &mut String, block: &str) {
+pub(crate) fn push_line(text: &mut String, block: &str) {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }

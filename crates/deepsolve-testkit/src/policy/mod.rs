@@ -15,6 +15,7 @@ mod misbehave;
 pub(crate) mod moves;
 mod script;
 mod showcase;
+mod small_model;
 mod solver;
 mod vision;
 mod web_cite;
@@ -36,6 +37,10 @@ pub use moves::{MALFORMED_PLAN_ARGS, summary_for, work_args};
 pub use script::Script;
 pub use showcase::{
     HOSTILE_MARKUP, SHOWCASE_CODE, SHOWCASE_PROBLEM, SHOWCASE_ROOTS_LINE, Showcase, ShowcaseVariant,
+};
+pub use small_model::{
+    FencedJsonCalls, FinishesOneThenProbes, HermesInContent, IgnoresToolChoice, InventedOutput,
+    NudgeEcho, ProsePlanner, SMALL_MODEL_RESULT,
 };
 pub use solver::WellBehaved;
 pub use vision::{
@@ -150,6 +155,19 @@ pub const POLICY_NAMES: &[&str] = &[
     "vendor-kimi",
 ];
 
+/// Policies [`by_name`] also knows that replay what small local models were seen to do
+/// instead of following the spine (prose plans, echoed nudges, calls written as text,
+/// invented output, `tool_choice` ignored). Kept out of [`POLICY_NAMES`], whose requests are
+/// pinned byte for byte; the engine's answer tests replay both lists.
+pub const SMALL_MODEL_POLICY_NAMES: &[&str] = &[
+    "prose-planner",
+    "nudge-echo",
+    "fenced-json-calls",
+    "invented-output",
+    "hermes-in-content",
+    "ignores-tool-choice",
+];
+
 /// Policies [`by_name`] also knows that exist for benchmarks, the web UI's browser tests and
 /// the knowledge-base, web, figure and image tests (`kb-cite` needs `rag` and `read_source`,
 /// `web-cite` `web_search` and `web_fetch`, `geogebra` `geogebra_analysis`, `vision` a turn
@@ -202,6 +220,14 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "vendor-hermes" => Box::new(vendor(base, MarkupStyle::Hermes)),
         "vendor-dsml" => Box::new(vendor(base, MarkupStyle::DeepSeekDsml)),
         "vendor-kimi" => Box::new(vendor(base, MarkupStyle::KimiK2)),
+        "prose-planner" => Box::new(ProsePlanner),
+        "nudge-echo" => Box::new(NudgeEcho),
+        "fenced-json-calls" => Box::new(FencedJsonCalls { inner: base }),
+        "invented-output" => Box::new(InventedOutput),
+        "hermes-in-content" => Box::new(HermesInContent { inner: base }),
+        "ignores-tool-choice" => Box::new(IgnoresToolChoice {
+            inner: FinishesOneThenProbes::new(base),
+        }),
         "first-code-call" => Box::new(FirstCodeCall::default()),
         "geogebra" => Box::new(Geogebra),
         "kb-cite" => Box::new(KbCite),
@@ -232,7 +258,11 @@ mod tests {
 
     #[test]
     fn every_listed_name_resolves() {
-        for name in POLICY_NAMES.iter().chain(BENCH_POLICY_NAMES) {
+        let names = POLICY_NAMES
+            .iter()
+            .chain(SMALL_MODEL_POLICY_NAMES)
+            .chain(BENCH_POLICY_NAMES);
+        for name in names {
             assert!(by_name(name, 2, None).is_some(), "{name}");
         }
         assert!(by_name("nope", 2, None).is_none());

@@ -3,6 +3,7 @@
 // Test code: a failed setup step should stop the test loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod answers;
 mod common;
 mod engine_turns;
 mod kb_cite;

@@ -1,0 +1,509 @@
+//! What may stand as an answer. Engine text never does: `[deepsolve:…]` markers and echoed
+//! nudge, notice, ultimatum and refusal texts (of the turn's texts and of every built-in
+//! language) are cut out of an answer. A reply that is left with nothing but apologies,
+//! acknowledgements and promises to call a tool ("I apologize for the confusion. I will call
+//! `solve_plan` first.") is not an answer at all.
+//!
+//! Conservative by design: text is only cut where it matches an engine text verbatim, and a
+//! reply is only refused when not one sentence of it says anything else. An answer that
+//! needs no cleaning comes back byte for byte.
+
+use super::turn::{Final, TurnRun};
+use crate::event::{EventKind, WarningKind};
+use crate::outcome::{AnswerSource, StopReason};
+use crate::solve::spine::{SOLVE_FINISH_STEP, SOLVE_PLAN, SOLVE_REPLAN};
+use crate::texts::{Text, Texts};
+
+impl TurnRun<'_> {
+    /// The one place every answer passes through before the turn ends: engine text cut out
+    /// of it; a reply that is not an answer replaced through the forced-answer path (the
+    /// model's by the step summaries or, without any, a forced call; a forced one by the
+    /// summaries), until an answer stands or none is left.
+    pub(super) async fn settle(&mut self, mut last: Final) -> Final {
+        loop {
+            let Some(text) = last.answer.take() else {
+                return last;
+            };
+            match vet(&text, &self.texts) {
+                Vetted::Answer(clean) => {
+                    last.answer = Some(clean);
+                    return last;
+                }
+                Vetted::NotAnAnswer => {
+                    self.emit.emit(EventKind::Warning {
+                        kind: WarningKind::ForcedAnswer,
+                        message: "the reply was not an answer (engine text, apologies or promises to call a tool only)".into(),
+                    });
+                    last = self.instead_of(last).await;
+                }
+            }
+        }
+    }
+
+    /// What follows an answer that was not one.
+    async fn instead_of(&mut self, refused: Final) -> Final {
+        match refused.source {
+            Some(AnswerSource::Model) => {
+                let stop = StopReason::EmptyRounds;
+                let summaries = self.summaries_answer(stop);
+                if summaries.answer.is_some() {
+                    return summaries;
+                }
+                self.force_answer(stop).await
+            }
+            Some(AnswerSource::Forced) => Final {
+                error: refused.error,
+                ..self.summaries_answer(refused.stop)
+            },
+            Some(AnswerSource::StepSummaries) | None => Final {
+                error: refused.error,
+                ..Final::without_answer(refused.stop)
+            },
+        }
+    }
+}
+
+/// The engine texts a model may echo back.
+const ECHOED: &[Text] = &[
+    Text::NudgeContinue,
+    Text::NudgeActNow,
+    Text::NudgePlanFirst,
+    Text::NudgeOpenSteps,
+    Text::NudgeOpenStep,
+    Text::Ultimatum,
+    Text::NoticeRoundBudgetSpent,
+    Text::NoticeTokenBudget,
+    Text::RefuseOverLimit,
+    Text::RefuseUnknownTool,
+    Text::RefuseUnreadableArguments,
+    Text::RefuseInvalidArguments,
+    Text::RefuseDuplicate,
+    Text::RefuseRepetition,
+    Text::RefusePlanFirst,
+    Text::RefuseNoImplementation,
+    Text::RefuseFinishBatched,
+];
+
+/// What a reply amounts to, once engine text is cut out of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Vetted {
+    /// The answer: the reply itself, or the reply without the engine text it echoed.
+    Answer(String),
+    /// Nothing but engine text, apologies and promises.
+    NotAnAnswer,
+}
+
+/// `text` as an answer, with the engine texts of `texts` and of every built-in language cut.
+pub(crate) fn vet(text: &str, texts: &Texts) -> Vetted {
+    let echoes = Echoes::of(texts);
+    let stripped = echoes.strip(text);
+    if !has_substance(&stripped) {
+        return Vetted::NotAnAnswer;
+    }
+    Vetted::Answer(stripped)
+}
+
+/// The longest a placeholder's value may be inside an echoed text.
+const MAX_VALUE_CHARS: usize = 200;
+
+/// The echoable texts: each as its fixed pieces (to cut a rendered echo, values and all), and
+/// their telling sentences (to cut a partial echo), longest first.
+struct Echoes {
+    templates: Vec<Vec<String>>,
+    phrases: Vec<String>,
+}
+
+impl Echoes {
+    fn of(texts: &Texts) -> Self {
+        let catalogs = [
+            texts,
+            &*Texts::builtin(crate::solve::Language::En),
+            &*Texts::builtin(crate::solve::Language::Zh),
+        ];
+        let all: Vec<&str> = catalogs
+            .iter()
+            .flat_map(|catalog| ECHOED.iter().map(|t| catalog.get(*t)))
+            .collect();
+        let templates = all
+            .iter()
+            .map(|t| fixed_pieces(t))
+            .filter(|pieces| is_telling(&pieces.concat()))
+            .collect();
+        let mut phrases: Vec<String> = all
+            .iter()
+            .flat_map(|t| fixed_pieces(t))
+            .flat_map(|piece| {
+                let mut out: Vec<String> =
+                    sentences(&piece).map(|s| s.trim().to_string()).collect();
+                out.push(piece.trim().to_string());
+                out
+            })
+            .filter(|p| is_telling(p))
+            .collect();
+        phrases.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        phrases.dedup();
+        Echoes { templates, phrases }
+    }
+
+    /// `text` without engine markers and echoes; a line left with nothing to say is dropped.
+    /// Unchanged text comes back as it was.
+    fn strip(&self, text: &str) -> String {
+        let mut kept = Vec::new();
+        let mut changed = false;
+        for line in text.lines() {
+            let mut cut = strip_markers(line);
+            for template in &self.templates {
+                while let Some(span) = find_rendered(&cut, template) {
+                    cut.replace_range(span, "");
+                }
+            }
+            for phrase in &self.phrases {
+                if cut.contains(phrase.as_str()) {
+                    cut = cut.replace(phrase.as_str(), "");
+                }
+            }
+            if cut == line {
+                kept.push(cut);
+                continue;
+            }
+            changed = true;
+            if cut.chars().any(char::is_alphanumeric) {
+                kept.push(cut.trim().to_string());
+            }
+        }
+        if !changed {
+            return text.to_string();
+        }
+        kept.join("\n").trim().to_string()
+    }
+}
+
+/// A template's fixed text, split at its placeholders (empty pieces where a placeholder
+/// opens or closes it).
+fn fixed_pieces(template: &str) -> Vec<String> {
+    let mut pieces = vec![template.to_string()];
+    for name in Texts::placeholders(template) {
+        let placeholder = format!("{{{name}}}");
+        pieces = pieces
+            .iter()
+            .flat_map(|piece| piece.split(&placeholder))
+            .map(str::to_string)
+            .collect();
+    }
+    pieces
+}
+
+/// Where `line` holds the template of `pieces` rendered: its pieces in order, each value
+/// between them short and on the line; a value that opens or closes it is one word.
+fn find_rendered(line: &str, pieces: &[String]) -> Option<std::ops::Range<usize>> {
+    let opens_with_value = pieces.first().is_some_and(|p| p.is_empty());
+    let pieces = if opens_with_value {
+        &pieces[1..]
+    } else {
+        pieces
+    };
+    let (first, rest) = pieces.split_first()?;
+    if first.is_empty() {
+        return None;
+    }
+    let mut search_from = 0;
+    loop {
+        let anchor = search_from + line[search_from..].find(first.as_str())?;
+        if let Some(end) = match_rest(line, anchor + first.len(), rest) {
+            let start = if opens_with_value {
+                word_start(line, anchor)
+            } else {
+                anchor
+            };
+            return Some(start..end);
+        }
+        search_from = anchor + first.len();
+    }
+}
+
+/// The end of `pieces` matched from `at`, each after a short value.
+fn match_rest(line: &str, mut at: usize, pieces: &[String]) -> Option<usize> {
+    for (i, piece) in pieces.iter().enumerate() {
+        let last = i + 1 == pieces.len();
+        if piece.is_empty() && last {
+            return Some(word_end(line, at));
+        }
+        let window_end = line[at..]
+            .char_indices()
+            .nth(MAX_VALUE_CHARS)
+            .map_or(line.len(), |(i, _)| at + i);
+        let found = line[at..window_end].find(piece.as_str())?;
+        at += found + piece.len();
+    }
+    Some(at)
+}
+
+/// The start of the word that ends at `at`.
+fn word_start(line: &str, at: usize) -> usize {
+    line[..at].rfind(char::is_whitespace).map_or(0, |i| {
+        i + line[i..].chars().next().map_or(1, char::len_utf8)
+    })
+}
+
+/// The end of the word that starts at `at`.
+fn word_end(line: &str, at: usize) -> usize {
+    line[at..]
+        .find(char::is_whitespace)
+        .map_or(line.len(), |i| at + i)
+}
+
+fn is_cjk(c: char) -> bool {
+    ('\u{4e00}'..='\u{9fff}').contains(&c)
+}
+
+/// Long enough that a real answer would not contain it by chance.
+fn is_telling(piece: &str) -> bool {
+    let cjk = piece.chars().filter(|c| is_cjk(*c)).count();
+    let words = piece.split_whitespace().count();
+    cjk >= 8 || (words >= 4 && piece.len() >= 24)
+}
+
+/// `line` without `[deepsolve:word]` markers (and the space after one).
+fn strip_markers(line: &str) -> String {
+    const OPEN: &str = "[deepsolve:";
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + OPEN.len()..];
+        let name_len = after
+            .find(|c: char| !(c.is_ascii_lowercase() || c == '_' || c == '-'))
+            .unwrap_or(after.len());
+        if after[name_len..].starts_with(']') {
+            rest = after[name_len + 1..]
+                .strip_prefix(' ')
+                .unwrap_or(&after[name_len + 1..]);
+        } else {
+            out.push_str(OPEN);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The sentences of `text`: cut after `.`/`!`/`?` followed by a space or the end (so `3.14`
+/// stays whole), after `。！？；`, and at line ends.
+fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    let mut cuts = Vec::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let end = i + c.len_utf8();
+        let ends_sentence = match c {
+            '。' | '！' | '？' | '；' | '\n' | '…' => true,
+            '.' | '!' | '?' | ';' => chars.peek().is_none_or(|(_, next)| next.is_whitespace()),
+            _ => false,
+        };
+        if ends_sentence {
+            cuts.push(end);
+        }
+    }
+    let mut start = 0;
+    let mut out = Vec::new();
+    for cut in cuts {
+        out.push(&text[start..cut]);
+        start = cut;
+    }
+    out.push(&text[start..]);
+    out.into_iter().filter(|s| !s.trim().is_empty())
+}
+
+/// Some sentence says something besides apologies, acknowledgements and promises to call a
+/// tool.
+fn has_substance(text: &str) -> bool {
+    sentences(text).any(|s| {
+        let says_something = s.chars().any(|c| c.is_alphanumeric());
+        says_something && !is_meta(s)
+    })
+}
+
+/// A sentence about the conversation, not the problem: an apology, an acknowledgement, a
+/// promise to call a tool or make a plan, or one naming a solve tool.
+fn is_meta(sentence: &str) -> bool {
+    let lower = sentence.to_lowercase();
+    let lower = lower.trim();
+    is_acknowledgement(lower)
+        || APOLOGIES.iter().any(|a| lower.contains(a))
+        || [SOLVE_PLAN, SOLVE_FINISH_STEP, SOLVE_REPLAN]
+            .iter()
+            .any(|tool| lower.contains(tool))
+        || (INTENTIONS.iter().any(|i| lower.contains(i))
+            && CALL_WORDS.iter().any(|w| lower.contains(w)))
+}
+
+const APOLOGIES: &[&str] = &[
+    "i apologize",
+    "i apologise",
+    "my apologies",
+    "apologies for",
+    "sorry for",
+    "sorry about",
+    "i'm sorry",
+    "i am sorry",
+    "抱歉",
+    "对不起",
+    "不好意思",
+];
+
+/// An intention to act next, in the first person.
+const INTENTIONS: &[&str] = &[
+    "i will",
+    "i'll",
+    "i shall",
+    "let me",
+    "i am going to",
+    "i'm going to",
+    "i need to",
+    "i should",
+    "i must",
+    "i'm now going",
+    "我将",
+    "我会",
+    "让我",
+    "我先",
+    "我来",
+    "我需要",
+    "我应该",
+    "我现在",
+    "我接下来",
+    "我要",
+];
+
+/// What a promise to act on the conversation, not the problem, names.
+const CALL_WORDS: &[&str] = &[
+    "call", "invoke", "tool", "a plan", "the plan", "调用", "工具", "计划",
+];
+
+fn is_acknowledgement(lower: &str) -> bool {
+    const ACKNOWLEDGEMENTS: &[&str] = &[
+        "understood",
+        "ok",
+        "okay",
+        "sure",
+        "got it",
+        "certainly",
+        "of course",
+        "you are right",
+        "you're right",
+        "noted",
+        "好的",
+        "好",
+        "明白",
+        "明白了",
+        "收到",
+        "知道了",
+        "你说得对",
+        "当然",
+    ];
+    let bare = lower.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && !is_cjk(c));
+    ACKNOWLEDGEMENTS.contains(&bare)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solve::Language;
+
+    fn en() -> std::sync::Arc<Texts> {
+        Texts::builtin(Language::En)
+    }
+
+    fn answer(text: &str) -> Vetted {
+        vet(text, &en())
+    }
+
+    #[test]
+    fn a_plain_answer_comes_back_byte_for_byte() {
+        for text in [
+            "x = 42.",
+            "The roots are 2 and 3.\n\nAnswer: 42",
+            "I will use the quadratic formula: x = (5 ± 1) / 2, so x = 2 or x = 3.",
+            "Sorry, the problem has no real solution: the discriminant is -7.",
+            "答案是 42。",
+            "π ≈ 3.14159",
+            "The tool of choice is induction; by induction on n the sum is n(n+1)/2.",
+        ] {
+            assert_eq!(answer(text), Vetted::Answer(text.to_string()), "{text}");
+        }
+    }
+
+    #[test]
+    fn apologies_and_promises_to_call_a_tool_are_not_an_answer() {
+        for text in [
+            "I apologize for the confusion. I will call `solve_plan` first (a short analysis and ordered steps), then work the steps.",
+            "I apologize for the confusion.",
+            "Understood. Let me call the tool now.",
+            "Sure! I'll make a plan first.",
+            "抱歉造成了困惑。我会先调用 `solve_plan`。",
+            "好的，我将先制定计划。",
+            "   ",
+        ] {
+            assert_eq!(answer(text), Vetted::NotAnAnswer, "{text}");
+        }
+    }
+
+    #[test]
+    fn an_echoed_nudge_is_cut_or_refused() {
+        let nudge = en().get(Text::NudgePlanFirst).to_string();
+        assert_eq!(
+            answer(&format!("[deepsolve:nudge] {nudge}")),
+            Vetted::NotAnAnswer
+        );
+        assert_eq!(
+            answer(&format!(
+                "[deepsolve:nudge] {nudge}\n\nx = 42, since 6 * 7 = 42."
+            )),
+            Vetted::Answer("x = 42, since 6 * 7 = 42.".into())
+        );
+        let zh = Texts::builtin(Language::Zh);
+        let echoed = format!("{}\n答案是 42。", zh.get(Text::NudgePlanFirst));
+        assert_eq!(answer(&echoed), Vetted::Answer("答案是 42。".into()));
+    }
+
+    #[test]
+    fn a_rendered_refusal_is_cut_by_its_fixed_pieces() {
+        let refusal = en().render(Text::RefuseRepetition, &[("times", &3)]);
+        assert_eq!(answer(&refusal), Vetted::NotAnAnswer);
+        let with_answer = format!("{refusal} The sum is 10.");
+        assert_eq!(
+            answer(&with_answer),
+            Vetted::Answer("The sum is 10.".into())
+        );
+    }
+
+    #[test]
+    fn markers_are_cut_wherever_they_stand() {
+        assert_eq!(
+            answer("Answer: 42 [deepsolve:ultimatum]"),
+            Vetted::Answer("Answer: 42".into())
+        );
+        assert_eq!(answer("[deepsolve:nudge]"), Vetted::NotAnAnswer);
+        let unfinished = "See [deepsolve: docs] for 42.";
+        assert_eq!(answer(unfinished), Vetted::Answer(unfinished.into()));
+    }
+
+    #[test]
+    fn every_echoable_text_of_both_languages_alone_is_not_an_answer() {
+        for language in Texts::LANGUAGES {
+            let texts = Texts::builtin(language);
+            for text in ECHOED {
+                let template = texts.get(*text);
+                if !Texts::placeholders(template).is_empty() {
+                    continue;
+                }
+                assert_eq!(
+                    vet(&format!("[deepsolve:nudge] {template}"), &en()),
+                    Vetted::NotAnAnswer,
+                    "{} in {}",
+                    text.name(),
+                    language.code()
+                );
+            }
+        }
+    }
+}

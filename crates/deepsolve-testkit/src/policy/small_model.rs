@@ -1,0 +1,275 @@
+//! What small local models (1.5B and below, served by llama.cpp) were seen to do instead of
+//! following the spine: each behaviour replayed by one policy, so the engine's answer to it
+//! is tested without the model. Every one answers a forced-answer request (`tool_choice:
+//! "none"`) with a final text, except [`IgnoresToolChoice`].
+
+use deepsolve_core::solve::spine::SOLVE_PLAN;
+use serde_json::Value;
+
+use crate::policy::markup::{as_plain_text, push_line};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::policy::moves::{common, work_args};
+use crate::policy::{Policy, WellBehaved};
+use crate::reply::{Reply, Turn};
+use crate::request::{NUDGE_MARKER, PolicyRequest};
+use crate::tags::{MarkupStyle, render_markup};
+
+/// The result every one of these policies reaches in prose.
+pub const SMALL_MODEL_RESULT: &str = "42";
+
+/// The model has spoken before in this conversation (its plan, or an answer the engine sent
+/// back with a nudge).
+fn has_spoken(req: &PolicyRequest) -> bool {
+    req.messages
+        .iter()
+        .any(|m| m.role == deepsolve_core::Role::Assistant)
+}
+
+/// The problem is written in Chinese: the model answers in Chinese too.
+fn in_chinese(req: &PolicyRequest) -> bool {
+    req.problem()
+        .chars()
+        .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+}
+
+/// A prose answer with the result, as a small model writes one without tools.
+fn prose_answer(req: &PolicyRequest) -> String {
+    if in_chinese(req) {
+        format!(
+            "**答案：** {SMALL_MODEL_RESULT}\n\n先求出第一部分，再求出第二部分，合起来得到 {SMALL_MODEL_RESULT}。"
+        )
+    } else {
+        format!(
+            "**Answer:** {SMALL_MODEL_RESULT}\n\nWorking out part 1 gives 6 and part 2 gives 7; together 6 * 7 = {SMALL_MODEL_RESULT}."
+        )
+    }
+}
+
+/// Writes its plan as prose and never calls a tool; once the engine has answered the plan
+/// (with the plan-first nudge), answers in prose.
+///
+/// **Engine:** the plan gate nudges once, then the prose answer stands.
+/// **Ending:** `answered_without_plan`, with [`SMALL_MODEL_RESULT`] in the answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProsePlanner;
+
+impl Policy for ProsePlanner {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if let Some(reply) = common(req) {
+            return reply;
+        }
+        if has_spoken(req) {
+            return Reply::text(prose_answer(req));
+        }
+        let plan = if in_chinese(req) {
+            "解题计划：\n1. 求出第一部分。\n2. 求出第二部分。\n3. 把两部分合起来得到答案。"
+        } else {
+            "Here is my plan:\n1. Work out part 1 of the problem.\n2. Work out part 2 of the problem.\n3. Combine both parts into the answer."
+        };
+        Reply::text(plan)
+    }
+}
+
+/// Answers in prose at once; answers the nudge by echoing it, literally beginning with its
+/// marker, then apologising and promising to call `solve_plan` — and calls nothing.
+///
+/// **Engine:** the plan gate nudges once; the echo is not an answer (engine text and a
+/// promise only), so the forced-answer path asks for the answer without tools.
+/// **Ending:** `empty_rounds`, with the forced answer (never the echo).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NudgeEcho;
+
+impl NudgeEcho {
+    /// The nudge's own words, marker first, then an apology and a promise.
+    fn echo(req: &PolicyRequest) -> String {
+        let nudge = req.last_user_text();
+        let echoed = nudge
+            .find(NUDGE_MARKER)
+            .map_or(nudge, |at| &nudge[at..])
+            .trim();
+        let promise = if in_chinese(req) {
+            format!("抱歉造成了困惑。我会先调用 `{SOLVE_PLAN}`……")
+        } else {
+            format!("I apologize for the confusion. I will call `{SOLVE_PLAN}` first…")
+        };
+        format!("{echoed}\n\n{promise}")
+    }
+}
+
+impl Policy for NudgeEcho {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if let Some(reply) = common(req) {
+            return reply;
+        }
+        if req.was_nudged() {
+            return Reply::text(NudgeEcho::echo(req));
+        }
+        Reply::text(prose_answer(req))
+    }
+}
+
+/// `inner`'s calls written as text in `content`, one block per call, instead of native calls.
+fn calls_in_content(reply: Reply, render: impl Fn(&str, &str) -> String) -> Reply {
+    reply.map_turn(|turn| {
+        if turn.tool_calls.is_empty() {
+            return turn;
+        }
+        let mut text = turn.text.clone().unwrap_or_default();
+        for (name, arguments) in &turn.tool_calls {
+            push_line(&mut text, &render(name, arguments));
+        }
+        as_plain_text(turn, text)
+    })
+}
+
+/// A call as the JSON object small models write: `{"name": …, "arguments": {…}}`.
+fn call_object(name: &str, arguments: &str) -> String {
+    let arguments: Value =
+        serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_string()));
+    serde_json::json!({"name": name, "arguments": arguments}).to_string()
+}
+
+/// [`WellBehaved`]'s calls written as a fenced ```` ```json ```` block in `content`
+/// (`{"name": …, "arguments": …}`), never as native calls.
+///
+/// **Engine (today):** no protocol reads a fenced block, so the block is text: the plan gate
+/// nudges once, then the block stands as the answer. A code-fence protocol would run the
+/// calls. **Ending (today):** `answered_without_plan`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FencedJsonCalls {
+    pub inner: WellBehaved,
+}
+
+impl Policy for FencedJsonCalls {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        calls_in_content(self.inner.reply(req), |name, arguments| {
+            format!("```json\n{}\n```", call_object(name, arguments))
+        })
+    }
+}
+
+/// Writes a ```` ```python ```` block and, after it, an ```` ```output ```` block it invented
+/// (nothing ran the code), then the result it read from its own invention. Never calls a tool.
+///
+/// **Engine (today):** the block is text: the plan gate nudges once, then the reply stands
+/// as the answer, invented output included. Code-as-action would run the code and cut the
+/// invented output. **Ending (today):** `answered_without_plan`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InventedOutput;
+
+impl Policy for InventedOutput {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if let Some(reply) = common(req) {
+            return reply;
+        }
+        Reply::text(format!(
+            "Let me compute it.\n```python\nprint(6 * 7)\n```\n```output\n{SMALL_MODEL_RESULT}\n```\nSo the answer is {SMALL_MODEL_RESULT}."
+        ))
+    }
+}
+
+/// [`WellBehaved`]'s calls written as Hermes `<tool_call>{"name": …, "arguments": …}
+/// </tool_call>` blocks in `content` while native tools are offered (a chat template that
+/// renders the calls but a server that does not parse them).
+///
+/// **Engine:** reads markup calls from the content when the provider gave no native ones.
+/// **Ending:** `answered`, as [`WellBehaved`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HermesInContent {
+    pub inner: WellBehaved,
+}
+
+impl Policy for HermesInContent {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        calls_in_content(self.inner.reply(req), |name, arguments| {
+            render_markup(
+                MarkupStyle::Hermes,
+                &[(name.to_string(), arguments.to_string())],
+            )
+        })
+    }
+}
+
+/// Ignores `tool_choice`: asked to answer without tools (`"none"`), it calls a tool anyway
+/// (no text). Otherwise as `inner` ([`FinishesOneThenProbes`] by default, so a budget ends
+/// the turn after one finished step and the forced answer is asked for).
+///
+/// **Engine:** the forced reply has no text and its call is not run, so the step summaries
+/// are the answer. **Ending:** `max_rounds`, answered from the step summaries.
+pub struct IgnoresToolChoice<P = FinishesOneThenProbes> {
+    pub inner: P,
+}
+
+impl Default for IgnoresToolChoice {
+    fn default() -> Self {
+        IgnoresToolChoice {
+            inner: FinishesOneThenProbes::new(WellBehaved::default()),
+        }
+    }
+}
+
+impl<P: Policy> Policy for IgnoresToolChoice<P> {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if req.is_forced_answer() {
+            let tool = req.work_tools().next().unwrap_or(SOLVE_PLAN).to_string();
+            return Reply::Turn(Turn::calls(vec![(
+                tool.as_str(),
+                serde_json::json!({"query": "one more look, whatever tool_choice says"}),
+            )]));
+        }
+        self.inner.reply(req)
+    }
+}
+
+/// Follows the spine until a step is finished, then calls the work tool forever (distinct
+/// arguments, so the repetition guard stays quiet): a budget ends the turn.
+#[derive(Debug, Default)]
+pub struct FinishesOneThenProbes {
+    pub then: WellBehaved,
+    probes: AtomicUsize,
+}
+
+impl FinishesOneThenProbes {
+    pub fn new(then: WellBehaved) -> Self {
+        FinishesOneThenProbes {
+            then,
+            probes: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Policy for FinishesOneThenProbes {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if let Some(reply) = common(req) {
+            return reply;
+        }
+        let finished_one = req.plan().is_some_and(|p| p.done_steps().next().is_some());
+        if !finished_one {
+            return self.then.next_move(req);
+        }
+        let n = self.probes.fetch_add(1, Ordering::SeqCst) + 1;
+        let tool = self.then.any_work_tool(req);
+        let args = work_args(req, &tool, &format!("probe {n}"));
+        Reply::calls(vec![(tool.as_str(), args)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_in_content_leave_no_native_call() {
+        let reply = calls_in_content(
+            Reply::calls(vec![("solve_plan", serde_json::json!({"analysis": "a"}))]),
+            |name, arguments| format!("```json\n{}\n```", call_object(name, arguments)),
+        );
+        let turn = reply.turn().expect("a turn");
+        assert!(turn.tool_calls.is_empty());
+        assert_eq!(
+            turn.text.as_deref(),
+            Some("```json\n{\"arguments\":{\"analysis\":\"a\"},\"name\":\"solve_plan\"}\n```")
+        );
+    }
+}
