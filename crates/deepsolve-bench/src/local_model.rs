@@ -1,4 +1,4 @@
-//! `bench local-model [PATH]` (built with `--features local`): the in-process local model
+//! `bench local-model [PATH] [--threads N]` (built with `--features local`): the in-process local model
 //! (deepsolve-local) — load time and resident set, prompt and generation tokens per second,
 //! time to first token cold and on a follow-up round, and the share of the follow-up's
 //! prompt found in the KV cache. The model defaults to the 0.5B test model in the model
@@ -16,14 +16,30 @@ const RUNS: usize = 3;
 const GENERATED: u32 = 128;
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
-    let path = match args.first() {
-        Some(path) => path.into(),
+    let mut path = None;
+    let mut threads = None;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--threads" => {
+                let n = rest.next().context("--threads needs a number")?;
+                threads = Some(n.parse().context("--threads needs a number")?);
+            }
+            other if path.is_none() => path = Some(std::path::PathBuf::from(other)),
+            other => {
+                anyhow::bail!("unexpected argument {other:?} (local-model [PATH] [--threads N])")
+            }
+        }
+    }
+    let path = match path {
+        Some(path) => path,
         None => model_cache_dir()
             .context("no model cache directory (set DEEPSOLVE_MODELS or HOME)")?
             .join(DEFAULT_MODEL),
     };
     let mut config = LocalConfig::new(path);
     config.context = 8192;
+    config.threads = threads;
     let rss_before = super::rss_kib()?;
     let model = LocalModel::load(&config)?;
     let rss_loaded = super::rss_kib()?;
