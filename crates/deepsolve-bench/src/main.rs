@@ -17,10 +17,15 @@
 //! `bench ui`: the web UI in the system Chromium against the same pair: bytes of the first
 //! load, time to first render, time to render a recorded turn of a few thousand events (see
 //! the `ui` module).
+//! `bench local-model [PATH]` (with `--features local`): the in-process local model — load,
+//! resident set, prompt and generation tokens/s, time to first token, KV reuse on a follow-up
+//! (see the `local_model` module).
 
 mod alloc;
 mod cli_startup;
 mod kb;
+#[cfg(feature = "local")]
+mod local_model;
 mod procfs;
 mod server;
 mod tokens;
@@ -211,6 +216,14 @@ fn bench() -> anyhow::Result<()> {
     if scenario == Some("cli-startup") {
         return cli_startup::run(&args[1..]);
     }
+    if scenario == Some("local-model") {
+        #[cfg(feature = "local")]
+        return local_model::run(&args[1..]);
+        #[cfg(not(feature = "local"))]
+        anyhow::bail!(
+            "bench local-model needs llama.cpp: cargo run --release -p deepsolve-bench --features local --bin bench -- local-model"
+        );
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -219,7 +232,7 @@ fn bench() -> anyhow::Result<()> {
         Some("first-turn") => runtime.block_on(first_turn()),
         Some("tokens") => tokens::print_table(),
         Some(other) => anyhow::bail!(
-            "unknown scenario {other:?} (scenarios: engine, the default; first-turn; tokens; server; ui; kb; kb-ingest; cli-startup)"
+            "unknown scenario {other:?} (scenarios: engine, the default; first-turn; tokens; server; ui; kb; kb-ingest; cli-startup; local-model)"
         ),
     }
 }

@@ -23,7 +23,7 @@ mod normalize;
 mod outcome;
 mod progress;
 pub mod solve;
-mod stream_filter;
+pub mod stream_filter;
 mod texts;
 mod tokens;
 mod tool;

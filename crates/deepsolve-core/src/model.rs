@@ -27,6 +27,9 @@ pub enum ToolChoice {
     Auto,
     /// Tools stay declared (prefix cache) but the model may not call them.
     None,
+    /// The reply must be a call of one of the tools (OpenAI's `"required"`; the local model
+    /// enforces it with a grammar).
+    Required,
 }
 
 #[derive(Debug, Clone)]

@@ -2,14 +2,14 @@
 //! invented `<tool_response>`s are never shown as answer text. Partial tags at a chunk
 //! boundary are held back until they resolve. The markup is the reply parser's own table
 //! ([`SECTIONS`]); the final text is re-read by `parse_reply` — this only keeps the live view
-//! clean.
+//! clean. Public for a model client that reads markup itself (the in-process local model).
 
 use std::sync::LazyLock;
 
 use crate::wire::markup::{FENCE, SECTIONS, SectionKind, THINK_CLOSE};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Piece {
+pub enum Piece {
     Text(String),
     Reasoning(String),
 }
@@ -27,7 +27,7 @@ enum Mode {
 const CALL_HEAD_BYTES: usize = 256;
 
 #[derive(Debug)]
-pub(crate) struct VisibleFilter {
+pub struct VisibleFilter {
     buf: String,
     mode: Mode,
     /// The first bytes of the latest call section, and whether they grew since last read.
@@ -86,7 +86,7 @@ fn partial_suffix(s: &str, tokens: &[&str]) -> usize {
 }
 
 impl VisibleFilter {
-    pub(crate) fn push(&mut self, text: &str) -> Vec<Piece> {
+    pub fn push(&mut self, text: &str) -> Vec<Piece> {
         self.buf.push_str(text);
         let mut out = Vec::new();
         while self.step(&mut out) {}
@@ -94,7 +94,7 @@ impl VisibleFilter {
     }
 
     /// The first bytes of the latest call section, when they grew since the last look.
-    pub(crate) fn new_call_head(&mut self) -> Option<&str> {
+    pub fn new_call_head(&mut self) -> Option<&str> {
         if !std::mem::take(&mut self.head_grew) {
             return None;
         }
@@ -117,7 +117,7 @@ impl VisibleFilter {
     }
 
     /// Flush at the end of the stream: held-back text that never became a tag is shown.
-    pub(crate) fn finish(&mut self) -> Vec<Piece> {
+    pub fn finish(&mut self) -> Vec<Piece> {
         let rest = std::mem::take(&mut self.buf);
         match self.mode {
             Mode::Visible | Mode::Fenced if !rest.is_empty() => vec![Piece::Text(rest)],

@@ -78,6 +78,7 @@ fn tool_choice_str(choice: ToolChoice) -> &'static str {
     match choice {
         ToolChoice::Auto => "auto",
         ToolChoice::None => "none",
+        ToolChoice::Required => "required",
     }
 }
 

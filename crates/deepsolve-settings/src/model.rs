@@ -56,6 +56,46 @@ pub struct LlmSettings {
     /// Whether the model sees images: `auto` asks it once (one tiny image) and remembers the
     /// answer for the process; `true`/`false` say so without asking.
     pub vision: Vision,
+    /// Where the main model runs: an OpenAI-compatible endpoint (`openai`, the default) or
+    /// in this process (`local`: `llm.local`).
+    pub provider: Provider,
+    /// The in-process model, when `provider` is `local`.
+    pub local: LocalSettings,
+}
+
+/// `llm.provider`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    #[default]
+    Openai,
+    Local,
+}
+
+/// `llm.local`: a GGUF model run in-process (deepsolve-local).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LocalSettings {
+    /// The GGUF file; unset: `qwen2.5-coder-1.5b-instruct-q4_k_m.gguf` in the model cache
+    /// (`$DEEPSOLVE_MODELS`, else `~/.cache/deepsolve/models`; `scripts/fetch-model`).
+    pub model: Option<String>,
+    /// Tokens per context (prompt and reply); at most the model's trained context.
+    pub context: u32,
+    /// Threads per request; unset: the machine's available parallelism.
+    pub threads: Option<u32>,
+    /// Requests served at once, each with its own context; more wait in order.
+    pub parallel: u32,
+}
+
+impl Default for LocalSettings {
+    fn default() -> Self {
+        LocalSettings {
+            model: None,
+            context: 8192,
+            threads: None,
+            parallel: 1,
+        }
+    }
 }
 
 /// `llm.vision`: `auto`, `true` or `false` (a YAML boolean or the word).
@@ -136,6 +176,8 @@ impl Default for LlmSettings {
             max_reply_mb: 4,
             price: None,
             vision: Vision::Auto,
+            provider: Provider::default(),
+            local: LocalSettings::default(),
         }
     }
 }

@@ -195,6 +195,21 @@ const LLM: &[Field] = &[
     field("max_reply_mb", Kind::Number(MAX_REPLY_MB)),
     field("price", Kind::Section(PRICE)),
     field("vision", Kind::Choice(VISION)),
+    field("provider", Kind::Choice(PROVIDERS)),
+    field("local", Kind::Section(LOCAL)),
+];
+
+/// The values `llm.provider` accepts: an OpenAI-compatible endpoint, or a GGUF model run
+/// in-process (deepsolve-local).
+pub(crate) const PROVIDERS: &[&str] = &["openai", "local"];
+
+/// `llm.local`: the in-process model (`llm.provider: local`).
+const LOCAL: &[Field] = &[
+    // The GGUF file; unset: the default model in the model cache.
+    field("model", Kind::Text),
+    field("context", Kind::Number(Clamp::whole(256.0, 1_048_576.0))),
+    field("threads", Kind::Number(Clamp::whole(1.0, 1024.0))),
+    field("parallel", Kind::Number(Clamp::whole(1.0, 64.0))),
 ];
 
 /// `llm.price`: what the main model costs per million tokens (the web UI shows a turn's cost).
@@ -495,7 +510,8 @@ mod tests {
         assert!(keys.contains(&"kb.max_chunks".to_string()));
         assert_eq!(
             keys.len(),
-            9 + PRICE.len()
+            10 + PRICE.len()
+                + LOCAL.len()
                 + 9
                 + KNOBS.len()
                 + FLAGS.len()

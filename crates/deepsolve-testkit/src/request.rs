@@ -248,6 +248,7 @@ impl PolicyRequest {
                 match request.tool_choice {
                     ToolChoice::Auto => "auto",
                     ToolChoice::None => "none",
+                    ToolChoice::Required => "required",
                 }
                 .to_string()
             }),

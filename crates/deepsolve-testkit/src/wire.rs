@@ -240,6 +240,7 @@ pub fn request_to_wire(request: &ChatRequest, model: &str) -> Value {
         body["tool_choice"] = json!(match request.tool_choice {
             ToolChoice::Auto => "auto",
             ToolChoice::None => "none",
+            ToolChoice::Required => "required",
         });
     }
     if !request.stop.is_empty() {

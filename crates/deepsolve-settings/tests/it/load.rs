@@ -482,3 +482,23 @@ fn knowledge_base_settings_come_from_every_layer_and_the_embedding_key_stays_a_n
         "{e}"
     );
 }
+
+#[test]
+fn the_local_model_settings_load_clamp_and_default() {
+    use deepsolve_settings::Provider;
+    let f = file("llm:\n  provider: local\n  local:\n    model: /m/q.gguf\n    context: 100\n");
+    let llm = load_ok(&f.path, &[], &["llm.local.parallel=2"])
+        .settings
+        .llm;
+    assert_eq!(llm.provider, Provider::Local);
+    assert_eq!(llm.local.model.as_deref(), Some("/m/q.gguf"));
+    assert_eq!(llm.local.context, 256, "clamped up to the least context");
+    assert_eq!((llm.local.parallel, llm.local.threads), (2, None));
+    let defaults = load_ok(&file("").path, &[], &[]).settings.llm;
+    assert_eq!(defaults.provider, Provider::Openai);
+    assert_eq!((defaults.local.context, defaults.local.parallel), (8192, 1));
+    let e = load_err(&file("llm:\n  provider: llama\n").path, &[], &[]);
+    assert!(e.contains("llm.provider") && e.contains("local"), "{e}");
+    let e = load_err(&file("llm:\n  local:\n    ctx: 1\n").path, &[], &[]);
+    assert!(e.contains("llm.local.ctx"), "{e}");
+}

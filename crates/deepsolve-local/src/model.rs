@@ -1,0 +1,515 @@
+//! [`LocalModel`]: a GGUF model loaded once (memory-mapped, shared) and served by worker
+//! threads, one llama.cpp context (KV cache) each. A request waits its turn in a fair queue,
+//! takes the idle context whose cached tokens share the longest prefix with its prompt (a
+//! turn's next round finds its own), and decodes only what is new.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::token::LlamaToken;
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, mpsc};
+
+use deepsolve_core::{
+    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, ModelError, ToolCall, ToolChoice,
+    Usage,
+};
+
+use crate::backend::backend;
+use crate::config::LocalConfig;
+use crate::error::LocalError;
+use crate::gguf::{GgufInfo, available_memory, inspect};
+use crate::reply::read_reply;
+use crate::stream::ReplyStream;
+use crate::template::ChatTemplate;
+use crate::worker::{Job, SlotBook, WorkerEvent, spawn_worker};
+
+/// What a reply must be, beyond the request: grammar-constrained decoding.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Constraint {
+    /// Free text (tool calls as the model writes them).
+    Free,
+    /// A call of one of these offered tools (all of them when empty), nothing else: the
+    /// reply is `{"name": …, "arguments": {…}}` matching the tool's parameters.
+    ToolCall { names: Vec<String> },
+    /// A JSON value matching this JSON Schema (a structured reply).
+    JsonSchema(Value),
+}
+
+/// How one call went, beyond the completion: what the benchmark and the tests read.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CallStats {
+    pub prompt_tokens: u32,
+    /// Prompt tokens found in the context's KV cache (not decoded again).
+    pub cached_tokens: u32,
+    pub completion_tokens: u32,
+    /// Waiting for a context.
+    pub queued: Duration,
+    /// Decoding the prompt's new tokens.
+    pub prompt_time: Duration,
+    /// From the start of the call (after queueing) to the first generated token.
+    pub first_token: Duration,
+    /// Generating every token after the first.
+    pub generation_time: Duration,
+}
+
+/// A local GGUF model behind the `ChatModel` trait.
+pub struct LocalModel {
+    name: String,
+    model: Arc<LlamaModel>,
+    template: ChatTemplate,
+    info: GgufInfo,
+    context: u32,
+    /// Fair (FIFO) admission: one permit per context.
+    queue: Arc<Semaphore>,
+    slots: Arc<SlotBook>,
+    workers: Vec<std::sync::mpsc::Sender<Job>>,
+    load_time: Duration,
+}
+
+impl std::fmt::Debug for LocalModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalModel")
+            .field("name", &self.name)
+            .field("path", &self.info.path)
+            .field("context", &self.context)
+            .field("parallel", &self.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalModel {
+    /// Check the file, load the model (memory-mapped) and start one worker per context.
+    /// Blocking (seconds for a large model): call it from `spawn_blocking` in async code.
+    pub fn load(config: &LocalConfig) -> Result<Self, LocalError> {
+        let started = Instant::now();
+        check_config(config)?;
+        check_cpu()?;
+        let info = inspect(&config.model)?;
+        let path = info.path.clone();
+        if let Some(trained) = info.trained_context
+            && config.context > trained
+        {
+            return Err(LocalError::ContextTooLong {
+                path,
+                asked: config.context,
+                trained,
+            });
+        }
+        let Some(template_source) = info.chat_template.clone() else {
+            return Err(LocalError::NoChatTemplate { path });
+        };
+        check_memory(&info, config)?;
+        let backend = backend()?;
+        let params = LlamaModelParams::default();
+        let model =
+            LlamaModel::load_from_file(backend, &path, &params).map_err(|e| LocalError::Load {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        let model = Arc::new(model);
+        let template = ChatTemplate::new(
+            &template_source,
+            &special_piece(&model, model.vocab().bos()),
+            &special_piece(&model, model.vocab().eos()),
+        )
+        .map_err(|source| LocalError::Template {
+            path: path.clone(),
+            source,
+        })?;
+        let parallel = config.parallel as usize;
+        let slots = Arc::new(SlotBook::new(parallel));
+        let mut workers = Vec::with_capacity(parallel);
+        for index in 0..parallel {
+            workers.push(spawn_worker(
+                index,
+                model.clone(),
+                config.context,
+                config.thread_count(),
+                slots.clone(),
+            )?);
+        }
+        Ok(LocalModel {
+            name: config.display_name(),
+            model,
+            template,
+            info,
+            context: config.context,
+            queue: Arc::new(Semaphore::new(parallel)),
+            slots,
+            workers,
+            load_time: started.elapsed(),
+        })
+    }
+
+    /// [`LocalModel::load`] off the async threads.
+    pub async fn load_async(config: LocalConfig) -> Result<Self, LocalError> {
+        tokio::task::spawn_blocking(move || Self::load(&config))
+            .await
+            .map_err(|e| LocalError::Load {
+                path: std::path::PathBuf::new(),
+                message: format!("the loading task failed: {e}"),
+            })?
+    }
+
+    /// What the file's header says (trained context, architecture, template).
+    pub fn info(&self) -> &GgufInfo {
+        &self.info
+    }
+
+    /// Tokens each context holds.
+    pub fn context(&self) -> u32 {
+        self.context
+    }
+
+    /// How long [`LocalModel::load`] took.
+    pub fn load_time(&self) -> Duration {
+        self.load_time
+    }
+
+    /// The prompt `request` renders to (the model's own chat template).
+    pub fn render(&self, request: &ChatRequest) -> Result<String, ModelError> {
+        self.template
+            .render(&request.messages, &request.tools)
+            .map_err(|e| ModelError::BadRequest {
+                status: 400,
+                message: e.to_string(),
+            })
+    }
+
+    /// Tokens of `text` as the model reads it (special tokens of the template included).
+    pub fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
+        self.model
+            .vocab()
+            .tokenize(text.as_bytes(), self.model.vocab().should_add_bos(), true)
+    }
+
+    /// One call, with a [`Constraint`], and its [`CallStats`].
+    pub async fn complete_constrained(
+        &self,
+        request: &ChatRequest,
+        constraint: &Constraint,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<(Completion, CallStats), ModelError> {
+        let grammar = grammar_for(request, constraint)?;
+        let prompt = self.tokenize(&self.render(request)?);
+        self.check_room(prompt.len())?;
+        let queued_at = Instant::now();
+        let permit = self
+            .queue
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| server_error("the local model is shutting down"))?;
+        let queued = queued_at.elapsed();
+        let slot = self.slots.take_best(&prompt);
+        let (events, mut received) = mpsc::unbounded_channel();
+        let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
+        let job = Job {
+            prompt,
+            max_tokens: request.max_tokens,
+            temperature: request.temperature,
+            stop: request.stop.clone(),
+            grammar,
+            events,
+            cancel: cancel.0.clone(),
+            permit,
+        };
+        let worker = self
+            .workers
+            .get(slot)
+            .ok_or_else(|| server_error("no worker for the chosen context"))?;
+        worker
+            .send(job)
+            .map_err(|_| server_error("the local model's worker thread has stopped"))?;
+
+        let callable = if request.tool_choice == ToolChoice::None || constraint != &Constraint::Free
+        {
+            &[][..]
+        } else {
+            &request.tools[..]
+        };
+        let mut stream = ReplyStream::new(callable);
+        let mut raw = String::new();
+        let outcome = loop {
+            match received.recv().await {
+                Some(WorkerEvent::Text(text)) => {
+                    raw.push_str(&text);
+                    for delta in stream.push(&text) {
+                        on_delta(delta);
+                    }
+                }
+                Some(WorkerEvent::Done(outcome)) => break outcome,
+                Some(WorkerEvent::Failed(error)) => return Err(error),
+                None => {
+                    return Err(server_error(
+                        "the local model's worker thread stopped mid-reply",
+                    ));
+                }
+            }
+        };
+        for delta in stream.finish() {
+            on_delta(delta);
+        }
+        let mut stats = outcome.stats;
+        stats.queued = queued;
+        let completion = self.completion(raw, outcome.finish, request, constraint, &stats);
+        Ok((completion, stats))
+    }
+
+    /// The prompt leaves room for at least one generated token.
+    fn check_room(&self, prompt_tokens: usize) -> Result<(), ModelError> {
+        if prompt_tokens + 1 > self.context as usize {
+            return Err(ModelError::ContextLength {
+                message: format!(
+                    "the prompt is {prompt_tokens} tokens and the local context holds {} \
+                     (llm.local.context)",
+                    self.context
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn completion(
+        &self,
+        raw: String,
+        finish: FinishReason,
+        request: &ChatRequest,
+        constraint: &Constraint,
+        stats: &CallStats,
+    ) -> Completion {
+        let usage = Usage {
+            prompt_tokens: u64::from(stats.prompt_tokens),
+            completion_tokens: u64::from(stats.completion_tokens),
+            estimated: false,
+        };
+        let (text, reasoning, tool_calls) = match constraint {
+            Constraint::ToolCall { .. } => match forced_call(&raw) {
+                Some(call) => (String::new(), String::new(), vec![call]),
+                None => (raw, String::new(), Vec::new()),
+            },
+            Constraint::JsonSchema(_) => (raw, String::new(), Vec::new()),
+            Constraint::Free => {
+                let read = read_reply(&raw, &request.tools, request.tool_choice);
+                (read.text, read.reasoning, read.calls)
+            }
+        };
+        let finish_reason = if tool_calls.is_empty() {
+            finish
+        } else {
+            FinishReason::ToolCalls
+        };
+        Completion {
+            text,
+            reasoning,
+            tool_calls,
+            finish_reason,
+            usage,
+        }
+    }
+}
+
+#[async_trait]
+impl ChatModel for LocalModel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn complete(
+        &self,
+        request: &ChatRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<Completion, ModelError> {
+        // `tool_choice: required` is a call of any offered tool, under a grammar.
+        let constraint = match request.tool_choice {
+            ToolChoice::Required => Constraint::ToolCall { names: Vec::new() },
+            ToolChoice::Auto | ToolChoice::None => Constraint::Free,
+        };
+        self.complete_constrained(request, &constraint, on_delta)
+            .await
+            .map(|(completion, _)| completion)
+    }
+}
+
+/// Sets the worker's stop flag when the call's future is dropped (or ends).
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+pub(crate) fn server_error(message: &str) -> ModelError {
+    ModelError::Server {
+        status: 500,
+        attempts: 1,
+        message: message.to_string(),
+    }
+}
+
+fn check_config(config: &LocalConfig) -> Result<(), LocalError> {
+    if config.parallel == 0 || config.parallel > 64 {
+        return Err(LocalError::Config(format!(
+            "llm.local.parallel is {}; it must be 1 to 64",
+            config.parallel
+        )));
+    }
+    if config.context < 256 {
+        return Err(LocalError::Config(format!(
+            "llm.local.context is {}; it must be at least 256 tokens",
+            config.context
+        )));
+    }
+    Ok(())
+}
+
+/// The vector units this build of llama.cpp was compiled for (the ggml options in the
+/// workspace's `.cargo/config.toml`) must be there, or the first matrix product would die
+/// on an illegal instruction.
+fn check_cpu() -> Result<(), LocalError> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let wanted = [
+            (
+                option_env!("GGML_AVX2"),
+                "avx2",
+                std::arch::is_x86_feature_detected!("avx2"),
+            ),
+            (
+                option_env!("GGML_FMA"),
+                "fma",
+                std::arch::is_x86_feature_detected!("fma"),
+            ),
+            (
+                option_env!("GGML_F16C"),
+                "f16c",
+                std::arch::is_x86_feature_detected!("f16c"),
+            ),
+            (
+                option_env!("GGML_AVX"),
+                "avx",
+                std::arch::is_x86_feature_detected!("avx"),
+            ),
+        ];
+        let missing: Vec<&str> = wanted
+            .iter()
+            .filter(|(built, _, present)| *built == Some("ON") && !present)
+            .map(|(_, name, _)| *name)
+            .collect();
+        if !missing.is_empty() {
+            return Err(LocalError::CpuUnsupported {
+                missing: missing.join(", "),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Weights plus every context's KV cache must fit in the memory that is available.
+fn check_memory(info: &GgufInfo, config: &LocalConfig) -> Result<(), LocalError> {
+    let Some(available) = available_memory() else {
+        return Ok(());
+    };
+    let kv = info.kv_bytes_per_token.unwrap_or(0) * u64::from(config.context);
+    let needed = info.file_bytes + kv * u64::from(config.parallel);
+    if needed > available {
+        return Err(LocalError::TooLarge {
+            path: info.path.clone(),
+            needed_mib: needed / (1 << 20),
+            available_mib: available / (1 << 20),
+            context: config.context,
+            parallel: config.parallel,
+        });
+    }
+    Ok(())
+}
+
+/// A special token's text (`bos_token`, `eos_token` in templates).
+fn special_piece(model: &LlamaModel, token: LlamaToken) -> String {
+    if token.0 < 0 {
+        return String::new();
+    }
+    String::from_utf8_lossy(&model.vocab().token_to_piece(token, true, None)).into_owned()
+}
+
+/// The GBNF grammar a constraint decodes under.
+fn grammar_for(
+    request: &ChatRequest,
+    constraint: &Constraint,
+) -> Result<Option<String>, ModelError> {
+    let schema = match constraint {
+        Constraint::Free => return Ok(None),
+        Constraint::JsonSchema(schema) => schema.clone(),
+        Constraint::ToolCall { names } => {
+            let tools: Vec<_> = request
+                .tools
+                .iter()
+                .filter(|t| names.is_empty() || names.contains(&t.name))
+                .collect();
+            if tools.is_empty() {
+                return Err(ModelError::BadRequest {
+                    status: 400,
+                    message: format!(
+                        "a tool call is required but none of {names:?} is offered in the request"
+                    ),
+                });
+            }
+            let variants: Vec<Value> = tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "name": {"const": t.name},
+                            "arguments": t.parameters,
+                        },
+                        "required": ["name", "arguments"],
+                        "additionalProperties": false,
+                    })
+                })
+                .collect();
+            match <[Value; 1]>::try_from(variants) {
+                Ok([one]) => one,
+                Err(variants) => json!({"oneOf": variants}),
+            }
+        }
+    };
+    llama_cpp_2::json_schema_to_grammar(&schema.to_string())
+        .map(Some)
+        .map_err(|e| ModelError::BadRequest {
+            status: 400,
+            message: format!("the JSON Schema cannot be turned into a grammar: {e}"),
+        })
+}
+
+/// A forced call's text (`{"name": …, "arguments": …}`) as a call.
+fn forced_call(raw: &str) -> Option<ToolCall> {
+    let value: Value = serde_json::from_str(raw.trim()).ok()?;
+    let name = value.get("name")?.as_str()?.to_string();
+    let arguments = value.get("arguments").cloned().unwrap_or_else(|| json!({}));
+    let mut calls = read_reply(
+        &format!(
+            "<tool_call>{}</tool_call>",
+            json!({"name": name, "arguments": arguments})
+        ),
+        &[deepsolve_core::ToolSpec {
+            name: name.clone(),
+            description: String::new(),
+            parameters: json!({}),
+        }],
+        ToolChoice::Auto,
+    )
+    .calls;
+    calls.pop()
+}
+
+/// Lock a mutex, taking the data even if a panicking holder poisoned it.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
