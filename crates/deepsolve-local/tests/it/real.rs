@@ -1,7 +1,8 @@
 //! The 0.5B test model for real (Qwen2.5-Coder-0.5B-Instruct Q4_K_M): a streamed reply, a
 //! tool call, the KV cache kept across a turn's rounds, cancellation, two requests at once,
-//! grammar-constrained replies. Skipped (with a SKIP line) when the file is not in the model
-//! cache; `scripts/fetch-model qwen2.5-coder-0.5b-instruct-q4_k_m` puts it there. The
+//! grammar-constrained replies. The model is the testkit's (`DEEPSOLVE_TEST_MODEL`, which
+//! scripts/test sets after `scripts/fetch-model qwen2.5-coder-0.5b-instruct-q4_k_m`): skipped
+//! with a SKIP line without it, a failure under CI. The
 //! assertions are about shape, never exact words. One test at a time: they share the model
 //! and some measure time.
 
@@ -11,17 +12,12 @@ use std::time::{Duration, Instant};
 use deepsolve_core::{
     ChatModel, ChatRequest, FinishReason, Message, StreamDelta, ToolChoice, ToolSpec,
 };
-use deepsolve_local::{Constraint, LocalConfig, LocalModel, model_cache_dir};
+use deepsolve_local::{Constraint, LocalConfig, LocalModel};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, MutexGuard};
 
-const TEST_MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
-
 static MODEL: LazyLock<Option<LocalModel>> = LazyLock::new(|| {
-    let path = model_cache_dir()?.join(TEST_MODEL);
-    if !path.exists() {
-        return None;
-    }
+    let path = deepsolve_testkit::real::test_model()?;
     let mut config = LocalConfig::new(path);
     config.context = 4096;
     config.parallel = 2;
@@ -36,9 +32,7 @@ async fn model(test: &str) -> Option<(&'static LocalModel, MutexGuard<'static, (
     match MODEL.as_ref() {
         Some(model) => Some((model, guard)),
         None => {
-            println!(
-                "SKIP {test}: no {TEST_MODEL} in the model cache (scripts/fetch-model qwen2.5-coder-0.5b-instruct-q4_k_m)"
-            );
+            println!("SKIP {test}: no real model (see the line above)");
             None
         }
     }
