@@ -28,6 +28,7 @@
 //! scripted model), so no HTTP model is needed.
 
 pub mod artifacts;
+pub mod eval;
 pub mod gc;
 pub mod knowledge;
 pub mod life;

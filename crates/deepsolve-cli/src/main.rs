@@ -3,6 +3,7 @@
 mod answer;
 mod database;
 mod doctor;
+mod eval_cmd;
 mod exit;
 mod gc;
 mod hints;
@@ -170,6 +171,9 @@ enum Command {
     },
     /// Run the HTTP server: the web UI at `/`, the streaming API, persistent sessions.
     Serve(serve::ServeArgs),
+    /// Evaluate: problem sets through the deepsolve and plain modes with the same model, every
+    /// answer graded, a report with accuracy, intervals and a paired test.
+    Eval(eval_cmd::EvalArgs),
     /// Remove old turn workspaces: empty ones, and finished turns' past sandbox.retention_days
     /// (never a running or resumable turn's).
     Gc(gc::GcArgs),
@@ -273,6 +277,7 @@ fn run(command: Command) -> Exit {
             Command::Settings { action, config } => settings_cmd::run(action, &config),
             Command::Doctor { config } => doctor::run(&config).await,
             Command::Serve(args) => serve::run(args).await,
+            Command::Eval(args) => eval_cmd::run(args).await,
             Command::Gc(args) => gc::run(args).await,
             Command::Kb(args) => kb_cmd::run(args).await,
             Command::Users {

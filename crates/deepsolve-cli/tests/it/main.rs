@@ -10,6 +10,7 @@ mod connections;
 mod did_you_mean;
 mod disabled_tools;
 mod doc_links;
+mod eval;
 mod gc;
 mod geogebra;
 mod habits;
