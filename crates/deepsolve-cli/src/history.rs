@@ -350,7 +350,7 @@ fn utc_minute(ms: i64) -> String {
 
 /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
 /// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
