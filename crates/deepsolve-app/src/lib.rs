@@ -79,6 +79,15 @@ pub enum AppError {
         settings_path.display()
     )]
     NoModel { settings_path: PathBuf },
+    /// `llm.provider: local` is accepted by the settings but no front end runs the in-process
+    /// model yet: refused by name rather than quietly sent to an endpoint.
+    #[error(
+        "llm.provider is `local`, but this build does not run the in-process model yet \
+         (deepsolve-local is built and tested on its own); serve the GGUF with an \
+         OpenAI-compatible server such as llama.cpp's and pass --base-url, or set \
+         llm.provider: openai"
+    )]
+    LocalProviderNotWired,
     #[error("cannot use the configured model")]
     Client(#[source] deepsolve_llm::ClientError),
     #[error("sandbox.backend is `bwrap`, but {0}")]

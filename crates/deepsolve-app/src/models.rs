@@ -18,6 +18,9 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The main model's client, or the error naming the ways to configure one.
 pub fn main_client(loaded: &Loaded) -> Result<Arc<OpenAiClient>, AppError> {
     let llm = &loaded.settings.llm;
+    if llm.provider == deepsolve_settings::Provider::Local {
+        return Err(AppError::LocalProviderNotWired);
+    }
     let Some(model) = llm.model.clone().filter(|m| !m.trim().is_empty()) else {
         return Err(AppError::NoModel {
             settings_path: loaded.path.clone(),

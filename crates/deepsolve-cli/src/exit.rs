@@ -77,6 +77,7 @@ impl Exit {
                     cause.downcast_ref::<deepsolve_app::AppError>(),
                     Some(
                         deepsolve_app::AppError::NoModel { .. }
+                            | deepsolve_app::AppError::LocalProviderNotWired
                             | deepsolve_app::AppError::SandboxRequired(_)
                             | deepsolve_app::AppError::Enabled(_)
                             | deepsolve_app::AppError::Disabled(_)

@@ -196,3 +196,25 @@ async fn from_settings_without_a_model_names_the_ways_to_configure_one() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_local_provider_is_refused_by_name_until_a_front_end_runs_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("settings.yaml");
+    std::fs::write(
+        &file,
+        "llm:\n  provider: local\n  model: m\n  base_url: http://127.0.0.1:9/v1\ntools:\n  sandbox: none\n",
+    )
+    .expect("write");
+    let loaded = deepsolve_settings::load(&LoadOptions {
+        config_path: Some(file),
+        ..LoadOptions::default()
+    })
+    .expect("settings");
+    let err = AppBuilder::from_settings(&loaded)
+        .await
+        .err()
+        .expect("refused");
+    assert!(matches!(err, AppError::LocalProviderNotWired), "{err}");
+    assert!(err.to_string().contains("llm.provider is `local`"), "{err}");
+}
