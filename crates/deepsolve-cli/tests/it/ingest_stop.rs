@@ -15,9 +15,11 @@ use crate::kb_replicas::multipart;
 use crate::support::{deepsolve, listening_url};
 
 /// How long the server may take to stop burning CPU once its document is deleted. Measured
-/// idle within the first 250 ms sample on a 2-core machine busy with builds (a debug build);
-/// the bound leaves room for a slower one, and is far below the chunker's own time.
-const CPU_FREED_WITHIN: Duration = Duration::from_secs(3);
+/// idle within the first 250 ms sample on a 2-core machine busy with builds (a debug build),
+/// and the test prints what it measured; the bound leaves room for a machine whose cores the
+/// other tests of this binary share (3 s was seen to fail at a load of 5), and is still far
+/// below the chunker's own time for the 40 MiB run.
+const CPU_FREED_WITHIN: Duration = Duration::from_secs(5);
 const GRACE_S: u64 = 3;
 
 /// The document: big enough that its ingest is still running when it is stopped, even in an
@@ -102,9 +104,11 @@ async fn document(http: &reqwest::Client, base: &str, doc: &str) -> (u16, Value)
 }
 
 /// Wait until the document is being chunked (it is extracted: its page count is known) and
-/// the server is busy on it.
+/// the server is busy on it. On a machine whose cores other tests share, the server may never
+/// get half a core: a second of chunking observed counts as busy too.
 async fn wait_busy(http: &reqwest::Client, base: &str, doc: &str, pid: u32) {
     let started = Instant::now();
+    let mut chunking_since = None;
     loop {
         let (_, view) = document(http, base, doc).await;
         assert!(
@@ -112,10 +116,15 @@ async fn wait_busy(http: &reqwest::Client, base: &str, doc: &str, pid: u32) {
             "the ingest ended before it could be stopped: {view}"
         );
         let chunking = view["status"] == "ingesting" && view["pages_total"].is_u64();
-        if chunking && cpu_share(pid, Duration::from_millis(200)) > 0.5 {
-            return;
+        if chunking {
+            let since = *chunking_since.get_or_insert_with(Instant::now);
+            if cpu_share(pid, Duration::from_millis(200)) > 0.25
+                || since.elapsed() > Duration::from_secs(1)
+            {
+                return;
+            }
         }
-        assert!(started.elapsed() < Duration::from_secs(60), "never busy");
+        assert!(started.elapsed() < Duration::from_secs(120), "never busy");
     }
 }
 
