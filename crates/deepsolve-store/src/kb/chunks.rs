@@ -183,7 +183,10 @@ impl Store {
             .await?;
         let existing = u64::try_from(existing).unwrap_or(0);
         if existing.saturating_add(chunks.len() as u64) > limit {
-            // Nothing was written but the bump; rolled back with the transaction.
+            // Nothing was written but the bump. Rolled back here, while the write gate is
+            // held: a dropped transaction rolls back later, on its connection's next use, and
+            // the next writer on another connection would find the database locked meanwhile.
+            tx.rollback().await?;
             return Ok(ChunkInsert::OverLimit { existing });
         }
         let mut ids = Vec::with_capacity(chunks.len());
