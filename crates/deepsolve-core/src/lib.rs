@@ -39,8 +39,8 @@ pub use image::TurnImage;
 pub use json_repair::{JsonError, parse_lenient};
 pub use message::{Message, Role, ToolCall};
 pub use model::{
-    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, ModelError, Protocol, StreamDelta,
-    ToolChoice, ToolSpec, Usage,
+    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, Honours, ModelError, Protocol,
+    StreamDelta, ToolChoice, ToolSpec, Usage,
 };
 pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 pub use solve::{Language, SolveRecord};

@@ -21,7 +21,7 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolChoice {
     Auto,
@@ -30,6 +30,28 @@ pub enum ToolChoice {
     /// The reply must be a call of one of the tools (OpenAI's `"required"`; the local model
     /// enforces it with a grammar).
     Required,
+    /// The reply must be a call of this tool (OpenAI's `{"type": "function", "function":
+    /// {"name": …}}`); the tool list stays as declared, so the prompt's prefix does not move.
+    Named(String),
+}
+
+/// What an endpoint honours at decoding time, as far as is known: the probe's verdict for an
+/// HTTP endpoint, known by construction for the in-process model. The default knows nothing,
+/// and the engine then relies on the prompt alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Honours {
+    /// Native tool calls come back as calls.
+    pub native_tools: bool,
+    /// `tool_choice: "required"` yields a call.
+    pub tool_choice_required: bool,
+    /// A named `tool_choice` yields a call of that tool.
+    pub tool_choice_named: bool,
+    /// `response_format: json_schema` constrains the reply.
+    pub json_schema: bool,
+    /// Stop sequences end the reply.
+    pub stop_sequences: bool,
+    /// The context window the server really has (prompt and reply), when it says.
+    pub context_window: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -177,6 +199,11 @@ pub trait ChatModel: Send + Sync {
         request: &ChatRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, ModelError>;
+
+    /// What this model's endpoint honours at decoding time (default: nothing known).
+    fn honours(&self) -> Honours {
+        Honours::default()
+    }
 }
 
 #[async_trait]
@@ -191,5 +218,9 @@ impl<T: ChatModel + ?Sized> ChatModel for std::sync::Arc<T> {
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, ModelError> {
         (**self).complete(request, on_delta).await
+    }
+
+    fn honours(&self) -> Honours {
+        (**self).honours()
     }
 }

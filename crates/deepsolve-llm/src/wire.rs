@@ -45,7 +45,7 @@ pub fn build_request_body(
         body.insert("tools".into(), Value::Array(tools));
         body.insert(
             "tool_choice".into(),
-            json!(tool_choice_str(request.tool_choice)),
+            tool_choice_value(&request.tool_choice),
         );
     }
     body.insert("max_tokens".into(), json!(request.max_tokens));
@@ -74,11 +74,12 @@ fn merge_extra_body(body: &mut Map<String, Value>, extra_body: &Map<String, Valu
     }
 }
 
-fn tool_choice_str(choice: ToolChoice) -> &'static str {
+fn tool_choice_value(choice: &ToolChoice) -> Value {
     match choice {
-        ToolChoice::Auto => "auto",
-        ToolChoice::None => "none",
-        ToolChoice::Required => "required",
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
     }
 }
 
@@ -199,7 +200,7 @@ pub fn request_body_bytes(
     let empty = ChatRequest {
         messages: Vec::new(),
         tools: request.tools.clone(),
-        tool_choice: request.tool_choice,
+        tool_choice: request.tool_choice.clone(),
         max_tokens: request.max_tokens,
         temperature: request.temperature,
         stop: request.stop.clone(),
@@ -598,6 +599,27 @@ mod tests {
             let bytes = request_body_bytes("m", &request, &extra);
             assert_eq!(serde_json::to_vec(&value).expect("json"), bytes);
         }
+    }
+
+    #[test]
+    fn a_named_tool_choice_is_the_openai_function_object() {
+        let request = ChatRequest {
+            messages: vec![Message::user("q")],
+            tools: vec![ToolSpec {
+                name: "solve_plan".into(),
+                description: "plans".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            tool_choice: ToolChoice::Named("solve_plan".into()),
+            max_tokens: 10,
+            temperature: 0.0,
+            stop: Vec::new(),
+        };
+        let body = build_request_body("m", &request, &Map::new());
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "function", "function": {"name": "solve_plan"}})
+        );
     }
 
     fn image() -> TurnImage {

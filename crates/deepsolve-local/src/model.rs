@@ -295,7 +295,7 @@ impl LocalModel {
             },
             Constraint::JsonSchema(_) => (raw, String::new(), Vec::new()),
             Constraint::Free => {
-                let read = read_reply(&raw, &request.tools, request.tool_choice);
+                let read = read_reply(&raw, &request.tools, &request.tool_choice);
                 (read.text, read.reasoning, read.calls)
             }
         };
@@ -326,8 +326,11 @@ impl ChatModel for LocalModel {
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, ModelError> {
         // `tool_choice: required` is a call of any offered tool, under a grammar.
-        let constraint = match request.tool_choice {
+        let constraint = match &request.tool_choice {
             ToolChoice::Required => Constraint::ToolCall { names: Vec::new() },
+            ToolChoice::Named(name) => Constraint::ToolCall {
+                names: vec![name.clone()],
+            },
             ToolChoice::Auto | ToolChoice::None => Constraint::Free,
         };
         self.complete_constrained(request, &constraint, on_delta)
@@ -503,7 +506,7 @@ fn forced_call(raw: &str) -> Option<ToolCall> {
             description: String::new(),
             parameters: json!({}),
         }],
-        ToolChoice::Auto,
+        &ToolChoice::Auto,
     )
     .calls;
     calls.pop()

@@ -23,12 +23,12 @@ pub struct ReadReply {
 }
 
 /// Read `raw` (the whole generated text) for a request offering `tools` under `choice`.
-pub fn read_reply(raw: &str, tools: &[ToolSpec], choice: ToolChoice) -> ReadReply {
+pub fn read_reply(raw: &str, tools: &[ToolSpec], choice: &ToolChoice) -> ReadReply {
     let untouched = || ReadReply {
         text: raw.to_string(),
         ..ReadReply::default()
     };
-    if tools.is_empty() || choice == ToolChoice::None {
+    if tools.is_empty() || *choice == ToolChoice::None {
         // (`Required` replies are decoded under a grammar and read as one call elsewhere.)
         return untouched();
     }

@@ -7,7 +7,7 @@
 //! plays correctly whatever the engine folded away, and a wrong fold shows up as a wrong move.
 
 use deepsolve_core::solve::is_solve_tool;
-use deepsolve_core::{ChatRequest, Message, Role, ToolChoice};
+use deepsolve_core::{ChatRequest, Message, Role};
 use serde_json::Value;
 
 use crate::invariants::MARKER_PREFIX;
@@ -245,12 +245,10 @@ impl PolicyRequest {
             tools: request.tools.iter().map(|t| t.name.clone()).collect(),
             prompt_tools: Vec::new(),
             tool_choice: has_tools.then(|| {
-                match request.tool_choice {
-                    ToolChoice::Auto => "auto",
-                    ToolChoice::None => "none",
-                    ToolChoice::Required => "required",
+                match crate::wire::tool_choice_value(&request.tool_choice) {
+                    Value::String(s) => s,
+                    named => named.to_string(),
                 }
-                .to_string()
             }),
             max_tokens: Some(u64::from(request.max_tokens)),
             stop: request.stop.clone(),

@@ -237,16 +237,22 @@ pub fn request_to_wire(request: &ChatRequest, model: &str) -> Value {
             .iter()
             .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
             .collect();
-        body["tool_choice"] = json!(match request.tool_choice {
-            ToolChoice::Auto => "auto",
-            ToolChoice::None => "none",
-            ToolChoice::Required => "required",
-        });
+        body["tool_choice"] = tool_choice_value(&request.tool_choice);
     }
     if !request.stop.is_empty() {
         body["stop"] = json!(request.stop);
     }
     body
+}
+
+/// `tool_choice` as an OpenAI-compatible server receives it (the same shape as the client's).
+pub(crate) fn tool_choice_value(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
+    }
 }
 
 #[cfg(test)]

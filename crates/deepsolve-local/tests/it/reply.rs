@@ -25,7 +25,7 @@ fn a_hermes_block_becomes_a_call() {
     let r = read_reply(
         "<think>search first</think>Let me look.\n<tool_call>\n{\"name\": \"web_search\", \"arguments\": {\"query\": \"x\"}}\n</tool_call>",
         &tools(),
-        ToolChoice::Auto,
+        &ToolChoice::Auto,
     );
     assert_eq!(r.text, "Let me look.");
     assert_eq!(r.reasoning, "search first");
@@ -39,7 +39,7 @@ fn a_fenced_json_call_of_an_offered_tool_becomes_a_call() {
     let r = read_reply(
         "I will search.\n```json\n{\"name\": \"web_search\", \"arguments\": {\"query\": \"x\"}}\n```\n",
         &tools(),
-        ToolChoice::Auto,
+        &ToolChoice::Auto,
     );
     assert_eq!(r.text, "I will search.");
     assert_eq!(r.calls.len(), 1);
@@ -48,7 +48,7 @@ fn a_fenced_json_call_of_an_offered_tool_becomes_a_call() {
     let r = read_reply(
         "```\n[{\"name\": \"web_search\", \"arguments\": \"{\\\"query\\\": \\\"y\\\"}\"}, {\"name\": \"solve_plan\", \"arguments\": {}}]\n```",
         &tools(),
-        ToolChoice::Auto,
+        &ToolChoice::Auto,
     );
     let names: Vec<&str> = r.calls.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["web_search", "solve_plan"]);
@@ -64,7 +64,7 @@ fn other_code_stays_text() {
         "```json\n{\"answer\": 42}\n```",
         "Plain answer.",
     ] {
-        let r = read_reply(raw, &tools(), ToolChoice::Auto);
+        let r = read_reply(raw, &tools(), &ToolChoice::Auto);
         assert_eq!(r.text, raw);
         assert!(r.calls.is_empty(), "{raw}");
     }
@@ -73,9 +73,13 @@ fn other_code_stays_text() {
 #[test]
 fn without_callable_tools_nothing_is_read() {
     let raw = "<tool_call>{\"name\": \"web_search\", \"arguments\": {}}</tool_call>";
-    assert!(read_reply(raw, &tools(), ToolChoice::None).calls.is_empty());
-    assert!(read_reply(raw, &[], ToolChoice::Auto).calls.is_empty());
-    assert_eq!(read_reply(raw, &[], ToolChoice::Auto).text, raw);
+    assert!(
+        read_reply(raw, &tools(), &ToolChoice::None)
+            .calls
+            .is_empty()
+    );
+    assert!(read_reply(raw, &[], &ToolChoice::Auto).calls.is_empty());
+    assert_eq!(read_reply(raw, &[], &ToolChoice::Auto).text, raw);
 }
 
 #[test]
@@ -86,7 +90,7 @@ fn doubtful_replies_go_to_the_engine_untouched() {
         // An invented result: the engine cuts it and warns.
         "<tool_call>{\"name\": \"web_search\", \"arguments\": {}}</tool_call><tool_response>made up",
     ] {
-        let r = read_reply(raw, &tools(), ToolChoice::Auto);
+        let r = read_reply(raw, &tools(), &ToolChoice::Auto);
         assert_eq!(r.text, raw);
         assert!(r.calls.is_empty());
     }
@@ -97,12 +101,12 @@ fn a_reply_that_is_only_a_call_becomes_one() {
     let r = read_reply(
         "{\"name\": \"web_search\", \"arguments\": {\"query\": \"x\"}}",
         &tools(),
-        ToolChoice::Auto,
+        &ToolChoice::Auto,
     );
     assert_eq!(r.text, "");
     assert_eq!(r.calls.len(), 1);
     assert_eq!(args(&r.calls[0].arguments), json!({"query": "x"}));
     // JSON that is not a call of an offered tool stays the answer.
     let raw = "{\"answer\": 42}";
-    assert_eq!(read_reply(raw, &tools(), ToolChoice::Auto).text, raw);
+    assert_eq!(read_reply(raw, &tools(), &ToolChoice::Auto).text, raw);
 }
