@@ -306,6 +306,11 @@ export type EventKind = {
   language: string;
   model: string;
   problem: string;
+  /**
+   * How tools are offered this turn (what `auto` chose; never `auto`). A switch to
+   * tags later in the turn is a `protocol` warning. Absent in older logs.
+   */
+  protocol?: Protocol | null;
   /** The turn continues from a checkpoint after an interruption. */
   resumed?: boolean;
   tools: string[];
@@ -628,7 +633,7 @@ export interface PromptsView {
 }
 
 /** How tools are offered to the model. */
-export type Protocol = "native" | "tags" | "auto";
+export type Protocol = "native" | "tags" | "auto" | "fence" | "code" | "structured" | "tongyi" | "deepanalyze";
 
 /** `PUT /api/v1/capabilities/settings`: knob values to change (admin only). */
 export interface PutSettings {

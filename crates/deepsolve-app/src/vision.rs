@@ -58,6 +58,7 @@ pub async fn probe(model: &dyn ChatModel, language: Language) -> Sight {
         max_tokens: 64,
         temperature: 0.0,
         stop: Vec::new(),
+        response_format: None,
     };
     let answer = tokio::time::timeout(PROBE_TIMEOUT, model.complete(&request, &mut |_| {})).await;
     match answer {

@@ -91,6 +91,7 @@ async fn call(model: &LocalModel, messages: &[Message]) -> anyhow::Result<(CallS
         max_tokens: GENERATED,
         temperature: 0.0,
         stop: Vec::new(),
+        response_format: None,
     };
     let (completion, stats) = model
         .complete_constrained(&request, &Constraint::Free, &mut |_| {})

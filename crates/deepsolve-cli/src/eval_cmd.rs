@@ -104,7 +104,8 @@ struct RunEvalArgs {
     /// An opt-in tool for the deepsolve turns (repeatable); `deepsolve doctor` lists them.
     #[arg(long = "tool", value_name = "TOOL")]
     tools: Vec<String>,
-    /// How tools are offered (native, tags, auto). Overrides llm.protocol.
+    /// How tools are offered (native, tags, auto, fence, code, structured, tongyi,
+    /// deepanalyze). Overrides llm.protocol.
     #[arg(long, value_enum)]
     protocol: Option<ProtocolArg>,
     /// Record the deepsolve turns as this user of the server (default: the single-user

@@ -78,6 +78,11 @@ pub enum ProtocolArg {
     Native,
     Tags,
     Auto,
+    Fence,
+    Code,
+    Structured,
+    Tongyi,
+    Deepanalyze,
 }
 
 /// How a turn that runs here (`solve`, `resume`) is shown and where its answer goes.
@@ -90,7 +95,8 @@ pub struct RunArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// How tools are offered: native tool calling, text tags (models without tool calling),
-    /// or auto (native, falling back to tags). Overrides llm.protocol.
+    /// a fenced JSON call, code blocks, structured output, a trained format (tongyi,
+    /// deepanalyze), or auto (from what the endpoint honours). Overrides llm.protocol.
     #[arg(long, value_enum)]
     pub protocol: Option<ProtocolArg>,
 }

@@ -267,6 +267,11 @@ pub(crate) fn protocol(flag: Option<ProtocolArg>, setting: Protocol) -> Protocol
         Some(ProtocolArg::Native) => Protocol::Native,
         Some(ProtocolArg::Tags) => Protocol::Tags,
         Some(ProtocolArg::Auto) => Protocol::Auto,
+        Some(ProtocolArg::Fence) => Protocol::Fence,
+        Some(ProtocolArg::Code) => Protocol::Code,
+        Some(ProtocolArg::Structured) => Protocol::Structured,
+        Some(ProtocolArg::Tongyi) => Protocol::Tongyi,
+        Some(ProtocolArg::Deepanalyze) => Protocol::DeepAnalyze,
         None => setting,
     }
 }

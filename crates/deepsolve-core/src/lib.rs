@@ -40,7 +40,7 @@ pub use json_repair::{JsonError, parse_lenient};
 pub use message::{Message, Role, ToolCall};
 pub use model::{
     ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, Honours, ModelError, Protocol,
-    StreamDelta, ToolChoice, ToolSpec, Usage,
+    ReplySchema, StreamDelta, ToolChoice, ToolSpec, Usage,
 };
 pub use outcome::{AnswerSource, Checkpoint, StopReason, TurnOutcome};
 pub use solve::{Language, SolveRecord};
@@ -55,4 +55,4 @@ pub use wire::tags::{
     STOP_MARKER, manifest as tags_manifest, render_call as render_tag_call,
     render_response as render_tag_response,
 };
-pub use wire::{MarkupError, ParsedCall, ParsedReply, parse_reply};
+pub use wire::{MarkupError, ParsedCall, ParsedReply, parse_reply, recommended_protocol};

@@ -54,6 +54,15 @@ pub struct Honours {
     pub context_window: Option<u64>,
 }
 
+/// A JSON Schema the reply must match (OpenAI's `response_format: {"type": "json_schema"}`;
+/// the local model enforces it with a grammar). Used by the structured-output protocol.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplySchema {
+    /// A short name for the schema (`[a-zA-Z0-9_-]`, as OpenAI requires).
+    pub name: String,
+    pub schema: Value,
+}
+
 #[derive(Debug, Clone)]
 pub struct ChatRequest {
     pub messages: Vec<Message>,
@@ -62,6 +71,8 @@ pub struct ChatRequest {
     pub max_tokens: u32,
     pub temperature: f32,
     pub stop: Vec<String>,
+    /// The reply must be JSON matching this schema (`None`: free text).
+    pub response_format: Option<ReplySchema>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -33,6 +33,8 @@ pub struct VisibleFilter {
     /// The first bytes of the latest call section, and whether they grew since last read.
     call_head: String,
     head_grew: bool,
+    /// The protocol's own openings of an invented result: nothing from one on is shown.
+    cuts: &'static [&'static str],
 }
 
 impl Default for VisibleFilter {
@@ -42,6 +44,7 @@ impl Default for VisibleFilter {
             mode: Mode::Visible,
             call_head: String::new(),
             head_grew: false,
+            cuts: &[],
         }
     }
 }
@@ -86,6 +89,15 @@ fn partial_suffix(s: &str, tokens: &[&str]) -> usize {
 }
 
 impl VisibleFilter {
+    /// A filter that also hides everything from any of `cuts` on (a text protocol's opening
+    /// of a result, such as an ```` ```output ```` fence), outside fenced code.
+    pub fn cutting_at(cuts: &'static [&'static str]) -> Self {
+        VisibleFilter {
+            cuts,
+            ..VisibleFilter::default()
+        }
+    }
+
     pub fn push(&mut self, text: &str) -> Vec<Piece> {
         self.buf.push_str(text);
         let mut out = Vec::new();
@@ -152,6 +164,26 @@ impl VisibleFilter {
             .iter()
             .filter_map(|o| self.buf.find(o.open).map(|i| (i, o)))
             .min_by_key(|(i, _)| *i);
+        let cut = self.cuts.iter().filter_map(|c| self.buf.find(c)).min();
+        if let Some(at) = cut
+            && first.is_none_or(|(i, _)| at <= i)
+        {
+            emit(out, Piece::Text(self.buf[..at].to_string()));
+            self.buf.clear();
+            self.mode = Mode::Hidden(None);
+            return false;
+        }
+        // An opening that may still grow into a cut (```` ``` ```` of ```` ```output ````): wait.
+        if let Some((i, _)) = first
+            && self
+                .cuts
+                .iter()
+                .any(|c| c.len() > self.buf.len() - i && c.starts_with(&self.buf[i..]))
+        {
+            emit(out, Piece::Text(self.buf[..i].to_string()));
+            self.buf.drain(..i);
+            return false;
+        }
         if let Some((i, opener)) = first {
             let keep_opener = opener.mode == Mode::Fenced;
             let end = if keep_opener {
@@ -167,7 +199,11 @@ impl VisibleFilter {
             }
             return true;
         }
-        let tokens: Vec<&str> = OPENERS.iter().map(|o| o.open).collect();
+        let tokens: Vec<&str> = OPENERS
+            .iter()
+            .map(|o| o.open)
+            .chain(self.cuts.iter().copied())
+            .collect();
         let hold = partial_suffix(&self.buf, &tokens);
         let ready = self.buf.len() - hold;
         emit(out, Piece::Text(self.buf[..ready].to_string()));
@@ -217,6 +253,33 @@ fn emit(out: &mut Vec<Piece>, piece: Piece) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A protocol's cut hides the invented output however the stream splits it; the code
+    /// block before it stays visible.
+    #[test]
+    fn a_protocols_cut_hides_everything_after_it() {
+        let reply = "Run:\n```python\nprint(1)\n```\n```output\nINVENTED\n```\nSo INVENTED.";
+        for split in 1..reply.len() {
+            if !reply.is_char_boundary(split) {
+                continue;
+            }
+            let mut f = VisibleFilter::cutting_at(&["```output"]);
+            let mut pieces = f.push(&reply[..split]);
+            pieces.extend(f.push(&reply[split..]));
+            pieces.extend(f.finish());
+            let shown: String = pieces
+                .iter()
+                .filter_map(|p| match p {
+                    Piece::Text(t) => Some(t.as_str()),
+                    Piece::Reasoning(_) => None,
+                })
+                .collect();
+            assert_eq!(
+                shown, "Run:\n```python\nprint(1)\n```\n",
+                "split at {split}"
+            );
+        }
+    }
 
     fn run(chunks: &[&str]) -> (String, String) {
         let mut f = VisibleFilter::default();

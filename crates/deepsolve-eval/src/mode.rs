@@ -211,6 +211,7 @@ impl Solver for PlainSolver {
             max_tokens: self.options.max_tokens,
             temperature: self.options.temperature,
             stop: Vec::new(),
+            response_format: None,
         };
         let mut ignore = |_: StreamDelta| {};
         let sink: DeltaSink<'_> = &mut ignore;

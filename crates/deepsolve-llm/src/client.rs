@@ -561,6 +561,7 @@ fn probe_request() -> ChatRequest {
         max_tokens: 1024,
         temperature: 0.0,
         stop: Vec::new(),
+        response_format: None,
     }
 }
 
@@ -576,6 +577,7 @@ fn stop_probe_request() -> ChatRequest {
         max_tokens: 256,
         temperature: 0.0,
         stop: vec![STOP_MARKER.to_string()],
+        response_format: None,
     }
 }
 

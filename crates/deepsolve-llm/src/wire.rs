@@ -7,7 +7,9 @@
 
 use base64::display::Base64Display;
 use base64::engine::general_purpose::STANDARD;
-use deepsolve_core::{ChatRequest, Message, Role, ToolCall, ToolChoice, ToolSpec, TurnImage};
+use deepsolve_core::{
+    ChatRequest, Message, ReplySchema, Role, ToolCall, ToolChoice, ToolSpec, TurnImage,
+};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
@@ -55,10 +57,23 @@ pub fn build_request_body(
     if !request.stop.is_empty() {
         body.insert("stop".into(), json!(request.stop));
     }
+    if let Some(format) = &request.response_format {
+        body.insert("response_format".into(), response_format_value(format));
+    }
     body.insert("stream".into(), json!(true));
     body.insert("stream_options".into(), json!({ "include_usage": true }));
     merge_extra_body(&mut body, extra_body);
     Value::Object(body)
+}
+
+/// OpenAI's `response_format` for a JSON Schema (llama.cpp's server, vLLM and Ollama's
+/// OpenAI route read the same shape). Not `strict`: OpenAI's strict mode refuses a root
+/// `anyOf`, which the structured-output protocol's schema is.
+fn response_format_value(format: &ReplySchema) -> Value {
+    json!({
+        "type": "json_schema",
+        "json_schema": {"name": format.name, "schema": format.schema},
+    })
 }
 
 fn merge_extra_body(body: &mut Map<String, Value>, extra_body: &Map<String, Value>) {
@@ -204,6 +219,7 @@ pub fn request_body_bytes(
         max_tokens: request.max_tokens,
         temperature: request.temperature,
         stop: request.stop.clone(),
+        response_format: request.response_format.clone(),
     };
     let Value::Object(fields) = build_request_body(model, &empty, extra_body) else {
         return Vec::new();
@@ -589,6 +605,7 @@ mod tests {
             max_tokens: 100,
             temperature: 0.3,
             stop: vec!["<tool_response>".into()],
+            response_format: None,
         };
         let mut extra = Map::new();
         extra.insert("enable_thinking".into(), json!(false));
@@ -599,6 +616,33 @@ mod tests {
             let bytes = request_body_bytes("m", &request, &extra);
             assert_eq!(serde_json::to_vec(&value).expect("json"), bytes);
         }
+    }
+
+    #[test]
+    fn a_reply_schema_is_sent_as_response_format_json_schema() {
+        let mut request = ChatRequest {
+            messages: vec![Message::user("q")],
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            max_tokens: 10,
+            temperature: 0.0,
+            stop: Vec::new(),
+            response_format: None,
+        };
+        let plain = build_request_body("m", &request, &Map::new());
+        assert!(plain.get("response_format").is_none());
+        request.response_format = Some(ReplySchema {
+            name: "deepsolve_reply".into(),
+            schema: json!({"type": "object", "required": ["answer"]}),
+        });
+        let body = build_request_body("m", &request, &Map::new());
+        assert_eq!(
+            body["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "deepsolve_reply",
+                   "schema": {"type": "object", "required": ["answer"]}}})
+        );
+        let bytes = request_body_bytes("m", &request, &Map::new());
+        assert_eq!(serde_json::to_vec(&body).expect("json"), bytes);
     }
 
     #[test]
@@ -614,6 +658,7 @@ mod tests {
             max_tokens: 10,
             temperature: 0.0,
             stop: Vec::new(),
+            response_format: None,
         };
         let body = build_request_body("m", &request, &Map::new());
         assert_eq!(

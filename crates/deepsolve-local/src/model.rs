@@ -325,13 +325,15 @@ impl ChatModel for LocalModel {
         request: &ChatRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, ModelError> {
+        // A reply schema (structured output) is a grammar of its own; otherwise
         // `tool_choice: required` is a call of any offered tool, under a grammar.
-        let constraint = match &request.tool_choice {
-            ToolChoice::Required => Constraint::ToolCall { names: Vec::new() },
-            ToolChoice::Named(name) => Constraint::ToolCall {
+        let constraint = match (&request.response_format, &request.tool_choice) {
+            (Some(format), _) => Constraint::JsonSchema(format.schema.clone()),
+            (None, ToolChoice::Required) => Constraint::ToolCall { names: Vec::new() },
+            (None, ToolChoice::Named(name)) => Constraint::ToolCall {
                 names: vec![name.clone()],
             },
-            ToolChoice::Auto | ToolChoice::None => Constraint::Free,
+            (None, ToolChoice::Auto | ToolChoice::None) => Constraint::Free,
         };
         self.complete_constrained(request, &constraint, on_delta)
             .await

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::outcome::{Checkpoint, StopReason};
 use crate::tool::{Artifact, ShownArgument, Source};
-use crate::usage::Usage;
+use crate::usage::{Protocol, Usage};
 
 /// One event of a turn: its id, its place in the turn's log, when, and what happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -146,6 +146,10 @@ pub enum EventKind {
         /// The turn continues from a checkpoint after an interruption.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         resumed: bool,
+        /// How tools are offered this turn (what `auto` chose; never `auto`). A switch to
+        /// tags later in the turn is a `protocol` warning. Absent in older logs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        protocol: Option<Protocol>,
     },
     RoundStarted {
         round: u32,
@@ -387,6 +391,7 @@ mod tests {
             tools: vec!["reason".into()],
             language: "en".into(),
             resumed: false,
+            protocol: None,
         });
         assert_eq!(
             json,
@@ -400,8 +405,10 @@ mod tests {
             tools: Vec::new(),
             language: "zh".into(),
             resumed: true,
+            protocol: Some(Protocol::DeepAnalyze),
         });
         assert_eq!(resumed["resumed"], true);
+        assert_eq!(resumed["protocol"], "deepanalyze");
     }
 
     #[test]

@@ -34,9 +34,25 @@ pub enum Protocol {
     Native,
     /// Tools described in the system prompt, called with `<tool_call>` blocks.
     Tags,
-    /// Native, switching to tags for the rest of the turn (and for this model, for the rest
-    /// of the process) when the provider says tools are unsupported.
+    /// Chosen from what the endpoint honours (its probe's verdict): native tools, else
+    /// structured output, else the code fence; with nothing known, native switching to tags
+    /// for the rest of the turn (and for this model, for the rest of the process) when the
+    /// provider says tools are unsupported.
     Auto,
+    /// Tools described in the system prompt, called with a fenced JSON object
+    /// `{"name", "arguments"}` (or a Hermes `<tool_call>` block).
+    Fence,
+    /// Code as action: a fenced `python` block runs in `code_execution`; the reply stops at
+    /// the output fence; other tools are called with `<tool_call>` blocks.
+    Code,
+    /// Every reply constrained by `response_format: json_schema` to a call or an answer.
+    Structured,
+    /// Tongyi DeepResearch's trained ReAct format: `<tool_call>` (Python in `<code>`),
+    /// results as `<tool_response>`, `<answer>` ends.
+    Tongyi,
+    /// DeepAnalyze's trained format: `<Analyze>`/`<Understand>`/`<Code>`/`<Execute>`/`<Answer>`.
+    #[serde(rename = "deepanalyze")]
+    DeepAnalyze,
 }
 
 impl Protocol {
@@ -45,6 +61,11 @@ impl Protocol {
             Protocol::Native => "native",
             Protocol::Tags => "tags",
             Protocol::Auto => "auto",
+            Protocol::Fence => "fence",
+            Protocol::Code => "code",
+            Protocol::Structured => "structured",
+            Protocol::Tongyi => "tongyi",
+            Protocol::DeepAnalyze => "deepanalyze",
         }
     }
 }

@@ -173,7 +173,16 @@ const fn field(name: &'static str, kind: Kind) -> Field {
 }
 
 /// The protocols `llm.protocol` accepts, in the order they are documented.
-pub(crate) const PROTOCOLS: &[&str] = &["native", "tags", "auto"];
+pub(crate) const PROTOCOLS: &[&str] = &[
+    "native",
+    "tags",
+    "auto",
+    "fence",
+    "code",
+    "structured",
+    "tongyi",
+    "deepanalyze",
+];
 /// The values `llm.vision` accepts (`true` and `false` also as YAML booleans).
 pub(crate) const VISION: &[&str] = &["auto", "true", "false"];
 /// The isolation backends `sandbox.backend` (and the deprecated `tools.sandbox`) accept.

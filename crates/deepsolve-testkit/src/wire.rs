@@ -242,6 +242,12 @@ pub fn request_to_wire(request: &ChatRequest, model: &str) -> Value {
     if !request.stop.is_empty() {
         body["stop"] = json!(request.stop);
     }
+    if let Some(format) = &request.response_format {
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": {"name": format.name, "schema": format.schema},
+        });
+    }
     body
 }
 
@@ -337,6 +343,7 @@ mod tests {
             max_tokens: 10,
             temperature: 0.3,
             stop: vec!["<tool_response>".into()],
+            response_format: None,
         };
         let body = request_to_wire(&req, "m");
         assert_eq!(body["tool_choice"], "none");

@@ -21,6 +21,7 @@ pub(crate) async fn complete(
         max_tokens,
         temperature,
         stop: Vec::new(),
+        response_format: None,
     };
     let mut ignore = |_: StreamDelta| {};
     model

@@ -84,7 +84,7 @@ impl TurnRun<'_> {
     ) -> Result<Completion, CallFailure> {
         let emit = &self.emit;
         let live = Mutex::new(Live {
-            filter: VisibleFilter::default(),
+            filter: VisibleFilter::cutting_at(self.wire.protocol().live_cuts()),
             output: LiveOutput::new(emit),
             announcer: Announcer::new(&self.toolbox, &self.tool_ctx, request),
         });

@@ -300,7 +300,11 @@ impl Engine {
             store: &self.sessions,
             turn_id: spec.turn_id.clone(),
         };
-        let wire = Wire::new(spec.protocol, self.lacks_native_tools(model.name()));
+        let wire = Wire::new(
+            spec.protocol,
+            self.lacks_native_tools(model.name()),
+            &model.honours(),
+        );
         let texts = kit.texts.clone();
         let end = TurnRun::new(model, spec, texts, toolbox, session, wire, sink, cancel)
             .run()

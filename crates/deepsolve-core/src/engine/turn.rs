@@ -290,6 +290,7 @@ impl<'a> TurnRun<'a> {
             tools: self.toolbox.names(),
             language: self.texts.language().code().to_string(),
             resumed,
+            protocol: Some(self.wire.used()),
         });
         if resumed {
             self.emit_plan(&self.record());
@@ -389,7 +390,7 @@ impl<'a> TurnRun<'a> {
         let wire = self
             .wire
             .protocol()
-            .request(messages, &self.specs, &self.texts);
+            .request(messages, &self.specs, &tool_choice, &self.texts);
         ChatRequest {
             messages: wire.messages,
             tools: wire.tools,
@@ -397,6 +398,7 @@ impl<'a> TurnRun<'a> {
             max_tokens,
             temperature: self.cfg.temperature as f32,
             stop: wire.stop,
+            response_format: wire.response_format,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{ToolProtocol, WireRequest};
 use crate::message::Message;
-use crate::model::ToolSpec;
+use crate::model::{ToolChoice, ToolSpec};
 use crate::texts::Texts;
 
 /// The provider's native tool calling.
@@ -15,11 +15,18 @@ impl ToolProtocol for Native {
         None
     }
 
-    fn request(&self, messages: Vec<Message>, specs: &[ToolSpec], _texts: &Texts) -> WireRequest {
+    fn request(
+        &self,
+        messages: Vec<Message>,
+        specs: &[ToolSpec],
+        _tool_choice: &ToolChoice,
+        _texts: &Texts,
+    ) -> WireRequest {
         WireRequest {
             messages,
             tools: specs.to_vec(),
             stop: Vec::new(),
+            response_format: None,
         }
     }
 }

@@ -8,9 +8,8 @@ use serde_json::Value;
 use super::markup::RESPONSE_OPEN;
 use super::{ToolProtocol, WireRequest};
 use crate::json_repair::parse_lenient;
-use crate::message::{Message, Role};
-use crate::model::ToolSpec;
-use crate::normalize::normalize;
+use crate::message::Message;
+use crate::model::{ToolChoice, ToolSpec};
 use crate::texts::{Text, Texts};
 
 /// Where a model's reply in tags mode must stop: before it writes a tool result itself. The
@@ -19,6 +18,11 @@ pub const STOP_MARKER: &str = "<tool_response>";
 
 /// Stop sequences sent in tags mode: the marker, alone and at a line's start.
 pub(crate) const STOP_SEQUENCES: [&str; 2] = [STOP_MARKER, "\n<tool_response>"];
+
+/// [`STOP_SEQUENCES`], owned.
+pub(crate) fn stop_sequences() -> Vec<String> {
+    STOP_SEQUENCES.iter().map(|s| s.to_string()).collect()
+}
 
 /// The text-tag protocol.
 #[derive(Debug, Clone, Copy, Default)]
@@ -29,11 +33,18 @@ impl ToolProtocol for Tags {
         Some(manifest(specs, texts))
     }
 
-    fn request(&self, messages: Vec<Message>, _specs: &[ToolSpec], texts: &Texts) -> WireRequest {
+    fn request(
+        &self,
+        messages: Vec<Message>,
+        _specs: &[ToolSpec],
+        _tool_choice: &ToolChoice,
+        texts: &Texts,
+    ) -> WireRequest {
         WireRequest {
             messages: to_text_protocol(messages, texts),
             tools: Vec::new(),
-            stop: STOP_SEQUENCES.iter().map(|s| s.to_string()).collect(),
+            stop: stop_sequences(),
+            response_format: None,
         }
     }
 }
@@ -66,7 +77,7 @@ pub fn render_response(name: &str, id: &str, content: &str) -> String {
 }
 
 /// `content` with the `<` of every response tag spelled `&lt;`.
-fn defuse_response_tags(content: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn defuse_response_tags(content: &str) -> std::borrow::Cow<'_, str> {
     let mut out = std::borrow::Cow::Borrowed(content);
     for tag in [RESPONSE_OPEN, "</tool_response"] {
         if out.contains(tag) {
@@ -79,33 +90,22 @@ fn defuse_response_tags(content: &str) -> std::borrow::Cow<'_, str> {
 /// Rewrite a normalised history for the text protocol: calls become `<tool_call>` text in
 /// the assistant message, results become `<tool_response>` blocks in a user message.
 pub(crate) fn to_text_protocol(messages: Vec<Message>, texts: &Texts) -> Vec<Message> {
-    let converted = messages
-        .into_iter()
-        .map(|m| match m.role {
-            Role::Assistant if !m.tool_calls.is_empty() => {
-                let mut content = m.content.trim_end().to_string();
-                for call in &m.tool_calls {
-                    if !content.is_empty() {
-                        content.push('\n');
-                    }
-                    content.push_str(&render_call(&call.name, &call.arguments));
-                }
-                Message::assistant(content)
-            }
-            Role::Tool => Message::user(render_response(
-                m.name.as_deref().unwrap_or_default(),
-                m.tool_call_id.as_deref().unwrap_or_default(),
-                &m.content,
-            )),
-            _ => m,
-        })
-        .collect();
-    normalize(converted, texts.get(Text::NoResult))
+    super::history::rewrite(
+        messages,
+        texts,
+        &|m| super::history::joined(m, &|c| render_call(&c.name, &c.arguments)),
+        &|result| render_response(result.name, result.id, result.content),
+    )
 }
 
 /// The tools section of the system prompt in tags mode.
 pub fn manifest(specs: &[ToolSpec], texts: &Texts) -> String {
-    let mut out = format!("\n\n{}\n", texts.get(Text::TagsManifest));
+    manifest_with(Text::TagsManifest, specs, texts)
+}
+
+/// A tools section: the protocol's instructions (`header`), then every tool with its schema.
+pub(crate) fn manifest_with(header: Text, specs: &[ToolSpec], texts: &Texts) -> String {
+    let mut out = format!("\n\n{}\n", texts.get(header));
     for spec in specs {
         let parameters = spec.parameters.to_string();
         let tool = texts.render(

@@ -9,3 +9,4 @@ mod common;
 mod engine;
 mod images;
 mod live_output;
+mod protocols;

@@ -176,6 +176,7 @@ fn accumulate(body: &[u8], cuts: &[Index]) -> Vec<ToolCall> {
         max_tokens: 1,
         temperature: 0.0,
         stop: Vec::new(),
+        response_format: None,
     };
     acc.finish(&request).tool_calls
 }

@@ -41,6 +41,7 @@ fn request() -> ChatRequest {
         max_tokens: 256,
         temperature: 0.3,
         stop: Vec::new(),
+        response_format: None,
     }
 }
 
@@ -728,6 +729,7 @@ async fn the_request_body_has_the_openai_shape() {
         max_tokens: 100,
         temperature: 0.3,
         stop: vec!["<tool_response>".into()],
+        response_format: None,
     };
     run(&client, &request).await.0.expect("completion");
     let body = &server.requests()[0].body;

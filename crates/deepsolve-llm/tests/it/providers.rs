@@ -78,6 +78,7 @@ fn request(messages: Vec<Message>) -> ChatRequest {
         max_tokens: 4096,
         temperature: 0.3,
         stop: Vec::new(),
+        response_format: None,
     }
 }
 

@@ -36,6 +36,7 @@ fn request() -> ChatRequest {
         max_tokens: 256,
         temperature: 0.0,
         stop: Vec::new(),
+        response_format: None,
     }
 }
 

@@ -46,6 +46,7 @@ fn request(messages: Vec<Message>, max_tokens: u32) -> ChatRequest {
         max_tokens,
         temperature: 0.0,
         stop: Vec::new(),
+        response_format: None,
     }
 }
 

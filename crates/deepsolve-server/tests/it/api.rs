@@ -737,6 +737,7 @@ async fn crashed_turn(s: &crate::support::TestServer, user_id: &str) -> String {
             tools: Vec::new(),
             language: "en".into(),
             resumed: false,
+            protocol: None,
         },
         EventKind::TextDelta {
             text: "Let me plan".into(),

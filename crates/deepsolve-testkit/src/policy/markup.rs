@@ -162,6 +162,7 @@ mod tests {
             max_tokens: 100,
             temperature: 0.0,
             stop: STOP_SEQUENCES.iter().map(|s| s.to_string()).collect(),
+            response_format: None,
         })
     }
 

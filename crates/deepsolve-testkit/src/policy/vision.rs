@@ -226,6 +226,7 @@ mod tests {
             max_tokens: 16,
             temperature: 0.0,
             stop: vec![],
+            response_format: None,
         }
     }
 

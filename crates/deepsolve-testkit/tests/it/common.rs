@@ -216,6 +216,7 @@ impl<'m, M: ChatModel> Sim<'m, M> {
                 max_tokens,
                 temperature: 0.3,
                 stop: Vec::new(),
+                response_format: None,
             };
         }
         messages[0].content.push_str(&manifest(&self.tools));
@@ -226,6 +227,7 @@ impl<'m, M: ChatModel> Sim<'m, M> {
             max_tokens,
             temperature: 0.3,
             stop: STOP_SEQUENCES.iter().map(|s| s.to_string()).collect(),
+            response_format: None,
         }
     }
 
@@ -511,6 +513,7 @@ impl<'m, M: ChatModel> Sim<'m, M> {
             max_tokens: 1000,
             temperature: 0.3,
             stop: Vec::new(),
+            response_format: None,
         };
         match self.call(&sub).await {
             Ok(c) => c.text,

@@ -394,6 +394,7 @@ async fn scripted_model_sequence_counts_calls_both_ways() {
         max_tokens: 10,
         temperature: 0.0,
         stop: vec![],
+        response_format: None,
     };
     let model = ScriptedModel::sequence(vec![Reply::text("one"), Reply::text("two")]);
     let c = model.complete(&req, &mut |_| {}).await.unwrap();
@@ -415,6 +416,7 @@ async fn scripted_model_maps_replies_to_completions_and_errors() {
         max_tokens: 10,
         temperature: 0.0,
         stop: vec![],
+        response_format: None,
     };
     let model = ScriptedModel::sequence(vec![
         Reply::Turn(
@@ -465,6 +467,7 @@ async fn scripted_model_checks_invariants_unless_lean() {
         max_tokens: 10,
         temperature: 0.0,
         stop: vec![],
+        response_format: None,
     };
     let model = ScriptedModel::new(WellBehaved::default());
     model.complete(&bad, &mut |_| {}).await.unwrap();
