@@ -325,19 +325,23 @@ impl ChatModel for LocalModel {
         request: &ChatRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, ModelError> {
-        // A reply schema (structured output) is a grammar of its own; otherwise
-        // `tool_choice: required` is a call of any offered tool, under a grammar.
-        let constraint = match (&request.response_format, &request.tool_choice) {
-            (Some(format), _) => Constraint::JsonSchema(format.schema.clone()),
-            (None, ToolChoice::Required) => Constraint::ToolCall { names: Vec::new() },
-            (None, ToolChoice::Named(name)) => Constraint::ToolCall {
-                names: vec![name.clone()],
-            },
-            (None, ToolChoice::Auto | ToolChoice::None) => Constraint::Free,
-        };
-        self.complete_constrained(request, &constraint, on_delta)
+        self.complete_constrained(request, &constraint_for(request), on_delta)
             .await
             .map(|(completion, _)| completion)
+    }
+}
+
+/// The grammar a request asks for: a reply schema (structured output) is one of its own;
+/// otherwise `tool_choice: required` is a call of any offered tool, a named choice a call of
+/// that tool.
+pub(crate) fn constraint_for(request: &ChatRequest) -> Constraint {
+    match (&request.response_format, &request.tool_choice) {
+        (Some(format), _) => Constraint::JsonSchema(format.schema.clone()),
+        (None, ToolChoice::Required) => Constraint::ToolCall { names: Vec::new() },
+        (None, ToolChoice::Named(name)) => Constraint::ToolCall {
+            names: vec![name.clone()],
+        },
+        (None, ToolChoice::Auto | ToolChoice::None) => Constraint::Free,
     }
 }
 
@@ -517,4 +521,44 @@ fn forced_call(raw: &str) -> Option<ToolCall> {
 /// Lock a mutex, taking the data even if a panicking holder poisoned it.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deepsolve_core::{Message, ReplySchema};
+
+    fn request(tool_choice: ToolChoice, schema: Option<Value>) -> ChatRequest {
+        ChatRequest {
+            messages: vec![Message::user("q")],
+            tools: Vec::new(),
+            tool_choice,
+            max_tokens: 8,
+            temperature: 0.0,
+            stop: Vec::new(),
+            response_format: schema.map(|schema| ReplySchema {
+                name: "deepsolve_reply".into(),
+                schema,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_reply_schema_becomes_the_json_schema_grammar() {
+        let schema = json!({"type": "object", "required": ["answer"]});
+        assert_eq!(
+            constraint_for(&request(ToolChoice::Required, Some(schema.clone()))),
+            Constraint::JsonSchema(schema)
+        );
+        assert_eq!(
+            constraint_for(&request(ToolChoice::Named("f".into()), None)),
+            Constraint::ToolCall {
+                names: vec!["f".into()]
+            }
+        );
+        assert_eq!(
+            constraint_for(&request(ToolChoice::Auto, None)),
+            Constraint::Free
+        );
+    }
 }
