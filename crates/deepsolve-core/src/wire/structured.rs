@@ -57,6 +57,12 @@ impl ToolProtocol for Structured {
     fn read_reply(&self, content: String) -> ParsedReply {
         read_reply(content)
     }
+
+    /// The reply is a JSON object: the live view shows none of it (the answer comes with the
+    /// `answer` event, read from the object).
+    fn live_cuts(&self) -> &'static [&'static str] {
+        &["{"]
+    }
 }
 
 /// A past reply as the model wrote it: one object per call, the message's text (or, when it

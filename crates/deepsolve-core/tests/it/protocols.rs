@@ -342,6 +342,8 @@ async fn structured_constrains_every_reply_to_a_call_or_an_answer() {
     assert!(run.warned_invented());
     assert!(!run.later_prompts().contains("INVENTED"));
     run.assert_no_live_text_holds("INVENTED");
+    // The JSON itself is never shown live; the answer comes in the answer event.
+    run.assert_no_live_text_holds("{");
     for req in &run.requests {
         let format = req.response_format.as_ref().expect("a reply schema");
         let schema = format.schema.to_string();
