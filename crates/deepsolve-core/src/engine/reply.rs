@@ -97,9 +97,8 @@ impl TurnRun<'_> {
         if parsed.cut_invented {
             self.emit.emit(EventKind::Warning {
                 kind: WarningKind::InventedToolResponse,
-                message:
-                    "the model wrote its own <tool_response>; it was cut before anything saw it"
-                        .into(),
+                message: "the model wrote its own tool result; it was cut before anything saw it"
+                    .into(),
             });
         }
         if !parsed.reasoning.is_empty() {

@@ -9,7 +9,7 @@
 
 use super::fence::OUTPUT_FENCE;
 use super::history::{self, CODE_TOOL, code_arguments, code_of, fence_for};
-use super::markup::{self, ParsedCall, ParsedReply};
+use super::markup::{self, ParsedCall, ParsedReply, THINK_CLOSE};
 use super::tags::{self, render_call, render_response};
 use super::{ToolProtocol, WireRequest};
 use crate::message::{Message, ToolCall};
@@ -98,13 +98,19 @@ pub(crate) fn render_output(content: &str) -> String {
 /// Read a reply: the text before the first code block as in tags mode (its `<tool_call>`
 /// blocks are calls), the block a `code_execution` call, and what follows the block cut.
 pub(crate) fn read_reply(content: String) -> ParsedReply {
-    let blocks = history::blocks(&content);
+    // Code a reasoning model sketches while it thinks is not a call: look after the thinking.
+    let thought_end = content
+        .rfind(THINK_CLOSE)
+        .map_or(0, |i| i + THINK_CLOSE.len());
+    let blocks = history::blocks(&content[thought_end..]);
     let Some(block) = blocks.iter().find(|b| history::is_python(b)) else {
         return super::fence::read_reply(content);
     };
-    let code = content[block.body.clone()].trim_end().to_string();
-    let tail = &content[block.end..];
-    let mut parsed = markup::parse_reply(&content[..block.start]);
+    let (start, end) = (thought_end + block.start, thought_end + block.end);
+    let body = thought_end + block.body.start..thought_end + block.body.end;
+    let code = content[body].trim_end().to_string();
+    let tail = &content[end..];
+    let mut parsed = markup::parse_reply(&content[..start]);
     let mut cut = !history::is_blank(tail);
     // An output fence inside the text before (a model answering its own earlier block).
     if let Some(at) = parsed.visible.find(OUTPUT_FENCE) {
@@ -155,6 +161,17 @@ mod tests {
         let r = read_reply("```python\nx = 1\n```\n```python\nprint(x)\n```".into());
         assert_eq!(r.calls, [code_call("x = 1")]);
         assert!(r.cut_invented);
+    }
+
+    #[test]
+    fn code_sketched_while_thinking_is_not_a_call() {
+        let r = read_reply(
+            "<think>maybe\n```python\nprint(1)\n```\n</think>\nRun it.\n```python\nprint(6 * 8)\n```"
+                .into(),
+        );
+        assert_eq!(r.calls, [code_call("print(6 * 8)")]);
+        assert!(r.reasoning.contains("print(1)"));
+        assert_eq!(r.visible, "Run it.");
     }
 
     #[test]
