@@ -121,6 +121,32 @@ impl PullRequest {
     }
 }
 
+impl PullRequest {
+    /// The store name the pull will write, when it can be told.
+    pub fn target_name(&self) -> Option<String> {
+        match self {
+            PullRequest::Catalog(name) => {
+                Some(name.strip_suffix(".gguf").unwrap_or(name).to_string())
+            }
+            PullRequest::Url {
+                name: Some(name), ..
+            }
+            | PullRequest::File {
+                name: Some(name), ..
+            } => Some(name.clone()),
+            PullRequest::Url {
+                url, name: None, ..
+            } => name_from_url(url).ok(),
+            PullRequest::File {
+                path, name: None, ..
+            } => path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(|n| n.strip_suffix(".gguf").unwrap_or(n).to_string()),
+        }
+    }
+}
+
 /// A model in place.
 #[derive(Debug, Clone, Serialize)]
 pub struct Pulled {
