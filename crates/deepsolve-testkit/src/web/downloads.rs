@@ -7,7 +7,8 @@
 //! | route | answer |
 //! |---|---|
 //! | `/files/{name}` | the file, `200`; with `Range: bytes=N-`, `206` and `Content-Range` |
-//! | `/pypi/{project}/{version}/json` | `{"urls": [{filename, url, packagetype, size, digests}]}` for a registered wheel, else `404` |
+//! | `/pypi/{project}/{version}/json` | `{"urls": [{filename, url, packagetype, size, digests}]}` for a registered wheel, else `404` (always `404` after [`Downloads::project_json_only`]) |
+//! | `/pypi/{project}/json` | `{"releases": {version: [the same]}}` |
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -54,6 +55,10 @@ pub struct Downloads {
     /// Answers (any file) still to cut after `cut_after` bytes.
     cuts_left: Arc<AtomicUsize>,
     cut_after: usize,
+    /// Stall a cut answer (until the client leaves) instead of dropping the connection.
+    stall: bool,
+    /// The release JSON answers 404: only the project JSON tells.
+    project_json_only: bool,
 }
 
 impl Downloads {
@@ -86,10 +91,28 @@ impl Downloads {
         }
     }
 
+    /// Cut answers stall after their bytes, until the client goes away (an interrupted
+    /// download that the user stops).
+    pub fn stall_instead_of_cutting(self) -> Downloads {
+        Downloads {
+            stall: true,
+            ..self
+        }
+    }
+
+    /// `/pypi/{project}/{version}/json` answers 404, as some indexes do.
+    pub fn project_json_only(self) -> Downloads {
+        Downloads {
+            project_json_only: true,
+            ..self
+        }
+    }
+
     pub fn router(self) -> Router {
         Router::new()
             .route("/files/{name}", get(serve_file))
             .route("/pypi/{project}/{version}/json", get(release_json))
+            .route("/pypi/{project}/json", get(project_json))
             .with_state(Arc::new(self))
     }
 }
@@ -138,10 +161,15 @@ async fn serve_file(
         .is_ok();
     let body = if cut && downloads.cut_after < body.len() {
         let head = body.slice(..downloads.cut_after);
+        let pause = if downloads.stall {
+            Duration::from_secs(600)
+        } else {
+            // Let the head reach the client before the connection drops.
+            Duration::from_millis(200)
+        };
         let stream = futures::stream::iter([Ok::<Bytes, std::io::Error>(head)]).chain(
-            futures::stream::once(async {
-                // Let the head reach the client before the connection drops.
-                tokio::time::sleep(Duration::from_millis(200)).await;
+            futures::stream::once(async move {
+                tokio::time::sleep(pause).await;
                 Err(std::io::Error::other("cut mid-body"))
             }),
         );
@@ -159,23 +187,52 @@ async fn release_json(
     Path((project, version)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(filename) = downloads.releases.get(&(project, version)) else {
+    if downloads.project_json_only {
         return (StatusCode::NOT_FOUND, "Not Found").into_response();
-    };
+    }
+    match wheel_entry(&downloads, &project, &version, &headers) {
+        Some(entry) => axum::Json(json!({"info": {}, "urls": [entry]})).into_response(),
+        None => (StatusCode::NOT_FOUND, "Not Found").into_response(),
+    }
+}
+
+async fn project_json(
+    State(downloads): State<Arc<Downloads>>,
+    Path(project): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let releases: serde_json::Map<String, serde_json::Value> = downloads
+        .releases
+        .keys()
+        .filter(|(p, _)| *p == project)
+        .filter_map(|(p, v)| Some((v.clone(), json!([wheel_entry(&downloads, p, v, &headers)?]))))
+        .collect();
+    if releases.is_empty() {
+        return (StatusCode::NOT_FOUND, "Not Found").into_response();
+    }
+    axum::Json(json!({"info": {}, "releases": releases})).into_response()
+}
+
+/// A wheel's entry in the JSON API, its URL on this server.
+fn wheel_entry(
+    downloads: &Downloads,
+    project: &str,
+    version: &str,
+    headers: &HeaderMap,
+) -> Option<serde_json::Value> {
+    let filename = downloads
+        .releases
+        .get(&(project.to_string(), version.to_string()))?;
     let bytes = downloads.files.get(filename).cloned().unwrap_or_default();
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("127.0.0.1");
-    axum::Json(json!({
-        "info": {},
-        "urls": [{
-            "filename": filename,
-            "url": format!("http://{host}/files/{filename}"),
-            "packagetype": "bdist_wheel",
-            "size": bytes.len(),
-            "digests": {"sha256": deepsolve_protocol::sha256_hex(&bytes)},
-        }],
+    Some(json!({
+        "filename": filename,
+        "url": format!("http://{host}/files/{filename}"),
+        "packagetype": "bdist_wheel",
+        "size": bytes.len(),
+        "digests": {"sha256": deepsolve_protocol::sha256_hex(&bytes)},
     }))
-    .into_response()
 }
