@@ -370,7 +370,7 @@ fn ctrl_c_keeps_a_partial_download_that_the_next_pull_resumes() {
     let url = format!("{}/files/slow.gguf", server.url());
     let partial = env.store().join("slow.gguf.part");
 
-    let mut child = env
+    let child = env
         .isolated
         .std_command()
         .env("DEEPSOLVE_MODELS", env.store())
