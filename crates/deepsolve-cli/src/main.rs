@@ -12,6 +12,7 @@ mod images;
 mod input;
 mod kb_cmd;
 mod manual;
+mod models_cmd;
 mod output;
 mod recorded;
 mod render;
@@ -186,6 +187,9 @@ enum Command {
     /// Knowledge bases: your own documents (PDF, DOCX, HTML, Markdown, text) that a solve can
     /// search and cite (`deepsolve solve --kb NAME`).
     Kb(kb_cmd::KbArgs),
+    /// Local GGUF models on disk (for `llm.provider: local`): list the catalog and the model
+    /// directory, pull one (resumable, checksum-verified), remove one.
+    Models(models_cmd::ModelsArgs),
     /// Manage the server's users, their bearer tokens and web UI sign-ins.
     Users {
         #[command(subcommand)]
@@ -286,6 +290,7 @@ fn run(command: Command) -> Exit {
             Command::Eval(args) => eval_cmd::run(args).await,
             Command::Gc(args) => gc::run(args).await,
             Command::Kb(args) => kb_cmd::run(args).await,
+            Command::Models(args) => models_cmd::run(args).await,
             Command::Users {
                 action,
                 database,

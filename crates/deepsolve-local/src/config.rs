@@ -53,13 +53,8 @@ impl LocalConfig {
     }
 }
 
-/// The default model cache, as `scripts/fetch-model` fills it:
-/// `$DEEPSOLVE_MODELS`, else `~/.cache/deepsolve/models`.
+/// The default model cache, as `scripts/fetch-model` and `deepsolve models` fill it:
+/// `$DEEPSOLVE_MODELS`, else `~/.cache/deepsolve/models` (the one rule: `deepsolve-models`).
 pub fn model_cache_dir() -> Option<PathBuf> {
-    match std::env::var_os("DEEPSOLVE_MODELS") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => {
-            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/deepsolve/models"))
-        }
-    }
+    deepsolve_models::models_dir()
 }

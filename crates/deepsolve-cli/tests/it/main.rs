@@ -20,6 +20,7 @@ mod ingest_stop;
 mod kb;
 mod kb_replicas;
 mod memory_probe;
+mod models;
 mod prompts;
 mod protocols;
 mod reply_memory;

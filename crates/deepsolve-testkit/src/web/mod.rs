@@ -2,8 +2,9 @@
 //! the test's choosing (loopback by default) and records every request it receives, headers
 //! included — so a test can prove which host saw which key. [`search`] holds each search
 //! vendor's documented response shapes; [`pages`] the pages, PDFs, redirects and hostile
-//! bodies `web_fetch` meets.
+//! bodies `web_fetch` meets; [`downloads`] model files (ranges, cut bodies) and a package index.
 
+pub mod downloads;
 pub mod pages;
 pub mod search;
 
