@@ -736,10 +736,24 @@ pub async fn get_eval(
 }
 
 fn detail_of(view: EvalView, dir: &Path) -> EvalDetail {
-    let records = results_of(dir);
-    let questions: HashMap<String, String> = read_problems(dir)
-        .into_iter()
-        .map(|p| (p.id, p.question))
+    let mut records = results_of(dir);
+    let problems = read_problems(dir);
+    // Rows in the set's order, each problem's modes in the run's order.
+    let place: HashMap<&str, usize> = problems
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.id.as_str(), i))
+        .collect();
+    let mode_place = |mode: &str| view.meta.modes.iter().position(|m| m == mode);
+    records.sort_by_key(|r| {
+        (
+            place.get(r.id.as_str()).copied().unwrap_or(usize::MAX),
+            mode_place(&r.mode).unwrap_or(usize::MAX),
+        )
+    });
+    let questions: HashMap<&str, &str> = problems
+        .iter()
+        .map(|p| (p.id.as_str(), p.question.as_str()))
         .collect();
     let report = (!records.is_empty()).then(|| build(&view.meta.set, &records));
     let plots = report
@@ -756,7 +770,7 @@ fn detail_of(view: EvalView, dir: &Path) -> EvalDetail {
         .map(|mut record| {
             record.output = None;
             EvalRow {
-                question: questions.get(&record.id).cloned(),
+                question: questions.get(record.id.as_str()).map(|q| q.to_string()),
                 turn_url: record
                     .turn_id
                     .as_ref()
