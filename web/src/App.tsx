@@ -4,6 +4,7 @@ import { auth, goToLogin, loadAuth, needsLogin } from "./auth";
 import { Header } from "./components/Header";
 import { ErrorMessage } from "./components/ErrorMessage";
 import { I18n, lang, translator, useI18n } from "./i18n";
+import { EvalRunPage, EvalsPage, TurnRedirectPage } from "./pages/Evals";
 import { HistoryPage } from "./pages/History";
 import { KnowledgeBasePage, KnowledgePage } from "./pages/Knowledge";
 import { LoginPage } from "./pages/Login";
@@ -88,6 +89,12 @@ function Page(props: { route: Route }) {
       return <KnowledgePage />;
     case "kb":
       return <KnowledgeBasePage key={route.id} id={route.id} />;
+    case "evals":
+      return <EvalsPage />;
+    case "eval":
+      return <EvalRunPage key={route.id} id={route.id} />;
+    case "turn":
+      return <TurnRedirectPage key={route.id} id={route.id} />;
     case "login":
       return <LoginPage />;
     case "missing":

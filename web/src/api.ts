@@ -15,6 +15,7 @@ import type {
   TurnView,
 } from "./protocol";
 import type { DocumentView, KbDetail, KbList, KbView, SearchHit, Uploaded } from "./kb";
+import type { CreateEval, EvalDetail, EvalView } from "./evals";
 
 /** A failed request: `code` is the server's `ApiErrorCode`, or `network` when there was no answer. */
 export class ApiError extends Error {
@@ -131,6 +132,12 @@ export const api = {
     for (const image of uploads.images) form.append("image", image, image.name);
     return upload<TurnCreated>("/api/v1/turns", form, onProgress);
   },
+
+  evals: () => request<{ evals: EvalView[] }>("/api/v1/evals"),
+  evalRun: (evalId: string) => request<EvalDetail>(`/api/v1/evals/${id(evalId)}`),
+  createEval: (body: CreateEval) => request<EvalView>("/api/v1/evals", { body }),
+  /** A running run is cancelled (202); one that is over is deleted (204). */
+  deleteEval: (evalId: string) => request<unknown>(`/api/v1/evals/${id(evalId)}`, { method: "DELETE" }),
 
   sessions: (limit = 100) => request<SessionList>(`/api/v1/sessions?limit=${limit}`),
   session: (sessionId: string) => request<SessionView>(`/api/v1/sessions/${id(sessionId)}`),

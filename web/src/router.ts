@@ -8,6 +8,9 @@ export type Route =
   | { page: "settings" }
   | { page: "knowledge" }
   | { page: "kb"; id: string }
+  | { page: "evals" }
+  | { page: "eval"; id: string }
+  | { page: "turn"; id: string }
   | { page: "login" }
   | { page: "missing" };
 
@@ -23,6 +26,11 @@ export function parseRoute(pathname: string): Route {
   if (clean === "/knowledge") return { page: "knowledge" };
   const kb = /^\/knowledge\/([^/]+)$/.exec(clean);
   if (kb) return { page: "kb", id: decodeURIComponent(kb[1]) };
+  if (clean === "/evals") return { page: "evals" };
+  const run = /^\/evals\/([^/]+)$/.exec(clean);
+  if (run) return { page: "eval", id: decodeURIComponent(run[1]) };
+  const turn = /^\/turns\/([^/]+)$/.exec(clean);
+  if (turn) return { page: "turn", id: decodeURIComponent(turn[1]) };
   if (clean === "/login") return { page: "login" };
   const session = /^\/sessions\/([^/]+)$/.exec(clean);
   if (session) return { page: "session", id: decodeURIComponent(session[1]) };

@@ -95,6 +95,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<Exit> {
         metrics_token: metrics_token(server)?,
         prompts: loaded.settings.prompts.clone(),
         shutdown_grace: Duration::from_secs(server.shutdown_grace_s),
+        // Evaluation runs started over HTTP, beside the CLI's (`<data dir>/evals/<stamp>`).
+        evals: deepsolve_server::evals::EvalConfig {
+            root: Some(deepsolve_app::data_dir()?.join("evals").join("server")),
+            ..deepsolve_server::evals::EvalConfig::default()
+        },
         ..ServerConfig::default()
     };
     let store = open_store(&args.database, server).await?;

@@ -36,4 +36,12 @@ pub mod sets {
     pub const GSM_STYLE_EN: &str = include_str!("../sets/gsm-style-en.jsonl");
     /// 30+ Chinese arithmetic word problems.
     pub const ZH_ARITH: &str = include_str!("../sets/zh-arith.jsonl");
+    /// Every shipped set: (name, JSONL text).
+    pub const SHIPPED: [(&str, &str); 2] = [("gsm-style-en", GSM_STYLE_EN), ("zh-arith", ZH_ARITH)];
+
+    /// The shipped set of this name (with or without `.jsonl`).
+    pub fn shipped(name: &str) -> Option<(&'static str, &'static str)> {
+        let bare = name.strip_suffix(".jsonl").unwrap_or(name);
+        SHIPPED.iter().copied().find(|(n, _)| *n == bare)
+    }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -192,10 +193,14 @@ impl Runner {
             count(&mut tallies, r);
         }
 
-        let jobs: Vec<(&Problem, &Mode)> = problems
-            .iter()
-            .flat_map(|p| modes.iter().map(move |m| (p, m)))
-            .filter(|(p, m)| !finished.contains(&(p.id.clone(), m.name().to_string())))
+        // Indices, not references: a closure over borrowed items makes the run's future
+        // one the compiler cannot prove `Send` (higher-ranked lifetimes), and a server must
+        // spawn it.
+        let jobs: Vec<(usize, usize)> = (0..problems.len())
+            .flat_map(|p| (0..modes.len()).map(move |m| (p, m)))
+            .filter(|&(p, m)| {
+                !finished.contains(&(problems[p].id.clone(), modes[m].name().to_string()))
+            })
             .collect();
         let total = problems.len() * modes.len();
         let skipped = total - jobs.len();
@@ -205,7 +210,9 @@ impl Runner {
         let prices = self.config.prices;
         let grader = &self.grader;
         let mut stream = futures::stream::iter(jobs)
-            .map(|(problem, mode)| attempt(problem, mode, grader, prices, cancel))
+            .map(|(p, m)| -> BoxFuture<'_, Option<ResultRecord>> {
+                Box::pin(attempt(&problems[p], &modes[m], grader, prices, cancel))
+            })
             .buffer_unordered(self.config.concurrency.max(1));
         while let Some(outcome) = stream.next().await {
             let Some(record) = outcome else {

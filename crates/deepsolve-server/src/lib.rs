@@ -11,6 +11,9 @@
 //! - Knowledge bases ([`kb`]): CRUD, `multipart/form-data` uploads ([`upload`]) ingested in
 //!   the background ([`ingest`]), search; a turn names knowledge bases or brings attachments,
 //!   its answer's `sources` say which document and page each `[n]` is.
+//! - Evaluations ([`evals`]): `POST /api/v1/evals` runs a problem set (shipped or uploaded)
+//!   under the `plain` and `deepsolve` modes against the server's model; progress over SSE,
+//!   results, report and plots through the API; kept under the data directory.
 //! - Errors are `{"error": {"code", "message"}}`; another user's data is a 404.
 //! - The web UI at `/` and its client-side routes, from assets embedded in the binary ([`ui`]).
 
@@ -20,6 +23,7 @@ pub mod browser_auth;
 pub mod capabilities;
 pub mod cors;
 pub mod error;
+pub mod evals;
 pub mod extract;
 pub mod gc;
 pub mod images;
@@ -101,6 +105,15 @@ pub async fn prepare(
             "documents whose ingest stopped making progress are now failed (upload them again)"
         );
     }
+    if let Some(root) = &config.evals.root {
+        let interrupted = evals::mark_interrupted(root);
+        if interrupted > 0 {
+            tracing::warn!(
+                count = interrupted,
+                "evaluations left running by a previous run are now interrupted (results kept)"
+            );
+        }
+    }
     store.start_listener().await?;
     let metrics = Arc::new(metrics::Metrics::default());
     let writer = deepsolve_app::writer::EventWriter::spawn(store.clone(), metrics.clone());
@@ -161,6 +174,8 @@ pub fn router(state: Arc<AppState>) -> Router {
     let uploads = DefaultBodyLimit::max(state.config.kb.max_request_bytes());
     // The facade's images come inline (data URLs): its body may hold a few.
     let facade_body = DefaultBodyLimit::max(state.config.max_facade_body_bytes());
+    // An evaluation may upload its problem set inline.
+    let eval_body = DefaultBodyLimit::max(state.config.evals.max_request_bytes());
     let routes = Router::new()
         .route("/api/v1/turns", post(routes::create_turn).layer(uploads))
         .route("/api/v1/turns/{id}", get(routes::get_turn))
@@ -171,6 +186,18 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/api/v1/turns/{id}/images/{image}",
             get(images::get_turn_image),
         )
+        .route(
+            "/api/v1/evals",
+            get(evals::list_evals)
+                .post(evals::create_eval)
+                .layer(eval_body),
+        )
+        .route(
+            "/api/v1/evals/{id}",
+            get(evals::get_eval).delete(evals::delete_eval),
+        )
+        .route("/api/v1/evals/{id}/events", get(evals::eval_events))
+        .route("/api/v1/evals/{id}/plots/{file}", get(evals::get_plot))
         .route("/api/v1/sessions", get(routes::list_sessions))
         .route(
             "/api/v1/sessions/{id}",
@@ -258,6 +285,7 @@ pub async fn serve(
     listener::serve_connections(listener, app, state.config.limits, async move {
         shutdown.await;
         stopping.cancel_all();
+        stopping.stop_evals();
         stopping.ingest.stop_all();
     })
     .await;

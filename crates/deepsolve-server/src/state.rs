@@ -81,6 +81,8 @@ pub struct ServerConfig {
     pub link_key: crate::links::LinkKey,
     /// How long an artifact link stays valid (`server.artifact_link_hours`).
     pub artifact_link_ttl: Duration,
+    /// Evaluation runs: where they are kept, and their limits.
+    pub evals: crate::evals::EvalConfig,
     /// The token Prometheus may send to `/metrics` (the variable `server.metrics_token_env`
     /// names); with users, `/metrics` otherwise needs an admin.
     pub metrics_token: Option<MetricsToken>,
@@ -199,6 +201,7 @@ impl Default for ServerConfig {
             prompts: Default::default(),
             images: deepsolve_app::images::ImageLimits::default(),
             shutdown_grace: Duration::from_secs(10),
+            evals: crate::evals::EvalConfig::default(),
         }
     }
 }
@@ -245,6 +248,10 @@ pub struct AppState {
     /// Serialises settings writes (read-modify-write of one file).
     pub settings_write: tokio::sync::Mutex<()>,
     running: Mutex<HashMap<String, CancellationToken>>,
+    /// This replica's running evaluations.
+    pub evals: crate::evals::EvalRuns,
+    /// Set once the server is stopping: a run cancelled then is interrupted, not cancelled.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl AppState {
@@ -268,6 +275,8 @@ impl AppState {
             writer,
             metrics,
             running: Mutex::new(HashMap::new()),
+            evals: crate::evals::EvalRuns::default(),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -339,5 +348,17 @@ impl AppState {
         for token in self.running().values() {
             token.cancel();
         }
+    }
+
+    /// Stop every evaluation (shutdown): their runs end `interrupted`, finished results kept.
+    pub fn stop_evals(&self) {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.evals.cancel_all();
+    }
+
+    /// Whether the server is stopping (see [`AppState::stop_evals`]).
+    pub fn evals_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::SeqCst)
     }
 }

@@ -9,12 +9,14 @@ const NAV: { href: string; key: Key }[] = [
   { href: "/", key: "nav.solve" },
   { href: "/history", key: "nav.history" },
   { href: "/knowledge", key: "nav.knowledge" },
+  { href: "/evals", key: "nav.evals" },
   { href: "/settings", key: "nav.settings" },
 ];
 
 function isCurrent(path: string, href: string): boolean {
   if (href === "/") return path === "/" || path.startsWith("/sessions/");
   if (href === "/knowledge") return path === href || path.startsWith("/knowledge/");
+  if (href === "/evals") return path === href || path.startsWith("/evals/");
   return path === href;
 }
 

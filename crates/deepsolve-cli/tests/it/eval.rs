@@ -279,3 +279,65 @@ fn ctrl_c_leaves_a_resumable_run_and_resume_redoes_nothing_finished() {
     assert_eq!(&after[..before.len()], &before[..]);
     assert!(after.iter().all(|r| r["correct"] == true));
 }
+
+#[test]
+fn a_killed_run_resumes_without_running_a_finished_problem_again() {
+    let home = Isolated::new();
+    let server = MockServer::policy(FnPolicy(|_: &PolicyRequest| {
+        Reply::delayed(
+            Duration::from_millis(400),
+            Reply::text("so the answer is \\boxed{42}"),
+        )
+    }));
+    let set = write_set(home.path(), "six.jsonl", 6);
+    let out = home.path().join("run");
+    let mut child = home
+        .std_command()
+        .args(["eval", "--base-url", &server.url(), "--model", "mock-model"])
+        .arg(&set)
+        .args(["--mode", "plain", "--concurrency", "1", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while results(&out).len() < 2 {
+        assert!(Instant::now() < deadline, "no results after a minute");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SIGKILL: no handler runs, nothing is tidied up.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // A line torn by the kill is not a result (the next open cuts it off).
+    let before: Vec<Value> = std::fs::read_to_string(out.join("results.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        (2..6).contains(&before.len()),
+        "killed halfway: {}",
+        before.len()
+    );
+    let calls_before = server.call_count();
+
+    let resumed = eval(&home, &server)
+        .arg(&set)
+        .args(["--mode", "plain", "--resume", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        resumed.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let after = results(&out);
+    let mut ids: Vec<&str> = after.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["p1", "p2", "p3", "p4", "p5", "p6"]);
+    assert_eq!(&after[..before.len()], &before[..]);
+    // The resume asked the model only for the problems that had no result.
+    assert_eq!(server.call_count() - calls_before, 6 - before.len());
+}

@@ -364,6 +364,15 @@ fn sanitize(name: &str) -> String {
         .collect()
 }
 
+/// A report's plots as SVG: `("accuracy", …)` (accuracy per mode with its interval) and
+/// `("tokens", …)` (mean tokens against accuracy). Every text in them is escaped.
+pub fn plots(report: &Report) -> [(&'static str, String); 2] {
+    [
+        ("accuracy", plot::accuracy_svg(report)),
+        ("tokens", plot::tokens_svg(report)),
+    ]
+}
+
 /// Write a report's files into `out`.
 pub fn write(
     report: &Report,
@@ -383,10 +392,7 @@ pub fn write(
         source,
     })?;
     let json = serde_json::to_vec_pretty(report).map_err(|e| ReportError::Encode(e.to_string()))?;
-    let plots = [
-        ("accuracy", plot::accuracy_svg(report)),
-        ("tokens", plot::tokens_svg(report)),
-    ];
+    let plots = plots(report);
     let mut svgs = Vec::new();
     for (name, svg) in &plots {
         svgs.push(put(&format!("{name}.svg"), svg.as_bytes())?);

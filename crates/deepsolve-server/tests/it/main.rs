@@ -7,6 +7,7 @@ mod api;
 mod artifacts;
 mod browser_auth;
 mod config_keys;
+mod evals;
 mod gc;
 mod images;
 mod knowledge;

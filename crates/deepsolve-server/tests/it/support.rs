@@ -62,6 +62,9 @@ pub(crate) async fn start(policy: impl Policy + 'static, options: Options) -> St
     if config.workspace_root.is_none() {
         config.workspace_root = Some(dir.path().join("work"));
     }
+    if config.evals.root.is_none() {
+        config.evals.root = Some(dir.path().join("evals"));
+    }
     if config.settings_path.is_none() {
         config.settings_path = Some(dir.path().join("settings.yaml"));
     }
