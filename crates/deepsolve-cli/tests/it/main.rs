@@ -22,6 +22,7 @@ mod kb_replicas;
 mod memory_probe;
 mod prompts;
 mod protocols;
+mod real_spine;
 mod reply_memory;
 mod serve;
 mod sessions;
