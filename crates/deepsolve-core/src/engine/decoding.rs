@@ -23,6 +23,10 @@ use crate::solve::spine::SOLVE_PLAN;
 pub(super) struct Decoding {
     /// Each round's `tool_choice` follows the spine (else every round is `auto`).
     on: bool,
+    /// A named `tool_choice` is honoured: the plan is asked for by name. Otherwise as a
+    /// required call (llama.cpp's server, for one, reads a named choice as `auto`), which the
+    /// notice in the tail and the plan-first rule steer to `solve_plan`.
+    named: bool,
     /// The last reply was text where the spine wants a call: this round asks for the call.
     call_due: bool,
 }
@@ -37,9 +41,10 @@ pub(super) fn enforced(enforce: Enforce, honours: &Honours) -> bool {
 }
 
 impl Decoding {
-    pub(super) fn new(on: bool) -> Self {
+    pub(super) fn new(on: bool, named: bool) -> Self {
         Decoding {
             on,
+            named,
             call_due: false,
         }
     }
@@ -58,7 +63,8 @@ impl Decoding {
         }
         match (self.call_due, record.has_plan()) {
             (false, _) => ToolChoice::Auto,
-            (true, false) => ToolChoice::Named(SOLVE_PLAN.to_string()),
+            (true, false) if self.named => ToolChoice::Named(SOLVE_PLAN.to_string()),
+            (true, false) => ToolChoice::Required,
             (true, true) => ToolChoice::Required,
         }
     }
@@ -124,7 +130,7 @@ impl TurnRun<'_> {
     /// the reply's own text.
     pub(super) fn decoding_not_honoured(&mut self) -> Option<String> {
         let reasoning = self.ctx.take_trailing_assistant_text();
-        self.decoding = Decoding::new(false);
+        self.decoding = Decoding::new(false, false);
         self.emit.emit(EventKind::Warning {
             kind: WarningKind::Protocol,
             message: "the model answered a required tool call with text: tool_choice is not honoured here; the prompt holds the spine for the rest of the turn".into(),
@@ -158,9 +164,15 @@ mod tests {
 
     #[test]
     fn prompt_rounds_are_auto_and_decoding_follows_the_spine() {
-        let off = Decoding::new(false);
+        let off = Decoding::new(false, true);
         assert_eq!(off.choice(&SolveRecord::default()), ToolChoice::Auto);
-        let mut on = Decoding::new(true);
+        let mut unnamed = Decoding::new(true, false);
+        unnamed.call_due = true;
+        assert_eq!(
+            unnamed.choice(&SolveRecord::default()),
+            ToolChoice::Required
+        );
+        let mut on = Decoding::new(true, true);
         let none = SolveRecord::default();
         assert_eq!(on.choice(&none), ToolChoice::Auto);
         on.call_due = true;

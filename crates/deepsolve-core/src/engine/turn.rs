@@ -240,7 +240,11 @@ impl<'a> TurnRun<'a> {
         ))];
         prefix.extend(history_messages(&spec.history, &texts));
         prefix.push(problem_message(&spec));
-        let decoding = Decoding::new(enforced(spec.config.enforce, &model.honours()));
+        let honours = model.honours();
+        let decoding = Decoding::new(
+            enforced(spec.config.enforce, &honours),
+            honours.tool_choice_named,
+        );
         TurnRun {
             decoding,
             sees_images: spec.sees_images,

@@ -49,11 +49,10 @@ async fn play_enforced(
         problem,
         tool_description: "a hard sub-derivation",
     };
-    let played = play_model(model, &setup, |spec: &mut TurnSpec| {
+    play_model(model, &setup, |spec: &mut TurnSpec| {
         spec.config.enforce = enforce;
     })
-    .await;
-    played
+    .await
 }
 
 fn choices(played: &Played) -> Vec<ToolChoice> {
@@ -91,7 +90,7 @@ async fn decoding_asks_for_the_plan_the_steps_calls_and_then_the_answer() {
             Protocol::Native,
             language,
             Enforce::Decoding,
-            Honours::default(),
+            honouring(),
         )
         .await;
         let turn = format!("thinks-before-calls {}", language.code());
@@ -150,6 +149,28 @@ async fn decoding_asks_for_the_plan_the_steps_calls_and_then_the_answer() {
         let found = problems(&turn, &played, &engine_pieces());
         assert!(found.is_empty(), "{}", found.join("\n"));
     }
+}
+
+#[tokio::test]
+async fn without_a_named_tool_choice_the_plan_is_a_required_call() {
+    let played = play_enforced(
+        "thinks-before-calls",
+        Protocol::Native,
+        Language::En,
+        Enforce::Decoding,
+        Honours::default(),
+    )
+    .await;
+    assert_eq!(played.outcome.stop_reason, StopReason::Answered);
+    let choices = choices(&played);
+    assert_eq!(choices[1], ToolChoice::Required, "{choices:?}");
+    assert!(!choices.iter().any(|c| matches!(c, ToolChoice::Named(_))));
+    let notice = played.requests[1].messages.last().expect("a tail");
+    assert!(
+        notice.content.contains("`solve_plan`"),
+        "{}",
+        notice.content
+    );
 }
 
 #[tokio::test]
