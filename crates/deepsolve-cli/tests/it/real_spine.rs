@@ -53,7 +53,8 @@ async fn the_small_real_model_follows_the_spine_at_decoding_time_on_five_problem
     let mut failures = Vec::new();
     for problem in PROBLEMS {
         let mut cmd = home.command();
-        cmd.timeout(Duration::from_secs(600));
+        // The turn's own clock ends it (with a named stop) well before the command's.
+        cmd.timeout(Duration::from_secs(420));
         cmd.args([
             "solve",
             "--json",
@@ -64,9 +65,11 @@ async fn the_small_real_model_follows_the_spine_at_decoding_time_on_five_problem
             "--set",
             "solve.enforce=decoding",
             "--set",
-            "solve.max_tokens=512",
+            "solve.max_tokens=384",
             "--set",
-            "solve.max_rounds=10",
+            "solve.max_rounds=8",
+            "--set",
+            "solve.turn_timeout_s=300",
             problem,
         ]);
         let out = cmd.output().expect("run deepsolve");
