@@ -32,11 +32,12 @@ pub(super) struct Decoding {
 }
 
 /// Whether `enforce` holds the spine at decoding time for a model that honours `honours`.
+/// A required call is what it needs (a named one only spares the plan's call a choice).
 pub(super) fn enforced(enforce: Enforce, honours: &Honours) -> bool {
     match enforce {
         Enforce::Decoding => true,
         Enforce::Prompt => false,
-        Enforce::Auto => honours.tool_choice_required && honours.tool_choice_named,
+        Enforce::Auto => honours.tool_choice_required,
     }
 }
 
@@ -188,8 +189,10 @@ mod tests {
         let mut honours = Honours::default();
         assert!(!enforced(Enforce::Auto, &honours));
         assert!(enforced(Enforce::Decoding, &honours));
-        honours.tool_choice_required = true;
         honours.tool_choice_named = true;
+        assert!(!enforced(Enforce::Auto, &honours));
+        honours.tool_choice_named = false;
+        honours.tool_choice_required = true;
         assert!(enforced(Enforce::Auto, &honours));
         assert!(!enforced(Enforce::Prompt, &honours));
     }
