@@ -320,6 +320,13 @@ export type EventKind = {
   context_window: number;
   max_rounds: number;
   round: number;
+  /**
+   * What the round's reply is held to when the solve spine is enforced at decoding
+   * time (`solve.enforce`): `auto` (free text or a call), `required` (a call), `none`
+   * (text only), or the name of the one tool it must call. Absent when the prompt alone
+   * holds the spine.
+   */
+  tool_choice?: string | null;
   type: "round_started";
 } | {
   text: string;

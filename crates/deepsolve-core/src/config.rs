@@ -32,18 +32,24 @@ macro_rules! solve_knobs {
         flags {
             $( $flag:ident = $flag_default:literal, $flag_help:literal / $flag_help_zh:literal; )*
         }
+        choices {
+            $( $choice:ident : $cty:ident = $choice_default:ident, $choice_help:literal / $choice_help_zh:literal; )*
+        }
     ) => {
         /// The solve knobs of one turn; see the `solve_knobs!` table in `config.rs`.
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         pub struct SolveConfig {
             $( #[doc = $help] pub $key: $ty, )*
             $( #[doc = $flag_help] pub $flag: bool, )*
+            $( #[doc = $choice_help] pub $choice: $cty, )*
         }
 
         /// Each knob's contract, under the knob's own name.
         #[allow(non_upper_case_globals)]
         mod declared {
-            use super::{Flag, Knob, KnobNumber};
+            #[allow(unused_imports, reason = "a table may declare no choice")]
+            use super::{Choice, Flag, Knob, KnobNumber};
+            $( use super::$cty; )*
             $(
                 pub(super) const $key: Knob = Knob {
                     key: stringify!($key),
@@ -67,6 +73,15 @@ macro_rules! solve_knobs {
                     help_zh: $flag_help_zh,
                 };
             )*
+            $(
+                pub(super) const $choice: Choice = Choice {
+                    key: stringify!($choice),
+                    default: $cty::$choice_default.name(),
+                    options: $cty::NAMES,
+                    help: $choice_help,
+                    help_zh: $choice_help_zh,
+                };
+            )*
         }
 
         /// The numeric knobs, in the order they are documented.
@@ -79,7 +94,11 @@ macro_rules! solve_knobs {
         const DOCS: &[KnobDoc] = &[
             $(KnobDoc::Number(declared::$key),)*
             $(KnobDoc::Flag(declared::$flag),)*
+            $(KnobDoc::Choice(declared::$choice),)*
         ];
+
+        /// The knobs with named values, in the order they are documented.
+        pub const CHOICES: &[Choice] = &[$(declared::$choice),*];
 
         impl SolveConfig {
             /// Every knob from `map` (absent or `null` = its default); clamp warnings are pushed
@@ -93,6 +112,8 @@ macro_rules! solve_knobs {
                         declared::$key.read(map, warnings)?,
                     ), )*
                     $( $flag: declared::$flag.read(map)?, )*
+                    $( $choice: $cty::from_name(declared::$choice.read(map)?)
+                        .unwrap_or_default(), )*
                 })
             }
         }
@@ -138,6 +159,78 @@ solve_knobs! {
         fold = true,
             "fold a finished step's messages out of the context (off only to measure what folding saves)"
             / "把已完成步骤的消息折叠出上下文（仅在测量折叠效果时关闭）";
+    }
+    choices {
+        enforce: Enforce = Auto,
+            "how the solve spine is held: decoding (tool_choice each round), prompt (instructions and nudges only), auto (decoding where the endpoint honours tool_choice)"
+            / "如何让模型遵循解题主线：decoding（每轮用 tool_choice 约束输出）、prompt（只靠提示与催促）、auto（端点支持 tool_choice 时用 decoding）";
+    }
+}
+
+/// How the solve spine is held (`solve.enforce`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Enforce {
+    /// Decoding wherever the endpoint is known to honour `tool_choice`, else prompt.
+    #[default]
+    Auto,
+    /// Every round's `tool_choice` follows the spine: a plan call, a tool call while a step is
+    /// open, text once every step is finished.
+    Decoding,
+    /// Instructions and nudges only; every round is `tool_choice: auto`.
+    Prompt,
+}
+
+impl Enforce {
+    /// Every value's name, in the order they are documented.
+    pub const NAMES: &'static [&'static str] = &["auto", "decoding", "prompt"];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Enforce::Auto => "auto",
+            Enforce::Decoding => "decoding",
+            Enforce::Prompt => "prompt",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "auto" => Some(Enforce::Auto),
+            "decoding" => Some(Enforce::Decoding),
+            "prompt" => Some(Enforce::Prompt),
+            _ => None,
+        }
+    }
+}
+
+/// One knob whose value is one of a few names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Choice {
+    pub key: &'static str,
+    pub default: &'static str,
+    pub options: &'static [&'static str],
+    pub help: &'static str,
+    /// The help in Chinese (clients read it through the settings API; not in `knob_docs`).
+    #[serde(skip)]
+    pub help_zh: &'static str,
+}
+
+impl Choice {
+    /// This knob's value in `map` (any case, blanks ignored); absent or `null` means the
+    /// default, anything but one of its names is an error naming them.
+    fn read(&self, map: &Map<String, Value>) -> Result<&'static str, ConfigError> {
+        let value = match map.get(self.key) {
+            None | Some(Value::Null) => return Ok(self.default),
+            Some(value) => value,
+        };
+        let named = value.as_str().map(|s| s.trim().to_ascii_lowercase());
+        named
+            .and_then(|name| self.options.iter().copied().find(|o| *o == name))
+            .ok_or_else(|| ConfigError::WrongType {
+                key: self.key.to_string(),
+                expected: "one of auto, decoding, prompt",
+                got: value.to_string(),
+            })
     }
 }
 
@@ -226,6 +319,7 @@ pub fn parse_flag(value: &Value) -> Option<bool> {
 pub enum KnobDoc {
     Number(Knob),
     Flag(Flag),
+    Choice(Choice),
 }
 
 impl KnobDoc {
@@ -233,6 +327,7 @@ impl KnobDoc {
         match self {
             KnobDoc::Number(knob) => knob.key,
             KnobDoc::Flag(flag) => flag.key,
+            KnobDoc::Choice(choice) => choice.key,
         }
     }
 
@@ -240,6 +335,7 @@ impl KnobDoc {
         match self {
             KnobDoc::Number(knob) => knob.help,
             KnobDoc::Flag(flag) => flag.help,
+            KnobDoc::Choice(choice) => choice.help,
         }
     }
 }
@@ -696,6 +792,34 @@ mod tests {
     }
 
     #[test]
+    fn enforce_is_one_of_its_names_in_any_case() {
+        assert_eq!(SolveConfig::default().enforce, Enforce::Auto);
+        let map = json!({"enforce": " Decoding "})
+            .as_object()
+            .cloned()
+            .unwrap();
+        assert_eq!(
+            SolveConfig::from_map(&map).unwrap().0.enforce,
+            Enforce::Decoding
+        );
+        let map = json!({"enforce": "prompt"}).as_object().cloned().unwrap();
+        assert_eq!(
+            SolveConfig::from_map(&map).unwrap().0.enforce,
+            Enforce::Prompt
+        );
+        let map = json!({"enforce": "grammar"}).as_object().cloned().unwrap();
+        let err = SolveConfig::from_map(&map).unwrap_err().to_string();
+        assert!(
+            err.contains("enforce") && err.contains("auto, decoding, prompt"),
+            "{err}"
+        );
+        let written = SolveConfig::default().to_map();
+        assert_eq!(written["enforce"], json!("auto"));
+        let back = SolveConfig::from_map(&written).unwrap().0;
+        assert_eq!(back, SolveConfig::default());
+    }
+
+    #[test]
     fn unknown_key_is_named() {
         let map = json!({"max_round": 3}).as_object().cloned().unwrap();
         let err = SolveConfig::from_map(&map).unwrap_err();
@@ -730,16 +854,17 @@ mod tests {
         let mut sorted = docs.clone();
         sorted.sort();
         assert_eq!(fields, sorted);
-        assert_eq!(docs.len(), KNOBS.len() + FLAGS.len());
+        assert_eq!(docs.len(), KNOBS.len() + FLAGS.len() + CHOICES.len());
         assert_eq!(docs[0], "temperature");
-        assert_eq!(docs.last(), Some(&"fold"));
+        assert_eq!(docs.last(), Some(&"enforce"));
         assert!(known_keys().starts_with("temperature, max_tokens, max_rounds"));
     }
 
     #[test]
     fn every_knob_has_its_help_in_english_and_chinese() {
         let helps = (KNOBS.iter().map(|k| (k.key, k.help, k.help_zh)))
-            .chain(FLAGS.iter().map(|f| (f.key, f.help, f.help_zh)));
+            .chain(FLAGS.iter().map(|f| (f.key, f.help, f.help_zh)))
+            .chain(CHOICES.iter().map(|c| (c.key, c.help, c.help_zh)));
         for (key, en, zh) in helps {
             assert!(en.is_ascii() && !en.is_empty(), "{key}: {en:?}");
             assert!(zh.chars().any(|c| c > '\u{2e80}'), "{key}: {zh:?}");

@@ -100,6 +100,18 @@ impl Context {
         });
     }
 
+    /// The last working message, taken out when it is an assistant's text without calls (the
+    /// reasoning a call is then joined to); its text.
+    pub(crate) fn take_trailing_assistant_text(&mut self) -> Option<String> {
+        let last = self.working.last()?;
+        if last.message.role != Role::Assistant || !last.message.tool_calls.is_empty() {
+            return None;
+        }
+        let entry = self.working.pop()?;
+        self.messages_tokens -= entry.tokens;
+        Some(entry.message.content)
+    }
+
     /// The request's messages: prefix, working messages, then the ephemeral tail (progress
     /// block, notices) of `tail_tokens` estimated tokens, normalised.
     pub(crate) fn request_messages(

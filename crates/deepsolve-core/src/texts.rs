@@ -79,6 +79,8 @@ catalog! {
     Ultimatum => "ultimatum",
     NoticeRoundBudgetSpent => "notice_round_budget_spent",
     NoticeTokenBudget => "notice_token_budget",
+    NoticeCallPlan => "notice_call_plan",
+    NoticeCallStep => "notice_call_step",
     UnreadableCall => "unreadable_call",
     SummaryAnswerHeader => "summary_answer_header",
     SummaryAnswerStep => "summary_answer_step",

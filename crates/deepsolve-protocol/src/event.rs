@@ -156,6 +156,12 @@ pub enum EventKind {
         max_rounds: u32,
         context_tokens: u64,
         context_window: u64,
+        /// What the round's reply is held to when the solve spine is enforced at decoding
+        /// time (`solve.enforce`): `auto` (free text or a call), `required` (a call), `none`
+        /// (text only), or the name of the one tool it must call. Absent when the prompt alone
+        /// holds the spine.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_choice: Option<String>,
     },
     ReasoningDelta {
         text: String,

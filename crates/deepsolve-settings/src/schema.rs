@@ -445,6 +445,8 @@ fn knob_kind(doc: &KnobDoc) -> Kind {
     match doc {
         KnobDoc::Number(_) => SOLVE_KNOB,
         KnobDoc::Flag(_) => SOLVE_FLAG,
+        // Checked by core when the solve section is read, like the numbers.
+        KnobDoc::Choice(_) => SOLVE_KNOB,
     }
 }
 
@@ -459,7 +461,7 @@ pub fn all_keys(tools: &[ToolSection]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use deepsolve_core::config::{FLAGS, KNOBS};
+    use deepsolve_core::config::{CHOICES, FLAGS, KNOBS};
 
     fn path(s: &str) -> Vec<String> {
         s.split('.').map(str::to_string).collect()
@@ -524,6 +526,7 @@ mod tests {
                 + 9
                 + KNOBS.len()
                 + FLAGS.len()
+                + CHOICES.len()
                 + TOOLS_OWN.len()
                 + SANDBOX.len()
                 + SERVER.len()

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deepsolve_core::{
-    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, ModelError, StreamDelta, ToolCall,
+    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, Honours, ModelError, StreamDelta,
+    ToolCall,
 };
 use deepsolve_protocol::Usage;
 use serde_json::Value;
@@ -36,6 +37,9 @@ pub struct ScriptedOptions {
     pub max_attempts: u32,
     /// Latency added to every attempt (none by default).
     pub latency: Option<Duration>,
+    /// What the model says it honours at decoding time (nothing by default, like an endpoint
+    /// nobody has probed).
+    pub honours: Honours,
 }
 
 impl Default for ScriptedOptions {
@@ -46,6 +50,7 @@ impl Default for ScriptedOptions {
             invariants: InvariantConfig::default(),
             max_attempts: 4,
             latency: None,
+            honours: Honours::default(),
         }
     }
 }
@@ -414,6 +419,10 @@ fn with_attempts(error: ModelError, attempts: u32) -> ModelError {
 impl ChatModel for ScriptedModel {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn honours(&self) -> Honours {
+        self.options.honours.clone()
     }
 
     async fn complete(

@@ -23,6 +23,7 @@ mod memory_probe;
 mod models;
 mod prompts;
 mod protocols;
+mod real_spine;
 mod reply_memory;
 mod serve;
 mod sessions;

@@ -29,6 +29,7 @@ impl TurnRun<'_> {
             max_rounds: self.budget.max_rounds(),
             context_tokens: self.ctx.estimate(tail_tokens),
             context_window: self.budget.window(),
+            tool_choice: self.decoding.is_on().then(|| "none".to_string()),
         });
         let max_tokens = self.budget.forced_answer_tokens();
         let request = self.request(Some(tail), tail_tokens, ToolChoice::None, max_tokens);

@@ -8,6 +8,8 @@
 //!   `announce`: telling a tool early that the streamed reply calls it.
 //! - `reply`: taking in a completion (calls, cut-off text, silence, an answer).
 //! - `work`: a round of tool calls and what finished steps lead to (fold, checkpoint).
+//! - `decoding`: the spine at decoding time — each round's `tool_choice` from the spine's
+//!   state (`solve.enforce`), a reply's text kept as reasoning before the call it owes.
 //! - `gates`: the plan and finish gates before an answer is accepted.
 //! - `tail`: the ephemeral last message (progress block, notices).
 //! - `forced`: the one forced-answer path and the answer of last resort.
@@ -18,6 +20,7 @@
 mod announce;
 mod budget;
 mod call;
+mod decoding;
 mod forced;
 mod gates;
 mod live;

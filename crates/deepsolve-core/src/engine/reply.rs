@@ -72,13 +72,33 @@ impl TurnRun<'_> {
     /// Take in one completion. `Some` ends the loop.
     pub(super) async fn absorb(&mut self, c: Completion) -> Option<Ending> {
         let reply = self.interpret(c);
-        let role = if reply.completion.tool_calls.is_empty() {
+        let text_only =
+            !reply.has_calls() && reply.completion.finish_reason != FinishReason::Length;
+        let reasoning = text_only && self.decoding.takes_reasoning(&self.record());
+        let role = if reply.completion.tool_calls.is_empty() && !reasoning {
             RoundRole::Answer
         } else {
             RoundRole::Narration
         };
         self.record_round(&reply.completion, role);
         self.count_format_errors(&reply);
+        if reasoning {
+            self.reply.empty_rounds = 0;
+            self.keep_reasoning(&reply.completion.text);
+            return None;
+        }
+        let mut reply = reply;
+        if text_only
+            && self.decoding.asked_for_call()
+            && let Some(reasoning) = self.decoding_not_honoured()
+        {
+            let text = std::mem::take(&mut reply.completion.text);
+            reply.completion.text = if text.trim().is_empty() {
+                reasoning
+            } else {
+                format!("{reasoning}\n\n{text}")
+            };
+        }
         if reply.has_calls() {
             self.reply.empty_rounds = 0;
             let ending = self.work_round(reply).await;

@@ -2,9 +2,10 @@
 //! a failed call leads to (a retry, a protocol switch, a forced answer, the end).
 
 use super::call::CallFailure;
+use super::decoding::choice_name;
 use super::turn::{Ending, TurnRun};
 use crate::event::{EventKind, WarningKind};
-use crate::model::{ChatRequest, ModelError, ToolChoice};
+use crate::model::{ChatRequest, ModelError};
 use crate::outcome::StopReason;
 
 /// What a failed model call leads to.
@@ -52,14 +53,16 @@ impl TurnRun<'_> {
             return Err(Ending::Force(StopReason::ContextLimit));
         }
         self.budget.rounds = round;
+        let choice = self.decoding.choice(&self.record());
         self.emit.emit(EventKind::RoundStarted {
             round,
             max_rounds: self.budget.max_rounds(),
             context_tokens: estimate,
             context_window: self.budget.window(),
+            tool_choice: self.decoding.is_on().then(|| choice_name(&choice)),
         });
         let max_tokens = self.reply.take_max_tokens(self.budget.max_tokens());
-        Ok(self.request(tail, tail_tokens, ToolChoice::Auto, max_tokens))
+        Ok(self.request(tail, tail_tokens, choice, max_tokens))
     }
 
     fn after_failure(&mut self, failure: CallFailure) -> AfterFailure {

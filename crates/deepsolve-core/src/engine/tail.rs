@@ -9,10 +9,14 @@ use crate::texts::Text;
 impl TurnRun<'_> {
     /// The tail of the request of round `round`, if it has one.
     pub(super) fn tail(&self, round: u32) -> Option<String> {
-        let parts: Vec<String> = [self.progress_or_round_notice(round), self.token_notice()]
-            .into_iter()
-            .flatten()
-            .collect();
+        let parts: Vec<String> = [
+            self.progress_or_round_notice(round),
+            self.call_notice(),
+            self.token_notice(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         (!parts.is_empty()).then(|| parts.join("\n\n"))
     }
 
@@ -30,6 +34,19 @@ impl TurnRun<'_> {
             );
             format!("{NUDGE_MARKER} {notice}")
         })
+    }
+
+    /// The round asks for the call the model's reasoning leads to (`solve.enforce`): which.
+    fn call_notice(&self) -> Option<String> {
+        if !self.decoding.asked_for_call() {
+            return None;
+        }
+        let text = if self.record().has_plan() {
+            Text::NoticeCallStep
+        } else {
+            Text::NoticeCallPlan
+        };
+        Some(format!("{NOTICE_MARKER} {}", self.texts.get(text)))
     }
 
     /// Two thirds of the token budget spent: wrap up.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::Budget;
+use super::decoding::{Decoding, enforced};
 use super::gates::Nudged;
 use super::reply::ReplyState;
 use super::{PriorTurn, RECORD_MARKER, TurnSpec};
@@ -86,6 +87,8 @@ pub(super) struct TurnRun<'a> {
     pub(super) wire: Wire,
     pub(super) budget: Budget,
     pub(super) nudged: Nudged,
+    /// How the spine is held at decoding time (`solve.enforce`).
+    pub(super) decoding: Decoding,
     pub(super) reply: ReplyState,
     pub(super) guard: RepetitionGuard,
     pub(super) artifacts: Vec<Artifact>,
@@ -237,7 +240,13 @@ impl<'a> TurnRun<'a> {
         ))];
         prefix.extend(history_messages(&spec.history, &texts));
         prefix.push(problem_message(&spec));
+        let honours = model.honours();
+        let decoding = Decoding::new(
+            enforced(spec.config.enforce, &honours),
+            honours.tool_choice_named,
+        );
         TurnRun {
+            decoding,
             sees_images: spec.sees_images,
             model,
             emit: Emitter::new(spec.turn_id.clone(), spec.first_seq, sink),
@@ -391,6 +400,13 @@ impl<'a> TurnRun<'a> {
             .wire
             .protocol()
             .request(messages, &self.specs, &tool_choice, &self.texts);
+        // A call can be required only where tools are declared natively.
+        let tool_choice = match tool_choice {
+            ToolChoice::Required | ToolChoice::Named(_) if wire.tools.is_empty() => {
+                ToolChoice::Auto
+            }
+            choice => choice,
+        };
         ChatRequest {
             messages: wire.messages,
             tools: wire.tools,

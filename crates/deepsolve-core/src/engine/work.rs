@@ -31,6 +31,7 @@ impl TurnRun<'_> {
         // Recorded after the run so the calls move into the context instead of being copied:
         // a reply's arguments may be megabytes. Nothing reads the context while calls run.
         self.record_calls(reply.completion, &unreadable);
+        self.call_made();
         self.answer_unreadable(unreadable);
         let step_done = self.take_results(batch.results);
         if step_done {
@@ -65,6 +66,7 @@ impl TurnRun<'_> {
             trimmed if trimmed.len() == c.text.len() => c.text,
             trimmed => trimmed.to_string(),
         };
+        let text = self.joined_to_reasoning(text);
         self.ctx
             .push(Message::assistant_with_calls(text, calls, reasoning));
     }

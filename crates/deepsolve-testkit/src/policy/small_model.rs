@@ -255,6 +255,43 @@ impl Policy for FinishesOneThenProbes {
     }
 }
 
+/// A small model under a decoder that honours `tool_choice`: asked with `auto`, it thinks
+/// aloud in prose and calls nothing; asked for a call (`required`, or a named tool), it makes
+/// `then`'s move; asked for text (`none`), it answers.
+///
+/// **Engine:** under `solve.enforce: decoding`, each prose reply is kept as reasoning and the
+/// call asked for; the spine is followed to the end. Under `prompt`, the plan gate nudges once,
+/// then the prose stands. **Ending:** `answered` (decoding), `answered_without_plan` (prompt).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThinksBeforeCalls {
+    pub then: WellBehaved,
+}
+
+impl ThinksBeforeCalls {
+    /// Prose reasoning towards [`SMALL_MODEL_RESULT`].
+    fn thinking(req: &PolicyRequest) -> String {
+        if in_chinese(req) {
+            format!("想一想：第一部分得 6，第二部分得 7，所以 6 * 7 = {SMALL_MODEL_RESULT}。")
+        } else {
+            format!(
+                "Thinking it through: part 1 gives 6 and part 2 gives 7, so 6 * 7 = {SMALL_MODEL_RESULT}."
+            )
+        }
+    }
+}
+
+impl Policy for ThinksBeforeCalls {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if let Some(reply) = common(req) {
+            return reply;
+        }
+        match req.tool_choice.as_deref() {
+            Some("auto") | None => Reply::text(ThinksBeforeCalls::thinking(req)),
+            Some(_) => self.then.next_move(req),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,8 @@ const TOOL: &str = "a hard sub-derivation";
 
 /// The engine texts that must never reach an answer.
 const ENGINE_TEXTS: &[Text] = &[
+    Text::NoticeCallPlan,
+    Text::NoticeCallStep,
     Text::NudgeContinue,
     Text::NudgeActNow,
     Text::NudgePlanFirst,
@@ -33,7 +35,7 @@ const ENGINE_TEXTS: &[Text] = &[
 
 /// The telling fixed pieces of every engine text of both languages (the text between its
 /// placeholders, long enough that no answer holds it by chance).
-fn engine_pieces() -> Vec<String> {
+pub(crate) fn engine_pieces() -> Vec<String> {
     let mut pieces = Vec::new();
     for language in Texts::LANGUAGES {
         let texts = Texts::builtin(language);
@@ -60,7 +62,7 @@ fn engine_pieces() -> Vec<String> {
 }
 
 /// What is wrong with the end of one turn.
-fn problems(turn: &str, played: &Played, pieces: &[String]) -> Vec<String> {
+pub(crate) fn problems(turn: &str, played: &Played, pieces: &[String]) -> Vec<String> {
     let outcome = &played.outcome;
     let mut found = Vec::new();
     let stop = outcome.stop_reason;

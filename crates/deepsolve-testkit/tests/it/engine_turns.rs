@@ -82,6 +82,7 @@ pub(crate) fn protocols_for(name: &str) -> [Protocol; 2] {
 pub(crate) struct Played {
     pub outcome: TurnOutcome,
     pub requests: Vec<ChatRequest>,
+    pub events: Vec<deepsolve_core::event::TurnEvent>,
 }
 
 /// One turn of policy `name` through the engine.
@@ -131,6 +132,7 @@ pub(crate) async fn play_model(
     Played {
         outcome,
         requests: model.requests(),
+        events: sink.take(),
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod answers;
 mod common;
+mod decoding;
 mod engine_turns;
 mod kb_cite;
 mod policies;

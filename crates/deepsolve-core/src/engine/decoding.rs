@@ -1,0 +1,199 @@
+//! The spine at decoding time (`solve.enforce`): each round, what the model may emit follows
+//! from the spine's state — a `solve_plan` call before a plan, a tool call while a step is
+//! open, text once every step is finished — through `tool_choice`, so the tool list and the
+//! prompt's prefix never change.
+//!
+//! A reply may think first: a round that wants a call is asked with `auto`, and only when its
+//! reply carries no call is that text kept as the model's own reasoning (appended, so the
+//! prefix stays byte-stable) and the round asked again for the call itself. Forcing a call
+//! from the first token starved a small model's reasoning; this way the call comes after it.
+//! A model that answers the forced request with text anyway does not honour `tool_choice`:
+//! the prompt and its nudges hold the spine for the rest of the turn.
+
+use super::turn::TurnRun;
+use crate::config::Enforce;
+use crate::event::{EventKind, WarningKind};
+use crate::message::Message;
+use crate::model::{Honours, ToolChoice};
+use crate::solve::SolveRecord;
+use crate::solve::spine::SOLVE_PLAN;
+
+/// How the turn holds the spine, and what its last reply left due.
+#[derive(Debug, Default)]
+pub(super) struct Decoding {
+    /// Each round's `tool_choice` follows the spine (else every round is `auto`).
+    on: bool,
+    /// A named `tool_choice` is honoured: the plan is asked for by name. Otherwise as a
+    /// required call (llama.cpp's server, for one, reads a named choice as `auto`), which the
+    /// notice in the tail and the plan-first rule steer to `solve_plan`.
+    named: bool,
+    /// The last reply was text where the spine wants a call: this round asks for the call.
+    call_due: bool,
+}
+
+/// Whether `enforce` holds the spine at decoding time for a model that honours `honours`.
+/// A required call is what it needs (a named one only spares the plan's call a choice).
+pub(super) fn enforced(enforce: Enforce, honours: &Honours) -> bool {
+    match enforce {
+        Enforce::Decoding => true,
+        Enforce::Prompt => false,
+        Enforce::Auto => honours.tool_choice_required,
+    }
+}
+
+impl Decoding {
+    pub(super) fn new(on: bool, named: bool) -> Self {
+        Decoding {
+            on,
+            named,
+            call_due: false,
+        }
+    }
+
+    pub(super) fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// The round's `tool_choice` for a spine in the state of `record`.
+    pub(super) fn choice(&self, record: &SolveRecord) -> ToolChoice {
+        if !self.on {
+            return ToolChoice::Auto;
+        }
+        if !wants_call(record) {
+            return ToolChoice::None;
+        }
+        match (self.call_due, record.has_plan()) {
+            (false, _) => ToolChoice::Auto,
+            (true, false) if self.named => ToolChoice::Named(SOLVE_PLAN.to_string()),
+            (true, false) => ToolChoice::Required,
+            (true, true) => ToolChoice::Required,
+        }
+    }
+}
+
+/// The spine wants a call: there is no plan yet, or a step is open.
+fn wants_call(record: &SolveRecord) -> bool {
+    !record.has_plan() || record.open_steps().next().is_some()
+}
+
+/// How a round's `tool_choice` is named in its `round_started` event.
+pub(super) fn choice_name(choice: &ToolChoice) -> String {
+    match choice {
+        ToolChoice::Auto => "auto".into(),
+        ToolChoice::None => "none".into(),
+        ToolChoice::Required => "required".into(),
+        ToolChoice::Named(name) => name.clone(),
+    }
+}
+
+impl Decoding {
+    /// A reply without calls to this round is the model's reasoning before a call that is
+    /// then asked for: decoding is on, the spine wants a call, and the call was not asked for
+    /// already.
+    pub(super) fn takes_reasoning(&self, record: &SolveRecord) -> bool {
+        self.on && !self.call_due && wants_call(record)
+    }
+
+    /// This round asked for a call outright.
+    pub(super) fn asked_for_call(&self) -> bool {
+        self.on && self.call_due
+    }
+}
+
+impl TurnRun<'_> {
+    /// `text` after the reasoning kept for the call it goes with, in one assistant message
+    /// (content beside the calls): the reasoning's tokens stay where they were in the prompt.
+    pub(super) fn joined_to_reasoning(&mut self, text: String) -> String {
+        if !self.decoding.call_due {
+            return text;
+        }
+        match self.ctx.take_trailing_assistant_text() {
+            Some(reasoning) if text.is_empty() => reasoning,
+            Some(reasoning) => format!("{reasoning}\n\n{text}"),
+            None => text,
+        }
+    }
+
+    /// Keep `text` as the model's reasoning and ask for the call in the next round. Text
+    /// held back from replies cut off before it is part of the same reasoning, already in
+    /// the context.
+    pub(super) fn keep_reasoning(&mut self, text: &str) {
+        self.decoding.call_due = true;
+        self.reply.take_answer_parts();
+        if !text.trim().is_empty() {
+            self.ctx.push(Message::assistant(text.trim().to_string()));
+        }
+    }
+
+    /// The model answered a request for a call with text: `tool_choice` is not honoured, and
+    /// the prompt (with its nudges) holds the spine for the rest of the turn.
+    /// The reasoning kept before is taken back out of the context and returned, to go before
+    /// the reply's own text.
+    pub(super) fn decoding_not_honoured(&mut self) -> Option<String> {
+        let reasoning = self.ctx.take_trailing_assistant_text();
+        self.decoding = Decoding::new(false, false);
+        self.emit.emit(EventKind::Warning {
+            kind: WarningKind::Protocol,
+            message: "the model answered a required tool call with text: tool_choice is not honoured here; the prompt holds the spine for the rest of the turn".into(),
+        });
+        reasoning
+    }
+
+    /// A reply with calls: nothing is due any more.
+    pub(super) fn call_made(&mut self) {
+        self.decoding.call_due = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deepsolve_protocol::SolveStep;
+
+    fn planned(done: bool) -> SolveRecord {
+        SolveRecord {
+            analysis: "a".into(),
+            steps: vec![SolveStep {
+                id: "S1".into(),
+                goal: "g".into(),
+                done,
+                summary: None,
+            }],
+            ..SolveRecord::default()
+        }
+    }
+
+    #[test]
+    fn prompt_rounds_are_auto_and_decoding_follows_the_spine() {
+        let off = Decoding::new(false, true);
+        assert_eq!(off.choice(&SolveRecord::default()), ToolChoice::Auto);
+        let mut unnamed = Decoding::new(true, false);
+        unnamed.call_due = true;
+        assert_eq!(
+            unnamed.choice(&SolveRecord::default()),
+            ToolChoice::Required
+        );
+        let mut on = Decoding::new(true, true);
+        let none = SolveRecord::default();
+        assert_eq!(on.choice(&none), ToolChoice::Auto);
+        on.call_due = true;
+        assert_eq!(on.choice(&none), ToolChoice::Named(SOLVE_PLAN.into()));
+        assert_eq!(on.choice(&planned(false)), ToolChoice::Required);
+        on.call_due = false;
+        assert_eq!(on.choice(&planned(false)), ToolChoice::Auto);
+        assert_eq!(on.choice(&planned(true)), ToolChoice::None);
+    }
+
+    #[test]
+    fn auto_enforces_only_what_the_endpoint_honours() {
+        let mut honours = Honours::default();
+        assert!(!enforced(Enforce::Auto, &honours));
+        assert!(enforced(Enforce::Decoding, &honours));
+        honours.tool_choice_named = true;
+        assert!(!enforced(Enforce::Auto, &honours));
+        honours.tool_choice_named = false;
+        honours.tool_choice_required = true;
+        assert!(enforced(Enforce::Auto, &honours));
+        assert!(!enforced(Enforce::Prompt, &honours));
+    }
+}

@@ -1,0 +1,320 @@
+//! The spine at decoding time (`solve.enforce`): each round's `tool_choice` follows the spine,
+//! a reply may reason in text before the call it owes, the prompt's prefix only grows, a model
+//! that ignores `tool_choice` falls back to the nudges, and no answer carries engine text.
+
+use deepsolve_core::config::Enforce;
+use deepsolve_core::{
+    AnswerSource, ChatRequest, EventKind, Honours, Language, Protocol, Role, StopReason,
+    ToolChoice, TurnSpec,
+};
+use deepsolve_testkit::policy::{POLICY_NAMES, SMALL_MODEL_POLICY_NAMES, by_name};
+use deepsolve_testkit::{ScriptedModel, ScriptedOptions};
+
+use crate::answers::{engine_pieces, problems};
+use crate::engine_turns::{Played, Setup, play_model, protocols_for};
+
+const EN_PROBLEM: &str = "Find all real x with x^2 - 5x + 6 = 0.";
+const ZH_PROBLEM: &str = "求出满足 x^2 - 5x + 6 = 0 的所有实数 x。";
+
+fn honouring() -> Honours {
+    Honours {
+        native_tools: true,
+        tool_choice_required: true,
+        tool_choice_named: true,
+        ..Honours::default()
+    }
+}
+
+/// One turn of policy `name` (two steps, with the `reason` tool) under `enforce`, the model
+/// honouring `honours`.
+async fn play_enforced(
+    name: &str,
+    protocol: Protocol,
+    language: Language,
+    enforce: Enforce,
+    honours: Honours,
+) -> Played {
+    let policy = by_name(name, 2, Some("reason".into())).expect("a known policy");
+    let model = ScriptedModel::new(policy).with_options(ScriptedOptions {
+        honours,
+        ..ScriptedOptions::default()
+    });
+    let problem = match language {
+        Language::Zh => ZH_PROBLEM,
+        _ => EN_PROBLEM,
+    };
+    let setup = Setup {
+        protocol,
+        language,
+        problem,
+        tool_description: "a hard sub-derivation",
+    };
+    play_model(model, &setup, |spec: &mut TurnSpec| {
+        spec.config.enforce = enforce;
+    })
+    .await
+}
+
+fn choices(played: &Played) -> Vec<ToolChoice> {
+    played
+        .requests
+        .iter()
+        .map(|r| r.tool_choice.clone())
+        .collect()
+}
+
+/// The `tool_choice` each `round_started` event names.
+fn announced(played: &Played) -> Vec<Option<String>> {
+    played
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::RoundStarted { tool_choice, .. } => Some(tool_choice.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `later` repeats `earlier` up to `earlier`'s last message (the ephemeral tail, or the
+/// problem before a plan): the prompt only grew.
+fn only_grew(earlier: &ChatRequest, later: &ChatRequest) -> bool {
+    let kept = earlier.messages.len().saturating_sub(1);
+    later.messages.len() > kept && later.messages[..kept] == earlier.messages[..kept]
+}
+
+#[tokio::test]
+async fn decoding_asks_for_the_plan_the_steps_calls_and_then_the_answer() {
+    for language in [Language::En, Language::Zh] {
+        let played = play_enforced(
+            "thinks-before-calls",
+            Protocol::Native,
+            language,
+            Enforce::Decoding,
+            honouring(),
+        )
+        .await;
+        let turn = format!("thinks-before-calls {}", language.code());
+        let outcome = &played.outcome;
+        assert_eq!(outcome.stop_reason, StopReason::Answered, "{turn}");
+        assert_eq!(outcome.answer_source, Some(AnswerSource::Model), "{turn}");
+        assert!(outcome.solve.has_plan(), "{turn}");
+        assert!(outcome.solve.open_steps().next().is_none(), "{turn}");
+        let choices = choices(&played);
+        assert_eq!(choices[0], ToolChoice::Auto, "{turn}: room to think first");
+        assert_eq!(
+            choices[1],
+            ToolChoice::Named("solve_plan".into()),
+            "{turn}: the plan is asked for by name"
+        );
+        assert_eq!(
+            choices.last(),
+            Some(&ToolChoice::None),
+            "{turn}: {choices:?}"
+        );
+        assert!(
+            choices.contains(&ToolChoice::Required),
+            "{turn}: {choices:?}"
+        );
+        // Every forced round follows a round that was free, and only added to its prompt.
+        for (i, pair) in played.requests.windows(2).enumerate() {
+            if matches!(
+                pair[1].tool_choice,
+                ToolChoice::Required | ToolChoice::Named(_)
+            ) {
+                assert_eq!(pair[0].tool_choice, ToolChoice::Auto, "{turn}: round {i}");
+                assert!(only_grew(&pair[0], &pair[1]), "{turn}: round {}", i + 2);
+            }
+        }
+        // The tools and the system prompt never change.
+        let first = &played.requests[0];
+        for request in &played.requests {
+            assert_eq!(request.tools, first.tools, "{turn}");
+            assert_eq!(request.messages[0], first.messages[0], "{turn}");
+        }
+        // The reasoning went into the context beside the call it led to: never two assistant
+        // messages in a row.
+        for request in &played.requests {
+            for pair in request.messages.windows(2) {
+                assert!(
+                    !(pair[0].role == Role::Assistant && pair[1].role == Role::Assistant),
+                    "{turn}: two assistant messages in a row"
+                );
+            }
+        }
+        let named: Vec<Option<String>> = announced(&played);
+        assert_eq!(named.len(), played.requests.len(), "{turn}");
+        assert_eq!(named[0].as_deref(), Some("auto"), "{turn}");
+        assert_eq!(named[1].as_deref(), Some("solve_plan"), "{turn}");
+        assert_eq!(named.last().cloned().flatten().as_deref(), Some("none"));
+        let found = problems(&turn, &played, &engine_pieces());
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+}
+
+#[tokio::test]
+async fn without_a_named_tool_choice_the_plan_is_a_required_call() {
+    let played = play_enforced(
+        "thinks-before-calls",
+        Protocol::Native,
+        Language::En,
+        Enforce::Decoding,
+        Honours::default(),
+    )
+    .await;
+    assert_eq!(played.outcome.stop_reason, StopReason::Answered);
+    let choices = choices(&played);
+    assert_eq!(choices[1], ToolChoice::Required, "{choices:?}");
+    assert!(!choices.iter().any(|c| matches!(c, ToolChoice::Named(_))));
+    let notice = played.requests[1].messages.last().expect("a tail");
+    assert!(
+        notice.content.contains("`solve_plan`"),
+        "{}",
+        notice.content
+    );
+}
+
+#[tokio::test]
+async fn auto_enforces_at_decoding_time_only_where_the_model_honours_tool_choice() {
+    let unknown = play_enforced(
+        "thinks-before-calls",
+        Protocol::Native,
+        Language::En,
+        Enforce::Auto,
+        Honours::default(),
+    )
+    .await;
+    assert!(
+        choices(&unknown).iter().all(|c| *c == ToolChoice::Auto),
+        "{:?}",
+        choices(&unknown)
+    );
+    assert!(announced(&unknown).iter().all(Option::is_none));
+    assert_eq!(
+        unknown.outcome.stop_reason,
+        StopReason::AnsweredWithoutPlan,
+        "the prompt alone holds the spine, as before"
+    );
+
+    let honoured = play_enforced(
+        "thinks-before-calls",
+        Protocol::Native,
+        Language::En,
+        Enforce::Auto,
+        honouring(),
+    )
+    .await;
+    assert_eq!(honoured.outcome.stop_reason, StopReason::Answered);
+    assert!(choices(&honoured).contains(&ToolChoice::Required));
+
+    let prompt = play_enforced(
+        "thinks-before-calls",
+        Protocol::Native,
+        Language::En,
+        Enforce::Prompt,
+        honouring(),
+    )
+    .await;
+    assert!(choices(&prompt).iter().all(|c| *c == ToolChoice::Auto));
+    assert_eq!(prompt.outcome.stop_reason, StopReason::AnsweredWithoutPlan);
+}
+
+#[tokio::test]
+async fn a_well_behaved_model_under_decoding_makes_the_same_calls_in_as_many_rounds() {
+    let prompt = play_enforced(
+        "well-behaved",
+        Protocol::Native,
+        Language::En,
+        Enforce::Prompt,
+        Honours::default(),
+    )
+    .await;
+    let decoding = play_enforced(
+        "well-behaved",
+        Protocol::Native,
+        Language::En,
+        Enforce::Decoding,
+        Honours::default(),
+    )
+    .await;
+    assert_eq!(decoding.outcome.stop_reason, StopReason::Answered);
+    assert_eq!(decoding.requests.len(), prompt.requests.len());
+    // The same requests but for `tool_choice`: auto while a call is due (a model that calls
+    // on its own is never asked twice), none for the answer.
+    for (p, d) in prompt.requests.iter().zip(&decoding.requests) {
+        assert_eq!(p.messages, d.messages);
+        assert_eq!(p.tools, d.tools);
+    }
+    assert_eq!(
+        choices(&decoding).last(),
+        Some(&ToolChoice::None),
+        "{:?}",
+        choices(&decoding)
+    );
+}
+
+#[tokio::test]
+async fn a_model_that_ignores_a_required_call_is_held_by_the_prompt_and_the_turn_ends() {
+    for name in ["prose-planner", "nudge-echo", "ignores-tool-choice"] {
+        for language in [Language::En, Language::Zh] {
+            let played = play_enforced(
+                name,
+                Protocol::Native,
+                language,
+                Enforce::Decoding,
+                Honours::default(),
+            )
+            .await;
+            let turn = format!("{name} {}", language.code());
+            assert!(
+                played.requests.len() <= 16,
+                "{turn}: {} requests",
+                played.requests.len()
+            );
+            let found = problems(&turn, &played, &engine_pieces());
+            assert!(found.is_empty(), "{}", found.join("\n"));
+            let forced = played
+                .requests
+                .iter()
+                .filter(|r| matches!(r.tool_choice, ToolChoice::Required | ToolChoice::Named(_)))
+                .count();
+            assert!(forced <= 2, "{turn}: asked for a call {forced} times");
+        }
+    }
+    // The prose planner's prose stands as its answer, as without decoding.
+    let prose = play_enforced(
+        "prose-planner",
+        Protocol::Native,
+        Language::En,
+        Enforce::Decoding,
+        Honours::default(),
+    )
+    .await;
+    assert_eq!(prose.outcome.stop_reason, StopReason::AnsweredWithoutPlan);
+    let warned = prose.events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Warning { message, .. } if message.contains("tool_choice is not honoured"))
+    });
+    assert!(warned, "the fall-back to the prompt is said");
+}
+
+#[tokio::test]
+async fn under_decoding_no_answer_of_any_policy_carries_engine_text() {
+    let pieces = engine_pieces();
+    let mut found = Vec::new();
+    for language in [Language::En, Language::Zh] {
+        for name in POLICY_NAMES.iter().chain(SMALL_MODEL_POLICY_NAMES) {
+            for protocol in protocols_for(name) {
+                let played = play_enforced(
+                    name,
+                    protocol,
+                    language,
+                    Enforce::Decoding,
+                    Honours::default(),
+                )
+                .await;
+                let turn = format!("{name} {protocol} {} decoding", language.code());
+                found.extend(problems(&turn, &played, &pieces));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
