@@ -247,6 +247,8 @@ impl OpenAiClient {
         let call = self.complete_with_extra(&check.request, &check.extra, &mut ignore, 1);
         match tokio::time::timeout(timeout, call).await {
             Err(_) => Ok(Outcome::TimedOut(timeout)),
+            // Reachable but slow (a small model prefilling the playbook): this check's answer.
+            Ok(Err(ModelError::IdleTimeout { after })) => Ok(Outcome::TimedOut(after)),
             Ok(Ok(completion)) => Ok(Outcome::Replied(completion)),
             Ok(Err(e @ (ModelError::BadRequest { .. } | ModelError::ToolsUnsupported { .. }))) => {
                 Ok(Outcome::Refused(e))

@@ -262,7 +262,12 @@ async fn llama_cpp_s_own_server_as_probed() {
     };
     let context = 4096;
     let server = LlamaServer::start(&python, &model, context).expect("llama.cpp's server");
-    let client = client(&server.url());
+    // A small model on a shared CPU takes a while to prefill the playbook.
+    let config = ClientConfig {
+        stream_idle_timeout: Duration::from_secs(300),
+        ..ClientConfig::new(server.url(), "test-model")
+    };
+    let client = OpenAiClient::new(config).expect("client");
     let spec = ProbeSpec::new(&Texts::builtin(Language::En), &[])
         .with_check_timeout(Duration::from_secs(300));
     let verdict = client.probe(&spec).await.expect("probe");
