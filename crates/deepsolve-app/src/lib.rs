@@ -34,6 +34,7 @@ pub mod knowledge;
 pub mod life;
 pub mod models;
 pub mod owner;
+pub mod probe;
 pub mod sandbox;
 pub mod stored;
 pub mod turn;
@@ -330,6 +331,12 @@ impl AppBuilder {
             .vision_model(vision)
             .sandbox(sandbox);
         Ok((builder, recheck))
+    }
+
+    /// The main model (its `honours()` decides the turn's context window:
+    /// [`probe::context_window`]).
+    pub fn main_model(&self) -> &Arc<dyn ChatModel> {
+        &self.main_model
     }
 
     /// The model behind `reason`, or why there is none.

@@ -36,6 +36,8 @@ pub fn main_client(loaded: &Loaded) -> Result<Arc<OpenAiClient>, AppError> {
     config.stream_idle_timeout = loaded.settings.solve.stream_idle_timeout();
     config.max_reply_bytes = max_reply_bytes(loaded);
     let client = OpenAiClient::new(config).map_err(AppError::Client)?;
+    // What the endpoint honours, as the probe last found (see crate::probe).
+    crate::probe::take_up_kept_verdict(&client);
     Ok(Arc::new(client))
 }
 

@@ -11,7 +11,7 @@ use crate::ConfigArgs;
 use crate::output::outln;
 use crate::setup::load_settings;
 
-pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<Exit> {
+pub(crate) async fn run(args: &ConfigArgs, recheck: bool) -> anyhow::Result<Exit> {
     let loaded = load_settings(args)?;
     let llm = &loaded.settings.llm;
     let exists = if loaded.file_exists {
@@ -56,7 +56,7 @@ pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<Exit> {
         }
     }
     if healthy {
-        healthy &= probe_protocols(&client).await;
+        healthy &= probe_section(&loaded, &client, recheck).await;
         match crate::images::vision_line(loaded.settings.llm.vision, client.as_ref()).await {
             Ok(line) => ok(&line),
             Err(line) => warn(&line),
@@ -65,40 +65,70 @@ pub(crate) async fn run(args: &ConfigArgs) -> anyhow::Result<Exit> {
     Ok(if healthy { Exit::Answer } else { Exit::Failure })
 }
 
-/// Native tool calling and stop sequences decide the protocol to use.
-async fn probe_protocols(client: &deepsolve_llm::OpenAiClient) -> bool {
-    let mut healthy = true;
-    let native = match client.probe_native_tools().await {
-        Ok(true) => {
-            ok("native tool calling works");
-            true
-        }
-        Ok(false) => {
-            warn("no native tool calling");
-            false
-        }
-        Err(e) => {
-            fail(&format!("tool-calling probe failed: {e}"));
-            healthy = false;
-            false
-        }
+/// What the endpoint honours at decoding time, from the probe's verdict (kept per endpoint
+/// and model; probed now when none is kept, the kept one is stale, or `--recheck`), with the
+/// context window turns get and the protocol the verdict points to. Capabilities not honoured
+/// are findings, not failures; a probe that cannot reach the endpoint is a failure.
+async fn probe_section(
+    loaded: &Loaded,
+    client: &deepsolve_llm::OpenAiClient,
+    recheck: bool,
+) -> bool {
+    let stale = client.verdict().and_then(|v| v.stale);
+    let (verdict, probed_now) =
+        match deepsolve_app::probe::probed(client, recheck, PROBE_CHECK_TIMEOUT).await {
+            Ok(found) => found,
+            Err(e) => {
+                fail(&format!("the endpoint probe failed: {e}"));
+                return false;
+            }
+        };
+    let taken = crate::history::utc_minute(
+        i64::try_from(verdict.taken_at.saturating_mul(1000)).unwrap_or(i64::MAX),
+    );
+    let when = match (probed_now, stale) {
+        (false, _) => format!("kept from {taken} (`deepsolve doctor --recheck` probes again)"),
+        (true, Some(why)) => format!("probed now, {taken}: the kept verdict was stale ({why})"),
+        (true, None) => format!("probed now, {taken}"),
     };
-    match client.probe_stop_sequences().await {
-        Ok(true) => ok("stop sequences are honoured"),
-        Ok(false) => warn(
-            "stop sequences are ignored (the tags protocol still cuts any result the model invents)",
-        ),
-        Err(e) => {
-            fail(&format!("stop-sequence probe failed: {e}"));
-            healthy = false;
+    outln!("probe      {when}");
+    for capability in deepsolve_llm::Capability::ALL {
+        let Some(finding) = verdict.finding(capability) else {
+            continue;
+        };
+        let line = format!("{}: {}", capability.label(), finding.detail);
+        if finding.honoured {
+            ok(&line);
+        } else {
+            outln!("{} {line}", style("✗").yellow());
         }
     }
-    let recommended = if native { "native" } else { "tags" };
+    if verdict.plans_unforced == Some(false) {
+        warn("the model does not plan with solve_plan unless made to: the spine must be enforced");
+    }
+    let honours = deepsolve_core::ChatModel::honours(client);
+    let (window, origin) = deepsolve_app::probe::context_window(&loaded.settings, &honours);
+    let source = deepsolve_app::probe::describe_origin(origin, verdict.window_source);
+    outln!("context    {window} tokens ({source})");
+    if origin == deepsolve_app::probe::WindowOrigin::Configured
+        && let Some(server) = verdict.context_window
+        && server != window
+    {
+        warn(&format!(
+            "llm.context_window is {window} but the server says {server} ({})",
+            verdict.window_source.map_or("", |s| s.describe())
+        ));
+    }
+    let recommended = verdict.recommended_protocol().as_str();
     outln!(
         "recommended protocol: {recommended}   (deepsolve settings set llm.protocol={recommended})"
     );
-    healthy
+    true
 }
+
+/// How long each of the probe's requests may take: a small local model on a busy CPU
+/// prefills the playbook in tens of seconds.
+const PROBE_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Whether the endpoint lists `model`: a listed model is a pass; one missing from a non-empty
 /// list fails (naming the nearest listed name); an empty list says nothing either way.

@@ -337,7 +337,7 @@ fn title(problem: &str) -> String {
 }
 
 /// `2026-12-04 16:55Z` from milliseconds since the Unix epoch.
-fn utc_minute(ms: i64) -> String {
+pub(crate) fn utc_minute(ms: i64) -> String {
     let minutes = ms.div_euclid(60_000);
     let (days, minute_of_day) = (minutes.div_euclid(1440), minutes.rem_euclid(1440));
     let (y, m, d) = civil_from_days(days);

@@ -170,11 +170,15 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
-    /// Check the configured model endpoint: reachable, model listed, native tool calling.
-    /// Exits 1 when a check fails.
+    /// Check the configured model endpoint: reachable, model listed, and what it honours
+    /// (native tool calls, tool_choice, json_schema, stop sequences, its context window), as
+    /// the probe last found or probing now. Exits 1 when a check fails.
     Doctor {
         #[command(flatten)]
         config: ConfigArgs,
+        /// Probe the endpoint again even when a verdict on it is kept.
+        #[arg(long)]
+        recheck: bool,
     },
     /// Run the HTTP server: the web UI at `/`, the streaming API, persistent sessions.
     Serve(serve::ServeArgs),
@@ -285,7 +289,7 @@ fn run(command: Command) -> Exit {
             Command::Show(args) => history::show(args).await,
             Command::Resume(args) => history::resume(args).await,
             Command::Settings { action, config } => settings_cmd::run(action, &config),
-            Command::Doctor { config } => doctor::run(&config).await,
+            Command::Doctor { config, recheck } => doctor::run(&config, recheck).await,
             Command::Serve(args) => serve::run(args).await,
             Command::Eval(args) => eval_cmd::run(args).await,
             Command::Gc(args) => gc::run(args).await,

@@ -61,11 +61,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<Exit> {
             .or_else(|| server.instance_id.clone())
             .unwrap_or_else(|| addr.to_string()),
         defaults: solve.clone(),
-        context_window: loaded
-            .settings
-            .llm
-            .context_window
-            .unwrap_or(deepsolve_core::DEFAULT_CONTEXT_WINDOW),
+        // Set once the app is built: the server's own window counts when none is configured.
+        context_window: deepsolve_core::DEFAULT_CONTEXT_WINDOW,
         max_running_turns: max_turns,
         workspace_root: Some(deepsolve_app::default_workspace_root()?),
         workspace_retention: deepsolve_app::gc::days(loaded.settings.sandbox.retention_days),
@@ -117,6 +114,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<Exit> {
     let app = build_app_with_knowledge(&loaded, Some(max_turns), Some(artifacts), Some(knowledge))
         .await?;
     report_sandbox(&app);
+    let mut config = config;
+    let honours = app.model().honours();
+    config.context_window = deepsolve_app::probe::context_window(&loaded.settings, &honours).0;
     let state = deepsolve_server::prepare(store, Arc::new(app), config).await?;
     let listener = deepsolve_server::bind(addr, state.auth).await?;
     let local = listener.local_addr()?;

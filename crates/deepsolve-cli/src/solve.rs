@@ -96,11 +96,9 @@ async fn solve(
         .map(|f| f.history.clone())
         .unwrap_or_default();
     let config = loaded.settings.solve.clone();
-    let window = loaded
-        .settings
-        .llm
-        .context_window
-        .unwrap_or(deepsolve_core::DEFAULT_CONTEXT_WINDOW);
+    // llm.context_window, else the server's own (the probe's verdict), else the default.
+    let honours = builder.main_model().honours();
+    let (window, _) = deepsolve_app::probe::context_window(&loaded.settings, &honours);
     check_fits(&problem, &history, &config, window)?;
     let turn_id = new_turn_id();
     let prepared = if args.kbs.is_empty() && args.attachments.is_empty() {

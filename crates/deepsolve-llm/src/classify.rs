@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use deepsolve_core::{Completion, ModelError};
 
+use crate::probe::Capability;
 use crate::wire::ProviderError;
 
 /// What one attempt's failure means.
@@ -229,6 +230,31 @@ pub(crate) fn is_tools_unsupported(error: &ProviderError) -> bool {
     TOOLS_PHRASES.iter().any(|p| message.contains(p))
 }
 
+/// The decoding-time capability a refused request names, for a kept probe verdict to be
+/// checked against: the server says tools are unsupported, or its parsed error names
+/// `tool_choice`, `response_format` (or `json_schema`) or `stop`, in `param` or in its
+/// message. Only a 400, 404, 422 or 501 refuses a parameter.
+pub(crate) fn rejected_capability(status: u16, error: &ProviderError) -> Option<Capability> {
+    if !matches!(status, 400 | 404 | 422 | 501) {
+        return None;
+    }
+    if is_tools_unsupported(error) {
+        return Some(Capability::NativeTools);
+    }
+    let param = error.param.as_deref().unwrap_or_default();
+    let message = error.message.to_ascii_lowercase();
+    let names = |word: &str| param == word || message.contains(word);
+    if names("tool_choice") {
+        Some(Capability::ToolChoiceNamed)
+    } else if names("response_format") || names("json_schema") {
+        Some(Capability::JsonSchema)
+    } else if param == "stop" {
+        Some(Capability::StopSequences)
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,6 +309,27 @@ mod tests {
         // Same words outside the message field do not count.
         let quoted = r#"{"error":{"message":"invalid request"},"echo":"does not support tools"}"#;
         assert_eq!(fatal_kind(classify(400, quoted)), "bad_request");
+    }
+
+    #[test]
+    fn a_refused_parameter_names_its_capability() {
+        let named =
+            |status, body: &str| rejected_capability(status, &ProviderError::from_body(body));
+        let choice = r#"{"error":{"message":"Invalid value for 'tool_choice': unsupported","param":"tool_choice"}}"#;
+        assert_eq!(named(400, choice), Some(Capability::ToolChoiceNamed));
+        let format = r#"{"error":{"message":"response_format json_schema is not supported"}}"#;
+        assert_eq!(named(400, format), Some(Capability::JsonSchema));
+        let tools = r#"{"error":{"message":"m does not support tools"}}"#;
+        assert_eq!(named(400, tools), Some(Capability::NativeTools));
+        assert_eq!(
+            named(400, r#"{"error":{"message":"bad","param":"stop"}}"#),
+            Some(Capability::StopSequences)
+        );
+        assert_eq!(
+            named(400, r#"{"error":{"message":"invalid messages"}}"#),
+            None
+        );
+        assert_eq!(named(500, choice), None, "a server error refuses nothing");
     }
 
     #[test]

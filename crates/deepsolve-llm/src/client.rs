@@ -1,23 +1,27 @@
 //! [`OpenAiClient`]: one endpoint, one model, streaming chat completions with retries.
 
+use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-// The stop sequence `OpenAiClient::probe_stop_sequences` checks is core's `STOP_MARKER`: the one
-// the text-tag protocol relies on to keep a model from inventing its own tool results.
 use deepsolve_core::{
-    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, Message, ModelError, STOP_MARKER,
+    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, Honours, Message, ModelError,
     StreamDelta, ToolChoice, ToolSpec,
 };
 use futures::StreamExt;
 use secrecy::ExposeSecret;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::accumulate::{ReplyTooLarge, StreamAccumulator};
-use crate::classify::{Failure, RetryKind, classify_status, classify_stream_error};
+use crate::classify::{
+    Failure, RetryKind, classify_status, classify_stream_error, rejected_capability,
+};
 use crate::config::{ClientConfig, ClientError, normalize_base_url};
+use crate::probe::{self, Capability, Check, Finding, Outcome, ProbeSpec, Verdict, WindowSource};
 use crate::retry::{backoff_delay, parse_retry_after, random_jitter};
 use crate::sse::{MAX_EVENT_BYTES, MAX_STREAM_BYTES, SseError, SseEvent, SseParser};
+use crate::verdicts;
 use crate::wire::{self, ChatChunk, ProviderError, truncate_message};
 
 /// Cap on an HTTP error body we read to explain a failure.
@@ -26,10 +30,8 @@ const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 const MAX_MODELS_BYTES: usize = 8 * 1024 * 1024;
 /// The tool offered by [`OpenAiClient::probe_native_tools`].
 const PROBE_TOOL: &str = "deepsolve_probe";
-/// The canary's text before and after [`STOP_MARKER`]: distinctive words that only appear in
-/// the reply if the model echoed them.
-const CANARY_BEFORE: &str = "deepsolve-canary-before";
-const CANARY_AFTER: &str = "deepsolve-canary-after";
+/// Cap on a context-window lookup's body (`/props`, `/api/show`).
+const MAX_LOOKUP_BYTES: usize = 1024 * 1024;
 
 /// Where live deltas go inside this module (the same as [`DeltaSink`], without the reference).
 type Sink<'a> = dyn FnMut(StreamDelta) + Send + 'a;
@@ -43,6 +45,9 @@ pub struct OpenAiClient {
     config: ClientConfig,
     endpoint: String,
     http: reqwest::Client,
+    /// The probe's verdict on this endpoint and model, and the file it is kept in.
+    verdict: Mutex<Option<Verdict>>,
+    verdict_file: Mutex<Option<PathBuf>>,
 }
 
 /// Whether the event loop should keep reading.
@@ -80,6 +85,8 @@ impl OpenAiClient {
             config,
             endpoint,
             http,
+            verdict: Mutex::new(None),
+            verdict_file: Mutex::new(None),
         })
     }
 
@@ -132,9 +139,192 @@ impl OpenAiClient {
     /// when the model did not echo the canary at all, since nothing was then shown. One
     /// attempt only, like [`OpenAiClient::probe_native_tools`].
     pub async fn probe_stop_sequences(&self) -> Result<bool, ModelError> {
-        let request = stop_probe_request();
-        let completion = self.complete_with_retries(&request, &mut |_| {}, 1).await?;
-        Ok(stopped_before_marker(&completion.text))
+        let check = probe::stop_check();
+        let completion = self
+            .complete_with_retries(&check.request, &mut |_| {}, 1)
+            .await?;
+        Ok(probe::stopped_before_marker(&completion.text))
+    }
+
+    /// The probe's verdict in use (`None`: nothing known, see [`OpenAiClient::probe`]).
+    pub fn verdict(&self) -> Option<Verdict> {
+        lock(&self.verdict).clone()
+    }
+
+    /// Use `verdict` from now on (`None`: nothing known).
+    pub fn set_verdict(&self, verdict: Option<Verdict>) {
+        *lock(&self.verdict) = verdict;
+    }
+
+    /// Keep verdicts in `file`: the one kept there for this endpoint and model is taken up
+    /// (stale or not: a stale one already says no to what was contradicted) and returned; a
+    /// new probe's verdict and any contradiction are written there.
+    pub fn keep_verdicts_in(&self, file: impl Into<PathBuf>) -> Option<Verdict> {
+        let file = file.into();
+        let kept = verdicts::read(&file, &self.config.base_url, &self.config.model);
+        *lock(&self.verdict_file) = Some(file);
+        if kept.is_some() {
+            self.set_verdict(kept.clone());
+        }
+        kept
+    }
+
+    /// Whether a probe is due: no verdict, or a stale one.
+    pub fn needs_probe(&self) -> bool {
+        lock(&self.verdict)
+            .as_ref()
+            .is_none_or(|v| v.stale.is_some())
+    }
+
+    /// Probe the endpoint (see [`crate::probe`]): five requests as a solve makes them, one
+    /// attempt each, and the server's context window. The verdict is taken up and kept (see
+    /// [`OpenAiClient::keep_verdicts_in`]). An endpoint that cannot be reached, or refuses the
+    /// credentials, is an error: nothing is learnt, nothing kept.
+    pub async fn probe(&self, spec: &ProbeSpec) -> Result<Verdict, ModelError> {
+        let plan = self
+            .run_check(&probe::plan_check(spec), spec.check_timeout)
+            .await?;
+        let (mut native, plans_unforced, plan_detail) = probe::judge_plan(&plan);
+        let tools_refused = matches!(plan, Outcome::Refused(ModelError::ToolsUnsupported { .. }));
+        let mut findings = Vec::new();
+        let (required, named) = if tools_refused {
+            let why = (
+                String::from("no tools at all"),
+                String::from("no tools at all"),
+            );
+            ((false, why.0), (false, why.1))
+        } else {
+            let required = self
+                .run_check(&probe::required_check(spec), spec.check_timeout)
+                .await?;
+            let named = self
+                .run_check(&probe::named_check(spec), spec.check_timeout)
+                .await?;
+            native |= called(&required) || called(&named);
+            (probe::judge_required(&required), probe::judge_named(&named))
+        };
+        let native_detail = if native && !probe::judge_plan(&plan).0 {
+            format!("calls come back when forced ({plan_detail})")
+        } else {
+            plan_detail
+        };
+        findings.push(finding(Capability::NativeTools, (native, native_detail)));
+        findings.push(finding(Capability::ToolChoiceRequired, required));
+        findings.push(finding(Capability::ToolChoiceNamed, named));
+        let json = self
+            .run_check(&probe::json_schema_check(), spec.check_timeout)
+            .await?;
+        findings.push(finding(
+            Capability::JsonSchema,
+            probe::judge_json_schema(&json),
+        ));
+        let stop = self
+            .run_check(&probe::stop_check(), spec.check_timeout)
+            .await?;
+        findings.push(finding(Capability::StopSequences, probe::judge_stop(&stop)));
+        let window = self.server_context_window().await;
+        let verdict = Verdict {
+            endpoint: self.config.base_url.clone(),
+            model: self.config.model.clone(),
+            findings,
+            plans_unforced: if tools_refused { None } else { plans_unforced },
+            context_window: window.map(|(n, _)| n),
+            window_source: window.map(|(_, source)| source),
+            taken_at: probe::now_secs(),
+            stale: None,
+        };
+        self.set_verdict(Some(verdict.clone()));
+        if let Some(file) = lock(&self.verdict_file).clone() {
+            verdicts::write(&file, &verdict);
+        }
+        Ok(verdict)
+    }
+
+    /// One check: its outcome, or the error that makes the whole probe pointless (the
+    /// endpoint unreachable, the credentials refused, the server failing).
+    async fn run_check(&self, check: &Check, timeout: Duration) -> Result<Outcome, ModelError> {
+        let mut ignore = |_| {};
+        let call = self.complete_with_extra(&check.request, &check.extra, &mut ignore, 1);
+        match tokio::time::timeout(timeout, call).await {
+            Err(_) => Ok(Outcome::TimedOut(timeout)),
+            // Reachable but slow (a small model prefilling the playbook): this check's answer.
+            Ok(Err(ModelError::IdleTimeout { after })) => Ok(Outcome::TimedOut(after)),
+            Ok(Ok(completion)) => Ok(Outcome::Replied(completion)),
+            Ok(Err(e @ (ModelError::BadRequest { .. } | ModelError::ToolsUnsupported { .. }))) => {
+                Ok(Outcome::Refused(e))
+            }
+            // A reply cut or unreadable is an answer about this check, not about the endpoint.
+            Ok(Err(e @ (ModelError::Protocol { .. } | ModelError::StreamCut { .. }))) => {
+                Ok(Outcome::Refused(e))
+            }
+            Ok(Err(e)) => Err(e),
+        }
+    }
+
+    /// The context window the server says it has, and where it said so: vLLM's model list,
+    /// llama.cpp's `/props`, Ollama's `/api/show`, asked in that order, each briefly.
+    pub async fn server_context_window(&self) -> Option<(u64, WindowSource)> {
+        let model = &self.config.model;
+        let models = self
+            .get_json(&wire::models_url(&self.config.base_url))
+            .await;
+        if let Some(n) = models
+            .as_ref()
+            .and_then(|list| probe::window_in_models(list, model))
+        {
+            return Some((n, WindowSource::VllmModels));
+        }
+        let root = probe::server_root(&self.config.base_url);
+        let props = self.get_json(&format!("{root}/props")).await;
+        if let Some(n) = props.as_ref().and_then(probe::window_in_props) {
+            return Some((n, WindowSource::LlamaCppProps));
+        }
+        let show = self
+            .post_json(&format!("{root}/api/show"), &json!({ "model": model }))
+            .await;
+        let n = show.as_ref().and_then(probe::window_in_ollama_show)?;
+        Some((n, WindowSource::OllamaShow))
+    }
+
+    async fn get_json(&self, url: &str) -> Option<Value> {
+        self.lookup(self.authorize(self.http.get(url))).await
+    }
+
+    async fn post_json(&self, url: &str, body: &Value) -> Option<Value> {
+        self.lookup(self.authorize(self.http.post(url).json(body)))
+            .await
+    }
+
+    /// A small JSON lookup: `None` on any failure, within a few seconds.
+    async fn lookup(&self, request: reqwest::RequestBuilder) -> Option<Value> {
+        let bound = probe::window_lookup_timeout();
+        let fetch = async {
+            let response = request.send().await.ok()?;
+            if !response.status().is_success() {
+                return None;
+            }
+            let body = read_limited(response, MAX_LOOKUP_BYTES, bound).await.ok()?;
+            serde_json::from_slice::<Value>(&body).ok()
+        };
+        tokio::time::timeout(bound, fetch).await.ok().flatten()
+    }
+
+    /// A refused request named `capability`: a verdict that said it was honoured no longer
+    /// holds. From now on it says no, and the kept one is marked stale (probed again at the
+    /// next chance).
+    fn contradicted(&self, capability: Capability, why: &str) {
+        let mut verdict = lock(&self.verdict);
+        let Some(current) = verdict.as_mut() else {
+            return;
+        };
+        if !current.contradict(capability, why) {
+            return;
+        }
+        let marked = current.clone();
+        drop(verdict);
+        if let Some(file) = lock(&self.verdict_file).clone() {
+            verdicts::write(&file, &marked);
+        }
     }
 
     /// The retry loop: transient failures are retried with backoff, up to `max`
@@ -148,11 +338,31 @@ impl OpenAiClient {
         on_delta: &mut Sink<'_>,
         max: u32,
     ) -> Result<Completion, ModelError> {
+        self.complete_with_extra(request, &Map::new(), on_delta, max)
+            .await
+    }
+
+    /// [`OpenAiClient::complete_with_retries`] with `extra` top-level fields beside the
+    /// configured `extra_body` (the probe's `response_format`).
+    async fn complete_with_extra(
+        &self,
+        request: &ChatRequest,
+        extra: &Map<String, Value>,
+        on_delta: &mut Sink<'_>,
+        max: u32,
+    ) -> Result<Completion, ModelError> {
+        let extra_body = if extra.is_empty() {
+            std::borrow::Cow::Borrowed(&self.config.extra_body)
+        } else {
+            let mut merged = self.config.extra_body.clone();
+            merged.extend(extra.clone());
+            std::borrow::Cow::Owned(merged)
+        };
         // Written once for every attempt; retries send the same bytes.
         let body = bytes::Bytes::from(wire::request_body_bytes(
             &self.config.model,
             request,
-            &self.config.extra_body,
+            &extra_body,
         ));
         let max = max.max(1);
         let mut attempt = 1;
@@ -241,7 +451,12 @@ impl OpenAiClient {
             .await
             .unwrap_or_default();
         let body = self.redact(&String::from_utf8_lossy(&body));
-        classify_status(status, &ProviderError::from_body(&body), retry_after)
+        let error = ProviderError::from_body(&body);
+        if let Some(capability) = rejected_capability(status, &error) {
+            let why = truncate_message(&format!("HTTP {status}: {}", error.message));
+            self.contradicted(capability, &why);
+        }
+        classify_status(status, &error, retry_after)
     }
 
     /// Reads the SSE stream into `acc`, forwarding visible deltas. Returns `Ok` when the reply
@@ -423,6 +638,31 @@ impl ChatModel for OpenAiClient {
         let max = self.config.max_attempts;
         self.complete_with_retries(request, on_delta, max).await
     }
+
+    /// The probe's verdict in use (see [`OpenAiClient::probe`]); nothing known without one.
+    fn honours(&self) -> Honours {
+        lock(&self.verdict)
+            .as_ref()
+            .map(Verdict::honours)
+            .unwrap_or_default()
+    }
+}
+
+/// A verdict's lock; a panic elsewhere while it was held leaves a whole value behind.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn called(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Replied(c) if !c.tool_calls.is_empty())
+}
+
+fn finding(capability: Capability, (honoured, detail): (bool, String)) -> Finding {
+    Finding {
+        capability,
+        honoured,
+        detail,
+    }
 }
 
 /// Turns a finished stream into the attempt's result. An empty reply (no text, reasoning or
@@ -563,26 +803,4 @@ fn probe_request() -> ChatRequest {
         stop: Vec::new(),
         response_format: None,
     }
-}
-
-fn stop_probe_request() -> ChatRequest {
-    let prompt = format!(
-        "This is an automated check. Reply with exactly the following line and nothing else, \
-         no quotes, no explanation:\n{CANARY_BEFORE} {STOP_MARKER} {CANARY_AFTER}"
-    );
-    ChatRequest {
-        messages: vec![Message::user(prompt)],
-        tools: Vec::new(),
-        tool_choice: ToolChoice::Auto,
-        max_tokens: 256,
-        temperature: 0.0,
-        stop: vec![STOP_MARKER.to_string()],
-        response_format: None,
-    }
-}
-
-/// Did the canary reply stop at the marker? The text before it must be there (else the model
-/// did not follow the instruction and nothing was tested), and nothing from the marker on.
-fn stopped_before_marker(text: &str) -> bool {
-    text.contains(CANARY_BEFORE) && !text.contains(STOP_MARKER) && !text.contains(CANARY_AFTER)
 }

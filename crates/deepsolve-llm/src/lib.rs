@@ -11,15 +11,19 @@
 //! - [`sse`]: a small byte-level Server-Sent-Events parser with size caps;
 //! - [`accumulate`]: the delta accumulator that turns chunks into a [`deepsolve_core::Completion`];
 //! - [`estimate`]: local token estimates when the provider reports no usage;
-//! - [`retry`]: backoff and `Retry-After` arithmetic.
+//! - [`retry`]: backoff and `Retry-After` arithmetic;
+//! - [`probe`]: what an endpoint honours at decoding time, asked the way a solve asks, and
+//!   [`verdicts`]: the verdicts kept between processes.
 
 pub mod accumulate;
 mod classify;
 mod client;
 mod config;
 pub mod estimate;
+pub mod probe;
 pub mod retry;
 pub mod sse;
+pub mod verdicts;
 pub mod wire;
 
 pub use accumulate::{
@@ -28,3 +32,4 @@ pub use accumulate::{
 };
 pub use client::OpenAiClient;
 pub use config::{ClientConfig, ClientError};
+pub use probe::{Capability, Finding, ProbeSpec, Verdict, WindowSource};

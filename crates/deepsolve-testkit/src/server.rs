@@ -93,6 +93,7 @@ pub struct MockServerBuilder {
     log: bool,
     capture: bool,
     stream: StreamOptions,
+    props: Option<Value>,
 }
 
 /// How streamed replies are timed and marked: for benchmarks (the default streams at once,
@@ -123,6 +124,7 @@ impl Default for MockServerBuilder {
             log: false,
             capture: true,
             stream: StreamOptions::default(),
+            props: None,
         }
     }
 }
@@ -165,6 +167,14 @@ impl MockServerBuilder {
         self
     }
 
+    /// What `GET /props` answers, as llama.cpp's server does (e.g.
+    /// `{"default_generation_settings": {"n_ctx": 4096}}`); without it, a 404. Either way
+    /// the request is expected (the endpoint probe asks), never a violation.
+    pub fn props(mut self, props: Value) -> Self {
+        self.props = Some(props);
+        self
+    }
+
     /// Start in sequence mode: exactly these replies, in order.
     pub fn sequence(self, replies: Vec<Reply>) -> Result<MockServer, MockError> {
         MockServer::start(self, Source::Script(Script::new(replies)))
@@ -183,6 +193,7 @@ struct ServerState {
     log: bool,
     capture: bool,
     stream: StreamOptions,
+    props: Option<Value>,
     /// Chat requests received; the index of the next one.
     calls: AtomicUsize,
     journal: Mutex<Journal>,
@@ -258,6 +269,7 @@ impl MockServer {
             log: options.log,
             capture: options.capture,
             stream: options.stream,
+            props: options.props,
             calls: AtomicUsize::new(0),
             journal: Mutex::new(Journal::default()),
         });
@@ -357,6 +369,9 @@ fn router(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/models", get(models))
+        // The endpoint probe looks for the context window here (llama.cpp, Ollama).
+        .route("/props", get(props))
+        .route("/api/show", post(not_here))
         .fallback(unexpected)
         .with_state(state)
 }
@@ -368,6 +383,18 @@ async fn models(State(state): State<Arc<ServerState>>) -> Response {
         .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "deepsolve-testkit"}))
         .collect();
     axum::Json(json!({"object": "list", "data": data})).into_response()
+}
+
+async fn props(State(state): State<Arc<ServerState>>) -> Response {
+    match &state.props {
+        Some(props) => axum::Json(props.clone()).into_response(),
+        None => not_here().await,
+    }
+}
+
+/// A route of another kind of server: asked for, answered 404, not a violation.
+async fn not_here() -> Response {
+    (StatusCode::NOT_FOUND, axum::Json(json!({"error": {"message": "not found", "type": "invalid_request_error", "code": null}}))).into_response()
 }
 
 async fn unexpected(State(state): State<Arc<ServerState>>, method: Method, uri: Uri) -> Response {

@@ -522,7 +522,7 @@ fn doctor_checks_the_endpoint_model_and_tool_calling() {
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("✓ endpoint reachable"));
     assert!(stdout.contains("✓ model 'mock-model' is listed"));
-    assert!(stdout.contains("✓ native tool calling works"));
+    assert!(stdout.contains("✓ native tool calls"), "{stdout}");
     assert!(stdout.contains("recommended protocol: native"));
     assert!(stdout.contains("reasoning  the main model (models.reason is not set)"));
     assert!(stdout.contains(

@@ -179,7 +179,111 @@ fn doctor_recommends_tags_for_a_model_without_tool_calling() {
     });
     let out = Isolated::new().doctor(&server.url());
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("! no native tool calling"), "{stdout}");
+    assert!(stdout.contains("✗ native tool calls: refused"), "{stdout}");
     assert!(stdout.contains("stop sequences"), "{stdout}");
     assert!(stdout.contains("recommended protocol: tags"), "{stdout}");
+}
+
+/// The probe's requests among a mock's: they pose the probe's problem.
+fn probe_requests(server: &MockServer) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.body.to_string().contains("Mia buys 12 pencils"))
+        .count()
+}
+
+#[test]
+fn doctor_keeps_the_probe_s_verdict_and_a_solve_takes_the_server_s_window() {
+    let server = MockServer::builder()
+        .props(serde_json::json!({"default_generation_settings": {"n_ctx": 16384}}))
+        .policy(WellBehaved::new(1))
+        .unwrap();
+    let env = Isolated::new();
+    let out = env.doctor(&server.url());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("probe      probed now"), "{stdout}");
+    assert!(stdout.contains("✓ native tool calls"), "{stdout}");
+    for label in [
+        "tool_choice \"required\"",
+        "tool_choice naming a tool",
+        "response_format json_schema",
+    ] {
+        assert!(stdout.contains(label), "{label} in {stdout}");
+    }
+    assert!(
+        stdout.contains("context    16384 tokens (from n_ctx in /props (llama.cpp))"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("recommended protocol: native"), "{stdout}");
+    let probed = probe_requests(&server);
+    assert_eq!(probed, 3, "plan, required, named");
+
+    // Again: the kept verdict, no probe.
+    let out = env.doctor(&server.url());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("probe      kept from "), "{stdout}");
+    assert_eq!(probe_requests(&server), probed);
+
+    // A configured window wins, and doctor says the server's differs.
+    let out = env
+        .command()
+        .args([
+            "doctor",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+        ])
+        .args(["--set", "llm.context_window=8192"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("context    8192 tokens (from llm.context_window)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("but the server says 16384"), "{stdout}");
+
+    // A solve's turn runs in the server's window.
+    let out = env
+        .command()
+        .args([
+            "solve",
+            "--json",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+        ])
+        .arg("What is 2 + 2?")
+        .output()
+        .unwrap();
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let round = events
+        .iter()
+        .find(|e| e["type"] == "round_started")
+        .expect("a round");
+    assert_eq!(round["context_window"], 16384, "{round}");
+
+    // --recheck probes again.
+    let out = env
+        .command()
+        .args([
+            "doctor",
+            "--recheck",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("probe      probed now"), "{stdout}");
+    assert_eq!(probe_requests(&server), 2 * probed);
 }

@@ -5,7 +5,7 @@ mod session;
 pub mod spine;
 mod store;
 
-pub use prompt::Language;
+pub use prompt::{Language, playbook_for};
 pub(crate) use prompt::{ToolLine, playbook};
 pub use session::{PlanVersion, SolveRecord, SolveSession, SolveStep};
 pub use spine::{SpineEffect, is_solve_tool, solve_tool_specs};

@@ -56,6 +56,21 @@ pub(crate) fn playbook(texts: &Texts, mounted: &[ToolLine<'_>]) -> String {
     format!("{}\n\n{appended}", body.trim_end())
 }
 
+/// The playbook a turn offering `work_tools` starts under (each listed by name and
+/// description), in the texts' language: for a caller that asks a model what a solve asks of
+/// it without running one (the endpoint probe).
+pub fn playbook_for(texts: &Texts, work_tools: &[crate::model::ToolSpec]) -> String {
+    let mounted: Vec<ToolLine<'_>> = work_tools
+        .iter()
+        .map(|spec| ToolLine {
+            name: &spec.name,
+            description: &spec.description,
+            line: None,
+        })
+        .collect();
+    playbook(texts, &mounted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -852,7 +852,7 @@ async fn stop_probe_reports_true_when_the_reply_stops_before_the_marker() {
     let body = recorded[0].body.as_object().expect("object");
     assert_eq!(body["stop"], json!(["<tool_response>"]));
     assert!(!body.contains_key("tools") && !body.contains_key("tool_choice"));
-    let prompt = body["messages"][0]["content"].as_str().expect("prompt");
+    let prompt = body["messages"][1]["content"].as_str().expect("prompt");
     assert!(
         prompt.contains("deepsolve-canary-before <tool_response> deepsolve-canary-after"),
         "{prompt}"

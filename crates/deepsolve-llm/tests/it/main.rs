@@ -5,6 +5,7 @@
 
 mod accumulator_props;
 mod client;
+mod probe;
 mod providers;
 mod reply_cap;
 mod support;
