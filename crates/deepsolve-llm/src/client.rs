@@ -11,7 +11,7 @@ use deepsolve_core::{
 };
 use futures::StreamExt;
 use secrecy::ExposeSecret;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::accumulate::{ReplyTooLarge, StreamAccumulator};
 use crate::classify::{
@@ -244,7 +244,7 @@ impl OpenAiClient {
     /// endpoint unreachable, the credentials refused, the server failing).
     async fn run_check(&self, check: &Check, timeout: Duration) -> Result<Outcome, ModelError> {
         let mut ignore = |_| {};
-        let call = self.complete_with_extra(&check.request, &check.extra, &mut ignore, 1);
+        let call = self.complete_with_retries(&check.request, &mut ignore, 1);
         match tokio::time::timeout(timeout, call).await {
             Err(_) => Ok(Outcome::TimedOut(timeout)),
             // Reachable but slow (a small model prefilling the playbook): this check's answer.
@@ -338,31 +338,11 @@ impl OpenAiClient {
         on_delta: &mut Sink<'_>,
         max: u32,
     ) -> Result<Completion, ModelError> {
-        self.complete_with_extra(request, &Map::new(), on_delta, max)
-            .await
-    }
-
-    /// [`OpenAiClient::complete_with_retries`] with `extra` top-level fields beside the
-    /// configured `extra_body` (the probe's `response_format`).
-    async fn complete_with_extra(
-        &self,
-        request: &ChatRequest,
-        extra: &Map<String, Value>,
-        on_delta: &mut Sink<'_>,
-        max: u32,
-    ) -> Result<Completion, ModelError> {
-        let extra_body = if extra.is_empty() {
-            std::borrow::Cow::Borrowed(&self.config.extra_body)
-        } else {
-            let mut merged = self.config.extra_body.clone();
-            merged.extend(extra.clone());
-            std::borrow::Cow::Owned(merged)
-        };
         // Written once for every attempt; retries send the same bytes.
         let body = bytes::Bytes::from(wire::request_body_bytes(
             &self.config.model,
             request,
-            &extra_body,
+            &self.config.extra_body,
         ));
         let max = max.max(1);
         let mut attempt = 1;

@@ -26,11 +26,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use deepsolve_core::solve::spine::{self, SOLVE_PLAN, SOLVE_REPLAN};
 use deepsolve_core::solve::{SolveSession, playbook_for, solve_tool_specs};
 use deepsolve_core::{
-    ChatRequest, Completion, Honours, Message, ModelError, Protocol, STOP_MARKER, Texts, ToolCall,
-    ToolChoice, ToolSpec,
+    ChatRequest, Completion, Honours, Message, ModelError, Protocol, ReplySchema, STOP_MARKER,
+    Texts, ToolCall, ToolChoice, ToolSpec,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// The problem every tool check poses: small, but one that takes a plan of a few steps.
 const PROBLEM: &str = "A shop sells pencils at 3 for $1 and erasers at $0.40 each. Mia buys 12 \
@@ -207,14 +207,10 @@ impl Verdict {
         }
     }
 
-    /// The tool protocol this verdict points to: native where calls come back as calls,
-    /// else text tags.
+    /// The tool protocol this verdict points to: core's rule for `llm.protocol: auto`
+    /// (`deepsolve_core::recommended_protocol`), so doctor says what a turn will use.
     pub fn recommended_protocol(&self) -> Protocol {
-        if self.honoured(Capability::NativeTools) {
-            Protocol::Native
-        } else {
-            Protocol::Tags
-        }
+        deepsolve_core::recommended_protocol(&self.honours())
     }
 
     /// A request failed naming `capability` although the verdict says it is honoured: from
@@ -262,8 +258,6 @@ pub(crate) fn now_secs() -> u64 {
 /// One request of the probe, ready to send.
 pub(crate) struct Check {
     pub request: ChatRequest,
-    /// Top-level fields sent beside the standard ones (`response_format`).
-    pub extra: Map<String, Value>,
 }
 
 /// Check 1: the problem under the playbook, nothing forced.
@@ -296,8 +290,8 @@ fn tool_check(
             max_tokens,
             temperature: 0.0,
             stop: Vec::new(),
+            response_format: None,
         },
-        extra: Map::new(),
     }
 }
 
@@ -320,21 +314,15 @@ fn after_plan(spec: &ProbeSpec) -> Vec<Message> {
 
 /// Check 4: a question to answer in a sentence, the reply held to a JSON schema.
 pub(crate) fn json_schema_check() -> Check {
-    let schema = json!({
-        "type": "json_schema",
-        "json_schema": {
-            "name": "answer",
-            "strict": true,
-            "schema": {
-                "type": "object",
-                "properties": {"answer": {"type": "integer"}},
-                "required": ["answer"],
-                "additionalProperties": false
-            }
-        }
-    });
-    let mut extra = Map::new();
-    extra.insert("response_format".to_string(), schema);
+    let schema = ReplySchema {
+        name: "answer".to_string(),
+        schema: json!({
+            "type": "object",
+            "properties": {"answer": {"type": "integer"}},
+            "required": ["answer"],
+            "additionalProperties": false
+        }),
+    };
     Check {
         request: ChatRequest {
             messages: vec![
@@ -346,8 +334,8 @@ pub(crate) fn json_schema_check() -> Check {
             max_tokens: 48,
             temperature: 0.0,
             stop: Vec::new(),
+            response_format: Some(schema),
         },
-        extra,
     }
 }
 
@@ -368,8 +356,8 @@ pub(crate) fn stop_check() -> Check {
             max_tokens: 64,
             temperature: 0.0,
             stop: vec![STOP_MARKER.to_string()],
+            response_format: None,
         },
-        extra: Map::new(),
     }
 }
 

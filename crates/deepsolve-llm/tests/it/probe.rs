@@ -168,7 +168,8 @@ async fn an_endpoint_that_ignores_tool_choice_and_refuses_json_schema() {
         verdict.context_window, None,
         "the mock says nothing of its window"
     );
-    assert_eq!(verdict.recommended_protocol().as_str(), "tags");
+    // Nothing honoured: `auto` stays native that falls back to tags once refused.
+    assert_eq!(verdict.recommended_protocol().as_str(), "auto");
 }
 
 #[tokio::test]
@@ -234,6 +235,7 @@ async fn a_kept_verdict_is_reused_and_a_contradiction_marks_it_stale() {
         max_tokens: 64,
         temperature: 0.0,
         stop: Vec::new(),
+        response_format: None,
     };
     let failed = second.complete(&request, &mut |_| {}).await;
     assert!(failed.is_err(), "{failed:?}");
