@@ -308,8 +308,7 @@ fn modes(
         }
         let tools = app.tools_for_turn_with(&args.tools, false)?;
         report_sandbox(app);
-        let window =
-            (loaded.settings.llm.context_window).unwrap_or(deepsolve_core::DEFAULT_CONTEXT_WINDOW);
+        let window = app.context_window(loaded.settings.llm.context_window);
         let solver = TurnSolver::new(app.clone(), recorder.clone(), user)
             .tools(tools)
             .config(loaded.settings.solve.clone(), window)

@@ -3,6 +3,7 @@
 mod answer;
 mod database;
 mod doctor;
+mod doctor_local;
 mod eval_cmd;
 mod exit;
 mod gc;
@@ -163,9 +164,13 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
-    /// Check the configured model endpoint: reachable, model listed, native tool calling.
+    /// Check the configured model: an endpoint (reachable, model listed, native tool calling)
+    /// or the in-process model (file, memory, speed on this machine).
     /// Exits 1 when a check fails.
     Doctor {
+        /// Skip the in-process model's speed probe (about ten seconds).
+        #[arg(long)]
+        quick: bool,
         #[command(flatten)]
         config: ConfigArgs,
     },
@@ -275,7 +280,7 @@ fn run(command: Command) -> Exit {
             Command::Show(args) => history::show(args).await,
             Command::Resume(args) => history::resume(args).await,
             Command::Settings { action, config } => settings_cmd::run(action, &config),
-            Command::Doctor { config } => doctor::run(&config).await,
+            Command::Doctor { config, quick } => doctor::run(&config, quick).await,
             Command::Serve(args) => serve::run(args).await,
             Command::Eval(args) => eval_cmd::run(args).await,
             Command::Gc(args) => gc::run(args).await,

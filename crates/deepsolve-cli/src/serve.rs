@@ -54,18 +54,15 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<Exit> {
         CorsOrigins::parse(&server.cors_origins).context("in the setting server.cors_origins")?;
     let max_turns = args.max_turns.max(1);
     let solve = &loaded.settings.solve;
-    let config = ServerConfig {
+    let mut config = ServerConfig {
         instance_id: args
             .instance_id
             .clone()
             .or_else(|| server.instance_id.clone())
             .unwrap_or_else(|| addr.to_string()),
         defaults: solve.clone(),
-        context_window: loaded
-            .settings
-            .llm
-            .context_window
-            .unwrap_or(deepsolve_core::DEFAULT_CONTEXT_WINDOW),
+        // Set below, once the model is known (the in-process model's context caps it).
+        context_window: deepsolve_core::DEFAULT_CONTEXT_WINDOW,
         max_running_turns: max_turns,
         workspace_root: Some(deepsolve_app::default_workspace_root()?),
         workspace_retention: deepsolve_app::gc::days(loaded.settings.sandbox.retention_days),
@@ -109,8 +106,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<Exit> {
     // Artifacts are stored as each call ends, so the web UI can show them while a turn runs.
     let artifacts = ArtifactStore::new(store.clone(), config.max_artifact_bytes);
     let knowledge = knowledge(&loaded, store.clone()).context("cannot set up knowledge bases")?;
+    // The in-process model, when it runs here, loads now (before the server listens): a
+    // line says so, as it may take seconds.
+    crate::setup::report_local_loading(&loaded);
     let app = build_app_with_knowledge(&loaded, Some(max_turns), Some(artifacts), Some(knowledge))
         .await?;
+    config.context_window = app.context_window(loaded.settings.llm.context_window);
     report_sandbox(&app);
     let state = deepsolve_server::prepare(store, Arc::new(app), config).await?;
     let listener = deepsolve_server::bind(addr, state.auth).await?;

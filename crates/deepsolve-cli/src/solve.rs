@@ -96,11 +96,7 @@ async fn solve(
         .map(|f| f.history.clone())
         .unwrap_or_default();
     let config = loaded.settings.solve.clone();
-    let window = loaded
-        .settings
-        .llm
-        .context_window
-        .unwrap_or(deepsolve_core::DEFAULT_CONTEXT_WINDOW);
+    let window = builder.context_window();
     check_fits(&problem, &history, &config, window)?;
     let turn_id = new_turn_id();
     let prepared = if args.kbs.is_empty() && args.attachments.is_empty() {

@@ -144,7 +144,8 @@ fn check(completion: &Completion, deltas: &[StreamDelta], expected: &Expected, s
         Usage {
             prompt_tokens,
             completion_tokens,
-            estimated: false
+            estimated: false,
+            cached_tokens: None,
         },
         "{split:?}: usage"
     );

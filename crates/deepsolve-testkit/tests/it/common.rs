@@ -702,6 +702,7 @@ impl ChatModel for WireModel {
                 prompt_tokens,
                 completion_tokens,
                 estimated: false,
+                cached_tokens: None,
             },
         })
     }
