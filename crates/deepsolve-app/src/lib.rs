@@ -97,7 +97,7 @@ pub enum AppError {
     )]
     NoModelCache,
     /// The in-process model could not be made ready (the file, its header, memory, the CPU).
-    #[error("the local model: {0}")]
+    #[error(transparent)]
     Local(#[from] deepsolve_local::LocalError),
     /// `llm.provider: local` (or the embedded default) in a build without llama.cpp.
     #[error(

@@ -118,9 +118,9 @@ impl LocalModel {
             &special_piece(&model, model.vocab().bos()),
             &special_piece(&model, model.vocab().eos()),
         )
-        .map_err(|source| LocalError::Template {
+        .map_err(|error| LocalError::Template {
             path: path.clone(),
-            source,
+            error,
         })?;
         let parallel = config.parallel as usize;
         let slots = Arc::new(SlotBook::new(parallel));
