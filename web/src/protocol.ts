@@ -901,6 +901,12 @@ export interface TurnView {
 
 /** Tokens spent, by a model call or summed over a turn. */
 export interface Usage {
+  /**
+   * Prompt tokens the model served from its prompt (KV) cache instead of reading them
+   * again, when it says (the in-process model always does; an endpoint when it reports
+   * them). Absent from the JSON when unknown, so older records read the same.
+   */
+  cached_tokens?: number | null;
   completion_tokens: number;
   /** True when any part of this was estimated locally instead of reported by the provider. */
   estimated: boolean;

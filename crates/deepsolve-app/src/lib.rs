@@ -51,6 +51,9 @@ use deepsolve_tools::{CATALOG, Deps, Knowledge, Recheck, Sandbox, SandboxError, 
 
 /// A turn's images made ready for a model (every front end prepares them through it).
 pub use deepsolve_images as images;
+/// The in-process model (`llm.provider: local`): its types for front ends (`doctor`).
+#[cfg(feature = "local")]
+pub use deepsolve_local as local;
 
 pub use artifacts::{ArtifactRegistry, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, is_rendered};
 pub use deepsolve_tools::{
@@ -58,7 +61,10 @@ pub use deepsolve_tools::{
 };
 pub use gc::{GcOptions, GcReport, collect_workspaces};
 pub use knowledge::{KnowledgeError, KnowledgeOptions, kb_limits, knowledge_from_settings};
-pub use models::{DEFAULT_BASE_URL, main_client, reasoning_model, vision_model};
+pub use models::{
+    DEFAULT_BASE_URL, DEFAULT_LOCAL_MODEL, MainChoice, MainClient, main_choice,
+    main_client, reasoning_model, vision_model,
+};
 pub use owner::LOCAL_USER;
 pub use turn::{
     HeldWorkspace, WorkspaceError, create_workspace, data_dir, default_workspace_root,
@@ -76,19 +82,30 @@ pub fn tool_sections() -> Vec<ToolSection> {
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error(
-        "no model configured: pass --model (and --base-url), or set DEEPSOLVE_MODEL (and DEEPSOLVE_BASE_URL), or run `deepsolve settings set llm.model=NAME` to write it in {}",
-        settings_path.display()
+        "no model configured: pass --model (and --base-url), or set DEEPSOLVE_MODEL (and DEEPSOLVE_BASE_URL), or run `deepsolve settings set llm.model=NAME` to write it in {}; or run a model in this process: scripts/fetch-model qwen2.5-coder-1.5b-instruct-q4_k_m fetches the default one{}",
+        settings_path.display(),
+        default_local.as_ref().map(|p| format!(" (to {})", p.display())).unwrap_or_default()
     )]
-    NoModel { settings_path: PathBuf },
-    /// `llm.provider: local` is accepted by the settings but no front end runs the in-process
-    /// model yet: refused by name rather than quietly sent to an endpoint.
+    NoModel {
+        settings_path: PathBuf,
+        /// Where the embedded default would be found.
+        default_local: Option<PathBuf>,
+    },
+    /// `llm.provider: local` without `llm.local.model`, and no model cache to look in.
     #[error(
-        "llm.provider is `local`, but this build does not run the in-process model yet \
-         (deepsolve-local is built and tested on its own); serve the GGUF with an \
-         OpenAI-compatible server such as llama.cpp's and pass --base-url, or set \
-         llm.provider: openai"
+        "llm.provider is `local` but llm.local.model is not set and there is no model cache \
+         (neither DEEPSOLVE_MODELS nor HOME is set): set llm.local.model to a GGUF file"
     )]
-    LocalProviderNotWired,
+    NoModelCache,
+    /// The in-process model could not be made ready (the file, its header, memory, the CPU).
+    #[error(transparent)]
+    Local(#[from] deepsolve_local::LocalError),
+    /// `llm.provider: local` (or the embedded default) in a build without llama.cpp.
+    #[error(
+        "this build of deepsolve has no in-process model (built without the `local` feature); \
+         pass --base-url and --model to use an OpenAI-compatible endpoint"
+    )]
+    LocalNotBuilt,
     #[error("cannot use the configured model")]
     Client(#[source] deepsolve_llm::ClientError),
     #[error("sandbox.backend is `bwrap`, but {0}")]
@@ -315,7 +332,8 @@ impl AppBuilder {
         // request: it runs on the runtime's other threads while the clients are made here
         // (which reads the system's root certificates).
         let probe = tokio::spawn(probe);
-        let clients = main_client(loaded).map(|main| {
+        let clients = main_client(loaded).await.map(|main| {
+            let main = main.model();
             let reasoning = reasoning_model(loaded, &main);
             (main, reasoning, vision_model(loaded))
         });

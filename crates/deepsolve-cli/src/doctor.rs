@@ -1,9 +1,14 @@
-//! `deepsolve doctor`: is the configured endpoint usable for solving?
+//! `deepsolve doctor`: is the configured endpoint (or the in-process model) usable for solving?
 
 use crate::exit::Exit;
 
 use console::style;
-use deepsolve_app::{AppBuilder, DEFAULT_BASE_URL, main_client, reasoning_model, vision_model};
+use std::sync::Arc;
+
+use deepsolve_app::{
+    AppBuilder, DEFAULT_BASE_URL, MainClient, main_client, reasoning_model, vision_model,
+};
+use deepsolve_core::ChatModel;
 use deepsolve_settings::Loaded;
 use deepsolve_tools::{DoctorLine, Policy, Sandbox, Unavailable};
 
@@ -11,7 +16,7 @@ use crate::ConfigArgs;
 use crate::output::outln;
 use crate::setup::load_settings;
 
-pub(crate) async fn run(args: &ConfigArgs, recheck: bool) -> anyhow::Result<Exit> {
+pub(crate) async fn run(args: &ConfigArgs, recheck: bool, quick: bool) -> anyhow::Result<Exit> {
     let loaded = load_settings(args)?;
     let llm = &loaded.settings.llm;
     let exists = if loaded.file_exists {
@@ -21,7 +26,18 @@ pub(crate) async fn run(args: &ConfigArgs, recheck: bool) -> anyhow::Result<Exit
     };
     outln!("settings   {}{exists}", loaded.path.display());
     let (sandbox_ok, sandbox) = sandbox_section(&loaded.settings).await;
-    let client = main_client(&loaded)?;
+    let client = match main_client(&loaded).await? {
+        MainClient::Endpoint(client) => client,
+        MainClient::Local(model) => {
+            let healthy = crate::doctor_local::section(&model, quick).await;
+            models_section(&loaded.settings);
+            let main: Arc<dyn ChatModel> = model;
+            let tools = tools_section(&loaded, &main, sandbox);
+            tool_reports(&loaded.settings);
+            let healthy = healthy & sandbox_ok & tools;
+            return Ok(if healthy { Exit::Answer } else { Exit::Failure });
+        }
+    };
     let base_url = crate::setup::base_url(&loaded);
     outln!("endpoint   {base_url}");
     let model = llm.model.clone().unwrap_or_default();
@@ -34,7 +50,8 @@ pub(crate) async fn run(args: &ConfigArgs, recheck: bool) -> anyhow::Result<Exit
         }
     );
     models_section(&loaded.settings);
-    let mut healthy = sandbox_ok & tools_section(&loaded, &client, sandbox);
+    let main: Arc<dyn ChatModel> = client.clone();
+    let mut healthy = sandbox_ok & tools_section(&loaded, &main, sandbox);
     tool_reports(&loaded.settings);
     match client.list_models().await {
         Ok(models) => {
@@ -255,7 +272,7 @@ fn models_section(settings: &deepsolve_settings::Settings) {
 /// the tools cannot be mounted at all (`tools.enabled` names one that does not work).
 fn tools_section(
     loaded: &Loaded,
-    client: &std::sync::Arc<deepsolve_llm::OpenAiClient>,
+    client: &Arc<dyn ChatModel>,
     sandbox: Result<Sandbox, Unavailable>,
 ) -> bool {
     let built = AppBuilder::new(loaded.settings.clone(), client.clone())
@@ -319,7 +336,7 @@ fn tool_reports(settings: &deepsolve_settings::Settings) {
     }
 }
 
-fn ok(msg: &str) {
+pub(crate) fn ok(msg: &str) {
     outln!("{} {msg}", style("✓").green());
 }
 
@@ -327,6 +344,6 @@ fn warn(msg: &str) {
     outln!("{} {msg}", style("!").yellow());
 }
 
-fn fail(msg: &str) {
+pub(crate) fn fail(msg: &str) {
     outln!("{} {msg}", style("✗").red());
 }

@@ -77,7 +77,9 @@ impl Exit {
                     cause.downcast_ref::<deepsolve_app::AppError>(),
                     Some(
                         deepsolve_app::AppError::NoModel { .. }
-                            | deepsolve_app::AppError::LocalProviderNotWired
+                            | deepsolve_app::AppError::NoModelCache
+                            | deepsolve_app::AppError::Local(_)
+                            | deepsolve_app::AppError::LocalNotBuilt
                             | deepsolve_app::AppError::SandboxRequired(_)
                             | deepsolve_app::AppError::Enabled(_)
                             | deepsolve_app::AppError::Disabled(_)

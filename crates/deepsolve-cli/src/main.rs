@@ -3,6 +3,7 @@
 mod answer;
 mod database;
 mod doctor;
+mod doctor_local;
 mod eval_cmd;
 mod exit;
 mod gc;
@@ -170,10 +171,14 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
-    /// Check the configured model endpoint: reachable, model listed, and what it honours
-    /// (native tool calls, tool_choice, json_schema, stop sequences, its context window), as
-    /// the probe last found or probing now. Exits 1 when a check fails.
+    /// Check the configured model: an endpoint (reachable, model listed, and what it honours:
+    /// native tool calls, tool_choice, json_schema, stop sequences, its context window, as the
+    /// probe last found or probing now) or the in-process model (file, memory, speed here).
+    /// Exits 1 when a check fails.
     Doctor {
+        /// Skip the in-process model's speed probe (about ten seconds).
+        #[arg(long)]
+        quick: bool,
         #[command(flatten)]
         config: ConfigArgs,
         /// Probe the endpoint again even when a verdict on it is kept.
@@ -289,7 +294,11 @@ fn run(command: Command) -> Exit {
             Command::Show(args) => history::show(args).await,
             Command::Resume(args) => history::resume(args).await,
             Command::Settings { action, config } => settings_cmd::run(action, &config),
-            Command::Doctor { config, recheck } => doctor::run(&config, recheck).await,
+            Command::Doctor {
+                config,
+                recheck,
+                quick,
+            } => doctor::run(&config, recheck, quick).await,
             Command::Serve(args) => serve::run(args).await,
             Command::Eval(args) => eval_cmd::run(args).await,
             Command::Gc(args) => gc::run(args).await,

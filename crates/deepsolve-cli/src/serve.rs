@@ -54,7 +54,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<Exit> {
         CorsOrigins::parse(&server.cors_origins).context("in the setting server.cors_origins")?;
     let max_turns = args.max_turns.max(1);
     let solve = &loaded.settings.solve;
-    let config = ServerConfig {
+    let mut config = ServerConfig {
         instance_id: args
             .instance_id
             .clone()
@@ -111,6 +111,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<Exit> {
     // Artifacts are stored as each call ends, so the web UI can show them while a turn runs.
     let artifacts = ArtifactStore::new(store.clone(), config.max_artifact_bytes);
     let knowledge = knowledge(&loaded, store.clone()).context("cannot set up knowledge bases")?;
+    // The in-process model, when it runs here, loads now (before the server listens): a
+    // line says so, as it may take seconds.
+    crate::setup::report_local_loading(&loaded);
     let app = build_app_with_knowledge(&loaded, Some(max_turns), Some(artifacts), Some(knowledge))
         .await?;
     report_sandbox(&app);

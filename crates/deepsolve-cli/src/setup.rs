@@ -122,6 +122,29 @@ pub(crate) fn base_url(loaded: &Loaded) -> String {
     (loaded.settings.llm.base_url.clone()).unwrap_or_else(|| DEFAULT_BASE_URL.to_string())
 }
 
+/// Say on stderr, before the in-process model loads (seconds for a large one), which file it
+/// is; nothing when the main model is behind an endpoint.
+pub(crate) fn report_local_loading(loaded: &Loaded) {
+    let model_dir = deepsolve_local_dir();
+    if let Ok(deepsolve_app::MainChoice::Local(config)) =
+        deepsolve_app::main_choice(loaded, model_dir.as_deref())
+    {
+        let size = std::fs::metadata(&config.model)
+            .map(|m| format!(", {} MiB", m.len() >> 20))
+            .unwrap_or_default();
+        errln!(
+            "deepsolve: loading the local model {}{size} (in-process, context {} tokens) before listening",
+            config.model.display(),
+            config.context
+        );
+    }
+}
+
+/// The model cache the embedded default is looked for in.
+pub(crate) fn deepsolve_local_dir() -> Option<std::path::PathBuf> {
+    deepsolve_app::models::model_cache_dir()
+}
+
 /// Say on stderr, in one line, why the code tools are off, or that they run unisolated.
 pub(crate) fn report_sandbox(app: &App) {
     match app.sandbox() {

@@ -223,6 +223,7 @@ mod tests {
             prompt_tokens,
             completion_tokens,
             estimated: false,
+            cached_tokens: None,
         }
     }
 

@@ -329,6 +329,8 @@ pub struct StreamAccumulator {
     finish_reason: Option<FinishReason>,
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
+    /// Prompt tokens the server took from its cache, when it says.
+    cached_tokens: Option<u64>,
     /// Bytes of text, reasoning and arguments taken in so far.
     reply_bytes: usize,
     max_reply_bytes: usize,
@@ -356,6 +358,7 @@ impl StreamAccumulator {
             finish_reason: None,
             prompt_tokens: None,
             completion_tokens: None,
+            cached_tokens: None,
             reply_bytes: 0,
             max_reply_bytes,
         }
@@ -371,6 +374,9 @@ impl StreamAccumulator {
     pub fn apply(&mut self, chunk: &ChatChunk) -> Result<Vec<StreamDelta>, ReplyTooLarge> {
         if let Some(usage) = chunk.usage {
             self.record_usage(usage);
+        }
+        if let Some(cached) = chunk.timings.and_then(|t| t.cache_n) {
+            self.cached_tokens = Some(cached);
         }
         let mut out = Vec::new();
         let first = chunk.choices.iter().find(|c| c.index.unwrap_or(0) == 0);
@@ -464,6 +470,9 @@ impl StreamAccumulator {
         if completion.is_some() {
             self.completion_tokens = completion;
         }
+        if let Some(cached) = usage.prompt_tokens_details.and_then(|d| d.cached_tokens) {
+            self.cached_tokens = Some(cached);
+        }
     }
 
     /// A `finish_reason` arrived: the reply is complete even if `[DONE]` never comes.
@@ -503,6 +512,7 @@ impl StreamAccumulator {
                 estimate::completion_tokens(&self.text, &self.reasoning, &tool_calls)
             }),
             estimated: prompt.is_none() || completion.is_none(),
+            cached_tokens: self.cached_tokens,
         };
         Completion {
             text: self.text,

@@ -404,6 +404,9 @@ pub struct ChatChunk {
     pub choices: Vec<ChunkChoice>,
     #[serde(default)]
     pub usage: Option<WireUsage>,
+    /// llama.cpp's server: its own timings, with the prompt tokens taken from its cache.
+    #[serde(default)]
+    pub timings: Option<WireTimings>,
     /// A mid-stream error (`{"error": {...}}` or `{"error": "text"}`).
     #[serde(default)]
     pub error: Option<Value>,
@@ -461,6 +464,23 @@ pub struct WireUsage {
     pub completion_tokens: Option<u64>,
     #[serde(default)]
     pub total_tokens: Option<u64>,
+    /// OpenAI's (and newer llama.cpp's) `prompt_tokens_details.cached_tokens`.
+    #[serde(default)]
+    pub prompt_tokens_details: Option<WirePromptDetails>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct WirePromptDetails {
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+}
+
+/// llama.cpp server's `timings` (in its last chunk): `cache_n` prompt tokens came from its
+/// KV cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+pub struct WireTimings {
+    #[serde(default)]
+    pub cache_n: Option<u64>,
 }
 
 fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>

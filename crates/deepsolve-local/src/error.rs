@@ -47,11 +47,10 @@ pub enum LocalError {
         path.display()
     )]
     NoChatTemplate { path: PathBuf },
-    #[error("the chat template of {}: {source}", path.display())]
-    Template {
-        path: PathBuf,
-        source: TemplateError,
-    },
+    /// (`error` is not a `#[source]`: the message already says it, and a printed chain
+    /// would say it twice.)
+    #[error("the chat template of {}: {error}", path.display())]
+    Template { path: PathBuf, error: TemplateError },
     #[error(
         "this CPU lacks {missing}, which this build of llama.cpp uses; rebuild with e.g. \
          GGML_AVX2=OFF GGML_FMA=OFF in the environment"

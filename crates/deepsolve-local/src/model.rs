@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 
 use deepsolve_core::{
-    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, ModelError, ToolCall, ToolChoice,
-    Usage,
+    ChatModel, ChatRequest, Completion, DeltaSink, FinishReason, Honours, ModelError, ToolCall,
+    ToolChoice, Usage,
 };
 
 use crate::backend::backend;
@@ -64,6 +64,7 @@ pub struct LocalModel {
     template: ChatTemplate,
     info: GgufInfo,
     context: u32,
+    threads: u32,
     /// Fair (FIFO) admission: one permit per context.
     queue: Arc<Semaphore>,
     slots: Arc<SlotBook>,
@@ -117,9 +118,9 @@ impl LocalModel {
             &special_piece(&model, model.vocab().bos()),
             &special_piece(&model, model.vocab().eos()),
         )
-        .map_err(|source| LocalError::Template {
+        .map_err(|error| LocalError::Template {
             path: path.clone(),
-            source,
+            error,
         })?;
         let parallel = config.parallel as usize;
         let slots = Arc::new(SlotBook::new(parallel));
@@ -139,6 +140,7 @@ impl LocalModel {
             template,
             info,
             context: config.context,
+            threads: config.thread_count(),
             queue: Arc::new(Semaphore::new(parallel)),
             slots,
             workers,
@@ -164,6 +166,22 @@ impl LocalModel {
     /// Tokens each context holds.
     pub fn context(&self) -> u32 {
         self.context
+    }
+
+    /// Threads each request decodes with.
+    pub fn threads(&self) -> u32 {
+        self.threads
+    }
+
+    /// Requests served at once (contexts).
+    pub fn parallel(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Bytes of KV cache all contexts hold when full, when the header says.
+    pub fn kv_cache_bytes(&self) -> Option<u64> {
+        (self.info.kv_bytes_per_token)
+            .map(|per_token| per_token * u64::from(self.context) * self.workers.len() as u64)
     }
 
     /// How long [`LocalModel::load`] took.
@@ -287,6 +305,7 @@ impl LocalModel {
             prompt_tokens: u64::from(stats.prompt_tokens),
             completion_tokens: u64::from(stats.completion_tokens),
             estimated: false,
+            cached_tokens: Some(u64::from(stats.cached_tokens)),
         };
         let (text, reasoning, tool_calls) = match constraint {
             Constraint::ToolCall { .. } => match forced_call(&raw) {
@@ -328,6 +347,20 @@ impl ChatModel for LocalModel {
         self.complete_constrained(request, &constraint_for(request), on_delta)
             .await
             .map(|(completion, _)| completion)
+    }
+
+    /// Known by construction: tools go through the model's own template and our reader, a
+    /// forced call (`required` or named) and a JSON Schema decode under a grammar, stop
+    /// sequences are cut here, and the context is the one configured.
+    fn honours(&self) -> Honours {
+        Honours {
+            native_tools: true,
+            tool_choice_required: true,
+            tool_choice_named: true,
+            json_schema: true,
+            stop_sequences: true,
+            context_window: Some(u64::from(self.context)),
+        }
     }
 }
 

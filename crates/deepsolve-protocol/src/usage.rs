@@ -11,6 +11,11 @@ pub struct Usage {
     /// True when any part of this was estimated locally instead of reported by the provider.
     #[serde(default)]
     pub estimated: bool,
+    /// Prompt tokens the model served from its prompt (KV) cache instead of reading them
+    /// again, when it says (the in-process model always does; an endpoint when it reports
+    /// them). Absent from the JSON when unknown, so older records read the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -22,6 +27,10 @@ impl Usage {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.estimated |= other.estimated;
+        self.cached_tokens = match (self.cached_tokens, other.cached_tokens) {
+            (None, None) => None,
+            (mine, theirs) => Some(mine.unwrap_or(0) + theirs.unwrap_or(0)),
+        };
     }
 }
 

@@ -302,6 +302,7 @@ impl ScriptedModel {
                 prompt_tokens,
                 completion_tokens,
                 estimated: false,
+                cached_tokens: None,
             },
             None => estimate_usage(request, &text, &reasoning, &tool_calls),
         };
@@ -339,6 +340,7 @@ fn estimate_usage(request: &ChatRequest, text: &str, reasoning: &str, calls: &[T
         prompt_tokens: (prompt as u64).div_ceil(4),
         completion_tokens: (completion as u64).div_ceil(4),
         estimated: true,
+        cached_tokens: None,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use deepsolve_app::{AppBuilder, AppError};
+use deepsolve_app::{AppBuilder, AppError, DEFAULT_LOCAL_MODEL, MainChoice, main_choice};
 use deepsolve_core::{ChatModel, Language, NullSink, Role, TurnSpec};
 use deepsolve_settings::{LoadOptions, Settings};
 use deepsolve_testkit::{ScriptedModel, WellBehaved};
@@ -175,46 +175,106 @@ async fn a_turn_s_playbook_lists_each_offered_tool_by_its_own_line() {
     }
 }
 
-#[tokio::test]
-async fn from_settings_without_a_model_names_the_ways_to_configure_one() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("settings.yaml");
-    std::fs::write(&file, "tools:\n  sandbox: none\n").expect("write");
-    let loaded = deepsolve_settings::load(&LoadOptions {
+/// Settings from `yaml`, nothing else (no environment).
+fn settings_of(dir: &std::path::Path, yaml: &str) -> deepsolve_settings::Loaded {
+    let file = dir.join("settings.yaml");
+    std::fs::write(&file, yaml).expect("write");
+    deepsolve_settings::load(&LoadOptions {
         config_path: Some(file),
         ..LoadOptions::default()
     })
-    .expect("settings");
-    let err = AppBuilder::from_settings(&loaded)
-        .await
-        .err()
-        .expect("no model");
+    .expect("settings")
+}
+
+#[test]
+fn without_an_endpoint_or_a_local_model_the_error_names_both_ways() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let models = dir.path().join("models");
+    let loaded = settings_of(dir.path(), "tools:\n  sandbox: none\n");
+    let err = main_choice(&loaded, Some(&models)).expect_err("no model");
     assert!(matches!(err, AppError::NoModel { .. }), "{err}");
+    let text = err.to_string();
     assert!(
-        err.to_string()
-            .starts_with("no model configured: pass --model"),
-        "{err}"
+        text.starts_with("no model configured: pass --model"),
+        "{text}"
+    );
+    assert!(text.contains("scripts/fetch-model"), "{text}");
+    assert!(
+        text.contains(&models.join(DEFAULT_LOCAL_MODEL).display().to_string()),
+        "{text}"
     );
 }
 
-#[tokio::test]
-async fn a_local_provider_is_refused_by_name_until_a_front_end_runs_it() {
+#[test]
+fn with_no_endpoint_the_default_local_model_is_the_embedded_default() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("settings.yaml");
-    std::fs::write(
-        &file,
-        "llm:\n  provider: local\n  model: m\n  base_url: http://127.0.0.1:9/v1\ntools:\n  sandbox: none\n",
-    )
-    .expect("write");
-    let loaded = deepsolve_settings::load(&LoadOptions {
-        config_path: Some(file),
-        ..LoadOptions::default()
-    })
-    .expect("settings");
+    let models = dir.path().join("models");
+    std::fs::create_dir_all(&models).expect("mkdir");
+    std::fs::write(models.join(DEFAULT_LOCAL_MODEL), b"GGUF").expect("model");
+    let loaded = settings_of(
+        dir.path(),
+        "llm:\n  local:\n    context: 4096\n    parallel: 2\n",
+    );
+    match main_choice(&loaded, Some(&models)).expect("a choice") {
+        MainChoice::Local(config) => {
+            assert_eq!(config.model, models.join(DEFAULT_LOCAL_MODEL));
+            assert_eq!((config.context, config.parallel), (4096, 2));
+        }
+        other => panic!("expected the local model, got {other:?}"),
+    }
+    // An endpoint still wins, the model file present or not.
+    for yaml in [
+        "llm:\n  model: m\n",
+        "llm:\n  base_url: http://127.0.0.1:9/v1\n  model: m\n",
+    ] {
+        let loaded = settings_of(dir.path(), yaml);
+        assert!(
+            matches!(
+                main_choice(&loaded, Some(&models)),
+                Ok(MainChoice::Endpoint { ref model, .. }) if model == "m"
+            ),
+            "{yaml}"
+        );
+    }
+    // A base URL without a model is an endpoint half-configured: named, not run locally.
+    let loaded = settings_of(dir.path(), "llm:\n  base_url: http://127.0.0.1:9/v1\n");
+    assert!(matches!(
+        main_choice(&loaded, Some(&models)),
+        Err(AppError::NoModel { .. })
+    ));
+}
+
+#[test]
+fn a_local_provider_runs_the_named_file_even_beside_an_endpoint() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let loaded = settings_of(
+        dir.path(),
+        "llm:\n  provider: local\n  model: m\n  base_url: http://127.0.0.1:9/v1\n  local:\n    model: /nowhere/x.gguf\n",
+    );
+    assert!(matches!(
+        main_choice(&loaded, None),
+        Ok(MainChoice::Local(ref config)) if config.model == std::path::Path::new("/nowhere/x.gguf")
+    ));
+}
+
+#[tokio::test]
+async fn a_missing_local_model_is_named_with_the_way_to_fetch_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("absent.gguf");
+    let loaded = settings_of(
+        dir.path(),
+        &format!(
+            "llm:\n  provider: local\n  local:\n    model: {}\ntools:\n  sandbox: none\n",
+            missing.display()
+        ),
+    );
     let err = AppBuilder::from_settings(&loaded)
         .await
         .err()
         .expect("refused");
-    assert!(matches!(err, AppError::LocalProviderNotWired), "{err}");
-    assert!(err.to_string().contains("llm.provider is `local`"), "{err}");
+    assert!(matches!(err, AppError::Local(_)), "{err}");
+    let text = err.to_string();
+    assert!(text.contains(&missing.display().to_string()), "{text}");
+    assert!(text.contains("scripts/fetch-model"), "{text}");
 }
+

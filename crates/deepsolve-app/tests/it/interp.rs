@@ -49,7 +49,7 @@ async fn rig(server: &MockServer) -> Rig {
     ));
     let app = AppBuilder::new(
         loaded.settings.clone(),
-        deepsolve_app::main_client(&loaded).unwrap(),
+        deepsolve_app::main_client(&loaded).await.unwrap().model(),
     )
     .catalog(&[])
     .extra_tool(code.clone())

@@ -19,6 +19,8 @@ mod import_deeptutor;
 mod ingest_stop;
 mod kb;
 mod kb_replicas;
+mod local_model;
+mod local_real;
 mod memory_probe;
 mod models;
 mod prompts;

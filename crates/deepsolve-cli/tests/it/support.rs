@@ -25,6 +25,12 @@ impl Isolated {
         self.dir.path()
     }
 
+    /// The model cache (`DEEPSOLVE_MODELS`, empty unless a test fills it): the developer's
+    /// own cache must not make the in-process model the embedded default here.
+    pub(crate) fn models(&self) -> PathBuf {
+        self.dir.path().join("models")
+    }
+
     /// Where turn workspaces go (`XDG_DATA_HOME`).
     pub(crate) fn data(&self) -> PathBuf {
         self.dir.path().join("data")
@@ -39,6 +45,7 @@ impl Isolated {
             }
         }
         cmd.env("DEEPSOLVE_CONFIG", &self.config)
+            .env("DEEPSOLVE_MODELS", self.models())
             .env("XDG_DATA_HOME", self.data())
             .env("XDG_CACHE_HOME", self.dir.path().join("cache"));
         cmd
@@ -109,6 +116,7 @@ pub(crate) fn deepsolve(home: &Path) -> Command {
     let settings = home.join("settings.yaml");
     std::fs::write(&settings, "").expect("settings");
     cmd.env("DEEPSOLVE_CONFIG", settings)
+        .env("DEEPSOLVE_MODELS", home.join("models"))
         .env("HOME", home)
         .env("XDG_DATA_HOME", home.join("data"))
         .env("XDG_CACHE_HOME", home.join("cache"));

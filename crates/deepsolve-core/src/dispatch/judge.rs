@@ -21,7 +21,8 @@ use crate::tool::{ToolOutput, ToolRef};
 pub(super) enum Verdict {
     /// Answered already: refused, or a solve tool that ran.
     Done {
-        output: ToolOutput,
+        /// Boxed: a `ToolOutput` is far larger than the other variant.
+        output: Box<ToolOutput>,
         effect: SpineEffect,
     },
     /// A work tool to run.
@@ -30,7 +31,7 @@ pub(super) enum Verdict {
 
 fn refuse(message: impl Into<String>) -> Verdict {
     Verdict::Done {
-        output: ToolOutput::error(message),
+        output: Box::new(ToolOutput::error(message)),
         effect: SpineEffect::None,
     }
 }
@@ -127,7 +128,7 @@ impl Round<'_> {
         }
         let result = spine::handle(&mut lock(self.session), name, args, self.texts);
         Verdict::Done {
-            output: result.output,
+            output: Box::new(result.output),
             effect: result.effect,
         }
     }

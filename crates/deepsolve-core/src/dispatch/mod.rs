@@ -187,7 +187,7 @@ async fn execute(
     let (ran, effect) = match judged.verdict {
         Verdict::Done { output, effect } => (
             Ran {
-                output,
+                output: *output,
                 for_model: None,
             },
             effect,

@@ -149,6 +149,7 @@ pub(crate) fn usage(p: u64, c: u64) -> Usage {
         prompt_tokens: p,
         completion_tokens: c,
         estimated: false,
+        cached_tokens: None,
     }
 }
 

@@ -93,6 +93,7 @@ impl Solver for FakeSolver {
                     prompt_tokens: 3000,
                     completion_tokens: 400,
                     estimated: false,
+                    cached_tokens: None,
                 },
                 stop: "answered".into(),
                 turn_id: Some(format!("turn-{}", problem.id)),

@@ -332,6 +332,7 @@ fn outcome(stop: deepsolve_core::StopReason) -> deepsolve_core::TurnOutcome {
             prompt_tokens: 900,
             completion_tokens: 100,
             estimated: false,
+            cached_tokens: None,
         },
         rounds: 4,
         elapsed_ms: 1200,

@@ -123,7 +123,8 @@ async fn streams_text_and_records_reported_usage() {
         Usage {
             prompt_tokens: 12,
             completion_tokens: 3,
-            estimated: false
+            estimated: false,
+            cached_tokens: None,
         }
     );
     let recorded = server.requests();

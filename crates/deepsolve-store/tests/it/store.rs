@@ -509,6 +509,7 @@ async fn finished_turns_feed_follow_ups_with_answers_and_solve_records() {
                 prompt_tokens: 10,
                 completion_tokens: 5,
                 estimated: false,
+                cached_tokens: None,
             }),
             solve: Some(solve.clone()),
             rounds: 4,

@@ -705,6 +705,7 @@ impl ChatModel for WireModel {
                 prompt_tokens,
                 completion_tokens,
                 estimated: false,
+                cached_tokens: None,
             },
         })
     }

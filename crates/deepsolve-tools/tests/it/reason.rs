@@ -33,6 +33,7 @@ impl ChatModel for Recorder {
                 prompt_tokens: 30,
                 completion_tokens: 12,
                 estimated: false,
+                cached_tokens: None,
             },
         })
     }
