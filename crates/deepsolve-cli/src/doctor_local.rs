@@ -82,6 +82,7 @@ async fn probe(model: &LocalModel) -> Result<CallStats, deepsolve_core::ModelErr
         max_tokens: PROBE_TOKENS,
         temperature: 0.0,
         stop: Vec::new(),
+        response_format: None,
     };
     let (_, stats) = model
         .complete_constrained(&request, &Constraint::Free, &mut |_| {})

@@ -54,7 +54,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<Exit> {
         CorsOrigins::parse(&server.cors_origins).context("in the setting server.cors_origins")?;
     let max_turns = args.max_turns.max(1);
     let solve = &loaded.settings.solve;
-    let mut config = ServerConfig {
+    let config = ServerConfig {
         instance_id: args
             .instance_id
             .clone()
