@@ -62,8 +62,8 @@ pub use deepsolve_tools::{
 pub use gc::{GcOptions, GcReport, collect_workspaces};
 pub use knowledge::{KnowledgeError, KnowledgeOptions, kb_limits, knowledge_from_settings};
 pub use models::{
-    DEFAULT_BASE_URL, DEFAULT_LOCAL_MODEL, MainChoice, MainClient, main_choice,
-    main_client, reasoning_model, vision_model,
+    DEFAULT_BASE_URL, DEFAULT_LOCAL_MODEL, MainChoice, MainClient, main_choice, main_client,
+    reasoning_model, vision_model,
 };
 pub use owner::LOCAL_USER;
 pub use turn::{

@@ -254,4 +254,3 @@ fn other_model(
         Err(e) => Err(Unavailable(format!("cannot use {key}: {e}"))),
     }
 }
-

@@ -277,4 +277,3 @@ async fn a_missing_local_model_is_named_with_the_way_to_fetch_it() {
     assert!(text.contains(&missing.display().to_string()), "{text}");
     assert!(text.contains("scripts/fetch-model"), "{text}");
 }
-
