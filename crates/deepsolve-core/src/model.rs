@@ -40,6 +40,9 @@ pub enum ToolChoice {
 /// and the engine then relies on the prompt alone.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Honours {
+    /// Something was learnt (a probe ran, or the model runs in-process): all the flags false
+    /// then means "not honoured", not "unknown".
+    pub probed: bool,
     /// Native tool calls come back as calls.
     pub native_tools: bool,
     /// `tool_choice: "required"` yields a call.

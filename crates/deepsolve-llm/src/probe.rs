@@ -198,6 +198,7 @@ impl Verdict {
     /// The verdict as the engine reads it.
     pub fn honours(&self) -> Honours {
         Honours {
+            probed: true,
             native_tools: self.honoured(Capability::NativeTools),
             tool_choice_required: self.honoured(Capability::ToolChoiceRequired),
             tool_choice_named: self.honoured(Capability::ToolChoiceNamed),

@@ -354,6 +354,7 @@ impl ChatModel for LocalModel {
     /// sequences are cut here, and the context is the one configured.
     fn honours(&self) -> Honours {
         Honours {
+            probed: true,
             native_tools: true,
             tool_choice_required: true,
             tool_choice_named: true,

@@ -170,7 +170,7 @@ fn vendor_markup_in_content_becomes_calls() {
 }
 
 #[test]
-fn doctor_recommends_tags_for_a_model_without_tool_calling() {
+fn doctor_recommends_the_code_fence_for_a_model_without_tool_calling() {
     let server = MockServer::policy(NoNativeTools {
         inner: TagsMode {
             inner: WellBehaved::new(1),
@@ -181,7 +181,9 @@ fn doctor_recommends_tags_for_a_model_without_tool_calling() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("✗ native tool calls: refused"), "{stdout}");
     assert!(stdout.contains("stop sequences"), "{stdout}");
-    assert!(stdout.contains("recommended protocol: tags"), "{stdout}");
+    // Probed and nothing honoured: `auto`'s rule picks the code fence (it also reads
+    // `<tool_call>` blocks), not the untested native-then-tags guess.
+    assert!(stdout.contains("recommended protocol: fence"), "{stdout}");
 }
 
 /// The probe's requests among a mock's: they pose the probe's problem.

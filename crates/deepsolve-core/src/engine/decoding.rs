@@ -14,7 +14,7 @@ use super::turn::TurnRun;
 use crate::config::Enforce;
 use crate::event::{EventKind, WarningKind};
 use crate::message::Message;
-use crate::model::{Honours, ToolChoice};
+use crate::model::{Honours, ToolChoice, ToolSpec};
 use crate::solve::SolveRecord;
 use crate::solve::spine::SOLVE_PLAN;
 
@@ -67,6 +67,26 @@ impl Decoding {
             (true, false) if self.named => ToolChoice::Named(SOLVE_PLAN.to_string()),
             (true, false) => ToolChoice::Required,
             (true, true) => ToolChoice::Required,
+        }
+    }
+}
+
+impl Decoding {
+    /// Narrows `tools` for a round asked `choice` where nothing else holds the plan first: a
+    /// required call before the plan, a named choice not being honoured, would let the model
+    /// call any tool (the 0.5B model on llama.cpp's server called work tools, and no plan came).
+    /// That round alone offers `solve_plan`; the changed list costs one prefill of the prompt
+    /// from the tools on, and the next round's request is the usual one again.
+    pub(super) fn narrow(
+        &self,
+        choice: &ToolChoice,
+        record: &SolveRecord,
+        tools: &mut Vec<ToolSpec>,
+    ) {
+        let plan_due = self.on && !self.named && !record.has_plan();
+        if plan_due && *choice == ToolChoice::Required && tools.iter().any(|t| t.name == SOLVE_PLAN)
+        {
+            tools.retain(|t| t.name == SOLVE_PLAN);
         }
     }
 }

@@ -62,7 +62,9 @@ impl TurnRun<'_> {
             tool_choice: self.decoding.is_on().then(|| choice_name(&choice)),
         });
         let max_tokens = self.reply.take_max_tokens(self.budget.max_tokens());
-        Ok(self.request(tail, tail_tokens, choice, max_tokens))
+        let mut request = self.request(tail, tail_tokens, choice, max_tokens);
+        (self.decoding).narrow(&request.tool_choice, &self.record(), &mut request.tools);
+        Ok(request)
     }
 
     fn after_failure(&mut self, failure: CallFailure) -> AfterFailure {

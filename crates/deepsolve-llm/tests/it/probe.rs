@@ -168,8 +168,8 @@ async fn an_endpoint_that_ignores_tool_choice_and_refuses_json_schema() {
         verdict.context_window, None,
         "the mock says nothing of its window"
     );
-    // Nothing honoured: `auto` stays native that falls back to tags once refused.
-    assert_eq!(verdict.recommended_protocol().as_str(), "auto");
+    // Probed, nothing honoured: `auto`'s rule picks the code fence.
+    assert_eq!(verdict.recommended_protocol().as_str(), "fence");
 }
 
 #[tokio::test]
