@@ -174,10 +174,18 @@ async fn without_a_named_tool_choice_the_plan_is_a_required_call() {
     // A required call of any tool could be a work tool: that round offers `solve_plan` alone,
     // and the next round the whole list again.
     let offered = |i: usize| -> Vec<String> {
-        played.requests[i].tools.iter().map(|t| t.name.clone()).collect()
+        played.requests[i]
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
     };
     assert_eq!(offered(1), ["solve_plan"]);
-    assert!(offered(0).len() > 1 && offered(2) == offered(0), "{:?}", offered(2));
+    assert!(
+        offered(0).len() > 1 && offered(2) == offered(0),
+        "{:?}",
+        offered(2)
+    );
 }
 
 #[tokio::test]
