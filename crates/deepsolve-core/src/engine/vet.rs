@@ -73,6 +73,13 @@ const ECHOED: &[Text] = &[
     Text::Ultimatum,
     Text::NoticeRoundBudgetSpent,
     Text::NoticeTokenBudget,
+    // The forced-call notices and the progress block of the ephemeral tail: a small model
+    // copies them into its text (seen with the 0.5B model on llama.cpp's server).
+    Text::NoticeCallPlan,
+    Text::NoticeCallStep,
+    Text::ProgressHeader,
+    Text::ProgressRoundsLeft,
+    Text::ProgressAllDone,
     Text::RefuseOverLimit,
     Text::RefuseUnknownTool,
     Text::RefuseUnreadableArguments,
