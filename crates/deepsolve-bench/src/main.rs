@@ -117,6 +117,10 @@ impl<M: ChatModel> ChatModel for Timed<M> {
             .push((start, end, prompt));
         result
     }
+
+    fn honours(&self) -> deepsolve_core::Honours {
+        self.inner.honours()
+    }
 }
 
 struct TurnStats {

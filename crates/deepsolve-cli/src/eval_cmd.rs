@@ -278,7 +278,7 @@ async fn run_sets(
     let interrupts = tokio::spawn(watch_interrupts(cancel.clone()));
     let mut finished: Vec<&Path> = Vec::new();
     for (set, dir) in sets.iter().zip(dirs) {
-        let summary = run_set(args, set, dir, &modes, grader.clone(), &cancel).await?;
+        let summary = run_set(args, set, dir, &app, &modes, grader.clone(), &cancel).await?;
         if summary.cancelled {
             interrupts.abort();
             say_resume(&summary, out);
@@ -304,7 +304,10 @@ fn modes(
     let mut modes = Vec::new();
     for name in &args.modes {
         if name == PLAIN {
-            modes.push(Mode::plain(app.model().clone(), PlainOptions::default()));
+            modes.push(Mode::plain(
+                app.model().clone(),
+                PlainOptions::like_solve(&loaded.settings.solve),
+            ));
             continue;
         }
         let tools = app.tools_for_turn_with(&args.tools, false)?;
@@ -341,6 +344,7 @@ async fn run_set(
     args: &RunEvalArgs,
     set: &Set,
     dir: &Path,
+    app: &App,
     modes: &[Mode],
     grader: Grader,
     cancel: &CancellationToken,
@@ -350,6 +354,7 @@ async fn run_set(
         resume: args.resume,
         retry_errors: args.retry_errors,
         label: set.name.clone(),
+        model: app.model().name().to_string(),
         ..RunConfig::new(dir)
     };
     let total = set.problems.len() * modes.len();

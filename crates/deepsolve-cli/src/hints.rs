@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use deepsolve_core::{ChatModel, ChatRequest, Completion, DeltaSink, ModelError};
+use deepsolve_core::{ChatModel, ChatRequest, Completion, DeltaSink, Honours, ModelError};
 
 /// The main model, remembering its last error: the turn's events carry the error's kind and
 /// text, this keeps the typed error (its HTTP status) for the hint.
@@ -49,6 +49,11 @@ impl ChatModel for Watched {
                 .unwrap_or_else(PoisonError::into_inner) = Some(e.clone());
         }
         result
+    }
+
+    // Forwarded: what the model honours decides how the turn holds the spine.
+    fn honours(&self) -> Honours {
+        self.inner.honours()
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use deepsolve_core::{
-    ChatModel, ChatRequest, DeltaSink, Language, Message, ModelError, StopReason, StreamDelta,
-    ToolChoice, TurnOutcome, Usage,
+    ChatModel, ChatRequest, DeltaSink, Language, Message, ModelError, SolveConfig, StopReason,
+    StreamDelta, ToolChoice, TurnOutcome, Usage,
 };
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -163,6 +163,18 @@ impl Default for PlainOptions {
         PlainOptions {
             max_tokens: 4096,
             temperature: 0.0,
+        }
+    }
+}
+
+impl PlainOptions {
+    /// The sampling a deepsolve turn with `config` uses for each model call (its temperature
+    /// and per-call output budget), so that the two modes differ only in the spine: greedy
+    /// plain answers against sampled deepsolve ones measured the sampler as much as the spine.
+    pub fn like_solve(config: &SolveConfig) -> Self {
+        PlainOptions {
+            max_tokens: config.max_tokens,
+            temperature: config.temperature as f32,
         }
     }
 }

@@ -34,6 +34,8 @@ pub struct RunConfig {
     pub prices: Option<Prices>,
     /// What the run is of (the set's file name), for the manifest and reports.
     pub label: String,
+    /// The model the modes ran on, as its client names it (empty: not known).
+    pub model: String,
 }
 
 impl RunConfig {
@@ -45,6 +47,7 @@ impl RunConfig {
             retry_errors: false,
             prices: None,
             label: String::new(),
+            model: String::new(),
         }
     }
 }
@@ -120,6 +123,9 @@ pub struct RunSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     pub label: String,
+    /// The model the run was of, so two runs' reports say what they compare.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
     pub modes: Vec<String>,
     pub problems: usize,
     pub concurrency: usize,
@@ -271,6 +277,7 @@ impl Runner {
         }
         let manifest = Manifest {
             label: self.config.label.clone(),
+            model: self.config.model.clone(),
             modes: names,
             problems,
             concurrency: self.config.concurrency,

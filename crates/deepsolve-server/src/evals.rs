@@ -571,7 +571,10 @@ impl PreparedRun {
             .iter()
             .map(|name| {
                 if name == "plain" {
-                    return Mode::plain(app.model().clone(), PlainOptions::default());
+                    return Mode::plain(
+                        app.model().clone(),
+                        PlainOptions::like_solve(&self.state.solve_defaults()),
+                    );
                 }
                 let solver = TurnSolver::new(
                     app.clone(),
@@ -594,6 +597,7 @@ impl PreparedRun {
         let config = RunConfig {
             concurrency: self.meta.concurrency,
             label: self.meta.set.clone(),
+            model: self.meta.model.clone(),
             ..RunConfig::new(&self.dir)
         };
         let sender = self.view.clone();

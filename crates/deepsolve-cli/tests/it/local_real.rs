@@ -111,6 +111,15 @@ fn solve_on_the_local_model_streams_calls_tools_and_serves_later_rounds_warm() {
         Some(&json!(4096)),
         "the turn's window is the local context"
     );
+    // The in-process model honours every `tool_choice`: the spine is held at decoding time
+    // from the first round (a wrapper that forgot to forward `honours` once turned it off).
+    let choices: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "round_started")
+        .map(|e| &e["tool_choice"])
+        .collect();
+    assert_eq!(choices.first(), Some(&&json!("auto")), "{choices:?}");
+    assert!(choices.iter().all(|c| c.is_string()), "{choices:?}");
     assert!(
         events.iter().any(|e| e["type"] == "tool_call"),
         "the model called no tool: {events:?}"

@@ -295,7 +295,7 @@ pub fn load_run(dir: &Path) -> Result<Vec<ResultRecord>, ReportError> {
 /// `deepsolve eval report DIR`: the report of one run, written to `DIR/report/`.
 pub fn report(dir: &Path) -> Result<(Report, ReportFiles), ReportError> {
     let records = load_run(dir)?;
-    let report = build(&run_label(dir), &records);
+    let report = build(&run_title(dir), &records);
     let files = write(&report, &records, &dir.join(REPORT_DIR))?;
     Ok((report, files))
 }
@@ -328,7 +328,10 @@ pub fn compare_into(
         }
     }
     first.extend(second);
-    let report = build(&format!("{label1} vs {label2}"), &first);
+    let report = build(
+        &format!("{} vs {}", titled(label1, dir1), titled(label2, dir2)),
+        &first,
+    );
     let files = write(&report, &first, out)?;
     Ok((report, files))
 }
@@ -339,6 +342,18 @@ fn distinct_labels(dir1: &Path, dir2: &Path) -> (String, String) {
         (format!("{a}-1"), format!("{b}-2"))
     } else {
         (a, b)
+    }
+}
+
+/// A run's name and, when its manifest names it, the model it ran on.
+fn run_title(dir: &Path) -> String {
+    titled(run_label(dir), dir)
+}
+
+fn titled(label: String, dir: &Path) -> String {
+    match crate::runner::read_manifest(dir) {
+        Some(manifest) if !manifest.model.is_empty() => format!("{label} ({})", manifest.model),
+        _ => label,
     }
 }
 
