@@ -51,6 +51,8 @@ function privateEnv(home: string): NodeJS.ProcessEnv {
     XDG_CONFIG_HOME: join(home, "config"),
     XDG_CACHE_HOME: join(home, "cache"),
     DEEPSOLVE_CONFIG: join(home, "settings.yaml"),
+    // The mock model is scripted, not a model to probe on first use (`llm.probe`).
+    DEEPSOLVE_LLM__PROBE: "never",
   };
 }
 

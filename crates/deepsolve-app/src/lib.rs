@@ -332,7 +332,11 @@ impl AppBuilder {
         // request: it runs on the runtime's other threads while the clients are made here
         // (which reads the system's root certificates).
         let probe = tokio::spawn(probe);
-        let clients = main_client(loaded).await.map(|main| {
+        let main = main_client(loaded).await;
+        if let Ok(MainClient::Endpoint(client)) = &main {
+            probe::on_first_use(&loaded.settings, client).await;
+        }
+        let clients = main.map(|main| {
             let main = main.model();
             let reasoning = reasoning_model(loaded, &main);
             (main, reasoning, vision_model(loaded))

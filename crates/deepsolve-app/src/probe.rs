@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use deepsolve_core::{Honours, Language, Texts};
 use deepsolve_llm::{OpenAiClient, ProbeSpec, Verdict, WindowSource};
-use deepsolve_settings::Settings;
+use deepsolve_settings::{Loaded, ProbeWhen, Settings};
+
+use crate::models::{MainChoice, main_choice};
 
 /// Overrides where the verdicts are kept (tests, unusual installs).
 pub const PROBE_FILE_ENV: &str = "DEEPSOLVE_ENDPOINT_PROBE_FILE";
@@ -50,6 +52,42 @@ pub async fn probed(
         .probe(&probe_spec(Language::En, check_timeout))
         .await?;
     Ok((verdict, true))
+}
+
+/// How long each of the probe's requests may take on first use: a small local model on a
+/// slow machine needs about a minute for a plan under the full playbook.
+pub const FIRST_USE_CHECK_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The endpoint and model a first-use probe is due for (`llm.probe: first_use`, an endpoint
+/// configured, no verdict kept for it or a stale one), so a front end can say why the first
+/// turn waits; `None` when nothing will be probed.
+pub fn first_use_due(loaded: &Loaded) -> Option<(String, String)> {
+    if loaded.settings.llm.probe != ProbeWhen::FirstUse {
+        return None;
+    }
+    let MainChoice::Endpoint { base_url, model } = main_choice(loaded, None).ok()? else {
+        return None;
+    };
+    let kept =
+        probe_file().and_then(|file| deepsolve_llm::verdicts::read(&file, &base_url, &model));
+    kept.is_none_or(|v| v.stale.is_some())
+        .then_some((base_url, model))
+}
+
+/// Probe `client` now when `settings` ask for it on first use and no fresh verdict is kept:
+/// what the probe finds is kept and taken up, so this turn and every later process holds the
+/// spine as the endpoint allows. A probe that fails leaves nothing known, and is not an
+/// error here: the turn's own requests meet the same endpoint and say what is wrong.
+pub async fn on_first_use(settings: &Settings, client: &OpenAiClient) {
+    if settings.llm.probe != ProbeWhen::FirstUse || !client.needs_probe() {
+        return;
+    }
+    if let Err(e) = client
+        .probe(&probe_spec(Language::En, FIRST_USE_CHECK_TIMEOUT))
+        .await
+    {
+        tracing::warn!("the endpoint probe on first use failed: {e}");
+    }
 }
 
 /// Where a turn's context window comes from.

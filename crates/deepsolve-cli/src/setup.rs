@@ -60,6 +60,7 @@ pub(crate) async fn build_app_with_knowledge(
     artifacts: Option<Arc<dyn ArtifactRegistry>>,
     knowledge: Option<Knowledge>,
 ) -> anyhow::Result<App> {
+    crate::solve::say_first_use_probe(loaded);
     let mut builder = AppBuilder::from_settings(loaded)
         .await?
         .pdf_child(pdf_child());

@@ -44,9 +44,19 @@ pub(crate) async fn run(args: SolveArgs) -> anyhow::Result<Exit> {
 pub(crate) async fn app_builder(
     loaded: &Loaded,
 ) -> Result<(AppBuilder, Option<Recheck>), AppError> {
+    say_first_use_probe(loaded);
     match deepsolve_app::sandbox::probe_file() {
         Some(file) => AppBuilder::from_settings_remembering(loaded, file).await,
         None => Ok((AppBuilder::from_settings(loaded).await?, None)),
+    }
+}
+
+/// Why the first turn on a new endpoint waits: the app probes it first (`llm.probe`).
+pub(crate) fn say_first_use_probe(loaded: &Loaded) {
+    if let Some((base_url, model)) = deepsolve_app::probe::first_use_due(loaded) {
+        errln!(
+            "deepsolve: first use of {model} at {base_url}: checking what it honours (a few requests, once; `deepsolve doctor` shows the verdict)"
+        );
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use deepsolve_core::{
-    ChatModel, ChatRequest, DeltaSink, Language, Message, ModelError, SolveConfig, StopReason,
-    StreamDelta, ToolChoice, TurnOutcome, Usage,
+    AnswerSource, ChatModel, ChatRequest, DeltaSink, Language, Message, ModelError, SolveConfig,
+    StopReason, StreamDelta, ToolChoice, TurnOutcome, Usage,
 };
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -48,13 +48,23 @@ impl Attempt {
             }),
             stop => Ok(Attempt {
                 output: outcome.answer.clone().unwrap_or_default(),
-                style: AnswerStyle::ResultFirst,
+                style: answer_style(outcome.answer_source),
                 rounds: outcome.rounds,
                 usage: outcome.usage,
                 stop: stop.as_str().to_string(),
                 turn_id: Some(outcome.turn_id.clone()),
             }),
         }
+    }
+}
+
+/// Where a turn's answer states its result: first in the model's own answer (the playbook asks
+/// for it), but at the end of one assembled from the step summaries, under the engine's header
+/// line — the last step's summary holds the result.
+fn answer_style(source: Option<AnswerSource>) -> AnswerStyle {
+    match source {
+        Some(AnswerSource::StepSummaries) => AnswerStyle::Reasoned,
+        Some(AnswerSource::Model | AnswerSource::Forced) | None => AnswerStyle::ResultFirst,
     }
 }
 

@@ -52,7 +52,8 @@ pub use error::{Origin, SettingsError};
 pub use load::{CONFIG_ENV, LoadOptions, Loaded, get, load, resolve_path};
 pub use model::{
     ApiKeySource, KbSettings, LlmSettings, LocalSettings, ModelRef, ModelsSettings, PriceSettings,
-    Protocol, Provider, SandboxSettings, ServerSettings, Settings, ToolsSettings, Vision,
+    ProbeWhen, Protocol, Provider, SandboxSettings, ServerSettings, Settings, ToolsSettings,
+    Vision,
 };
 pub use schema::{Builtin, Clamp, Field, Kind, ToolSection, all_keys};
 pub use write::{set_in_file, set_many_in_file};

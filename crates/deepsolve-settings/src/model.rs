@@ -61,6 +61,21 @@ pub struct LlmSettings {
     pub provider: Provider,
     /// The in-process model, when `provider` is `local`.
     pub local: LocalSettings,
+    /// When the endpoint is probed for what it honours at decoding time (the verdict is kept
+    /// per endpoint and model): on its first use, or only by `deepsolve doctor`.
+    pub probe: ProbeWhen,
+}
+
+/// `llm.probe`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeWhen {
+    /// Before the first turn on an endpoint and model with no verdict kept (or a stale one).
+    #[default]
+    FirstUse,
+    /// Only `deepsolve doctor` probes; without a verdict nothing is known, and `solve.enforce:
+    /// auto` holds the spine by the prompt alone.
+    Never,
 }
 
 /// `llm.provider`.
@@ -178,6 +193,7 @@ impl Default for LlmSettings {
             vision: Vision::Auto,
             provider: Provider::default(),
             local: LocalSettings::default(),
+            probe: ProbeWhen::default(),
         }
     }
 }

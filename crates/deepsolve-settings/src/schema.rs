@@ -206,7 +206,11 @@ const LLM: &[Field] = &[
     field("vision", Kind::Choice(VISION)),
     field("provider", Kind::Choice(PROVIDERS)),
     field("local", Kind::Section(LOCAL)),
+    field("probe", Kind::Choice(PROBE_WHEN)),
 ];
+
+/// The values `llm.probe` accepts.
+pub(crate) const PROBE_WHEN: &[&str] = &["first_use", "never"];
 
 /// The values `llm.provider` accepts: an OpenAI-compatible endpoint, or a GGUF model run
 /// in-process (deepsolve-local).

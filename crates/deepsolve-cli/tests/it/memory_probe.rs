@@ -179,6 +179,9 @@ impl Server {
             }
         }
         cmd.env("DEEPSOLVE_CONFIG", &settings_path)
+            // A scripted mock is not a model to probe on first use (also built into an
+            // example, this file cannot reach the tests' support module).
+            .env("DEEPSOLVE_LLM__PROBE", "never")
             .env("HOME", home.path())
             .env("XDG_DATA_HOME", home.path().join("data"))
             .args(["serve", "--addr", "127.0.0.1:0", "--database", &db])

@@ -249,23 +249,7 @@ fn doctor_keeps_the_probe_s_verdict_and_a_solve_takes_the_server_s_window() {
     assert!(stdout.contains("but the server says 16384"), "{stdout}");
 
     // A solve's turn runs in the server's window.
-    let out = env
-        .command()
-        .args([
-            "solve",
-            "--json",
-            "--base-url",
-            &server.url(),
-            "--model",
-            "mock-model",
-        ])
-        .arg("What is 2 + 2?")
-        .output()
-        .unwrap();
-    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let (_, events) = solve_on(&env, &server, "never");
     let round = events
         .iter()
         .find(|e| e["type"] == "round_started")
@@ -288,4 +272,53 @@ fn doctor_keeps_the_probe_s_verdict_and_a_solve_takes_the_server_s_window() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("probe      probed now"), "{stdout}");
     assert_eq!(probe_requests(&server), 2 * probed);
+}
+
+/// A solve of `What is 2 + 2?` on `server` with `llm.probe` at `probe`: its stderr and events.
+fn solve_on(env: &Isolated, server: &MockServer, probe: &str) -> (String, Vec<Value>) {
+    let out = env
+        .command()
+        .env("DEEPSOLVE_LLM__PROBE", probe)
+        .args([
+            "solve",
+            "--json",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "mock-model",
+        ])
+        .arg("What is 2 + 2?")
+        .output()
+        .unwrap();
+    let events = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    (String::from_utf8_lossy(&out.stderr).into_owned(), events)
+}
+
+#[test]
+fn a_solve_probes_a_new_endpoint_once_and_holds_the_spine_as_it_honours() {
+    let server = MockServer::builder()
+        .props(serde_json::json!({"default_generation_settings": {"n_ctx": 16384}}))
+        .policy(WellBehaved::new(1))
+        .unwrap();
+    let env = Isolated::new();
+
+    let (stderr, events) = solve_on(&env, &server, "first_use");
+    assert!(stderr.contains("first use of mock-model"), "{stderr}");
+    let probed = probe_requests(&server);
+    assert!(probed > 0, "no probe before the first turn");
+    assert_eq!(stop_reason(&events), "answered");
+    // Without `doctor`, the first turn already knows what the endpoint honours: the spine is
+    // held at decoding time from its first round, in the server's window.
+    let round = &of(&events, "round_started")[0];
+    assert_eq!(round["tool_choice"], "auto", "{round}");
+    assert_eq!(round["context_window"], 16384, "{round}");
+
+    // The verdict was kept: the next process neither probes nor says it does.
+    let (stderr, events) = solve_on(&env, &server, "first_use");
+    assert!(!stderr.contains("first use"), "{stderr}");
+    assert_eq!(probe_requests(&server), probed);
+    assert_eq!(of(&events, "round_started")[0]["tool_choice"], "auto");
 }

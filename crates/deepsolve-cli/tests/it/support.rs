@@ -8,6 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+/// The setting that keeps the binary from probing the endpoint on first use (`llm.probe`): a
+/// scripted mock is not a model to probe, and the probe's requests would take its replies.
+/// The tests of the first-use probe itself set it back.
+pub(crate) const NO_PROBE: (&str, &str) = ("DEEPSOLVE_LLM__PROBE", "never");
+
 pub(crate) struct Isolated {
     dir: tempfile::TempDir,
     pub config: PathBuf,
@@ -45,6 +50,7 @@ impl Isolated {
             }
         }
         cmd.env("DEEPSOLVE_CONFIG", &self.config)
+            .env(NO_PROBE.0, NO_PROBE.1)
             .env("DEEPSOLVE_MODELS", self.models())
             .env("XDG_DATA_HOME", self.data())
             .env("XDG_CACHE_HOME", self.dir.path().join("cache"));
@@ -116,6 +122,7 @@ pub(crate) fn deepsolve(home: &Path) -> Command {
     let settings = home.join("settings.yaml");
     std::fs::write(&settings, "").expect("settings");
     cmd.env("DEEPSOLVE_CONFIG", settings)
+        .env(NO_PROBE.0, NO_PROBE.1)
         .env("DEEPSOLVE_MODELS", home.join("models"))
         .env("HOME", home)
         .env("XDG_DATA_HOME", home.join("data"))

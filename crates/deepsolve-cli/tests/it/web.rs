@@ -50,7 +50,7 @@ for port in {SEARCH_HOST}:80 {ARTICLE_HOST}:80 127.0.0.1:{MOCK_PORT}; do
 done
 set +e
 '{deepsolve}' solve --tool web_search \
-  --base-url http://127.0.0.1:{MOCK_PORT}/v1 --model mock '{problem}' > '{d}/out.txt' 2> '{d}/err.txt'
+  --base-url http://127.0.0.1:{MOCK_PORT}/v1 --model mock --set llm.probe=never '{problem}' > '{d}/out.txt' 2> '{d}/err.txt'
 echo $? > '{d}/status'
 sleep 0.1
 "#,

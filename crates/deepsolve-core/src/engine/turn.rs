@@ -1,5 +1,6 @@
 //! A running turn: its state, built from the spec; its start, its rounds, its end.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
@@ -94,6 +95,9 @@ pub(super) struct TurnRun<'a> {
     pub(super) artifacts: Vec<Artifact>,
     /// The model sees the turn's images (`TurnSpec::sees_images`).
     pub(super) sees_images: bool,
+    /// Every line of the tails the model was shown (progress blocks, notices): an answer that
+    /// copies one back carries engine text (see `vet`).
+    pub(super) shown_tail_lines: BTreeSet<String>,
 }
 
 /// What a turn was given besides its problem's text, as the system prompt lists it.
@@ -265,6 +269,7 @@ impl<'a> TurnRun<'a> {
             reply: ReplyState::default(),
             guard: RepetitionGuard::default(),
             artifacts: Vec::new(),
+            shown_tail_lines: BTreeSet::new(),
         }
     }
 
@@ -395,6 +400,13 @@ impl<'a> TurnRun<'a> {
         tool_choice: ToolChoice,
         max_tokens: u32,
     ) -> ChatRequest {
+        if let Some(tail) = &tail {
+            self.shown_tail_lines.extend(
+                tail.lines()
+                    .map(|line| line.trim().to_string())
+                    .filter(|line| !line.is_empty()),
+            );
+        }
         let messages = self.ctx.request_messages(tail, tail_tokens);
         let wire = self
             .wire

@@ -8,6 +8,8 @@
 //! reply is only refused when not one sentence of it says anything else. An answer that
 //! needs no cleaning comes back byte for byte.
 
+use std::collections::BTreeSet;
+
 use super::turn::{Final, TurnRun};
 use crate::event::{EventKind, WarningKind};
 use crate::outcome::{AnswerSource, StopReason};
@@ -24,7 +26,7 @@ impl TurnRun<'_> {
             let Some(text) = last.answer.take() else {
                 return last;
             };
-            match vet(&text, &self.texts) {
+            match vet(&text, &self.texts, &self.shown_tail_lines) {
                 Vetted::Answer(clean) => {
                     last.answer = Some(clean);
                     return last;
@@ -100,9 +102,12 @@ pub(crate) enum Vetted {
     NotAnAnswer,
 }
 
-/// `text` as an answer, with the engine texts of `texts` and of every built-in language cut.
-pub(crate) fn vet(text: &str, texts: &Texts) -> Vetted {
-    let echoes = Echoes::of(texts);
+/// `text` as an answer, with the engine texts of `texts` and of every built-in language cut,
+/// and every telling line of the tails the model was shown (`shown`): a small model copies the
+/// progress block — the problem, the plan, the step lines — back as its answer (seen with the
+/// 1.5B model in-process).
+pub(crate) fn vet(text: &str, texts: &Texts, shown: &BTreeSet<String>) -> Vetted {
+    let echoes = Echoes::of(texts).with_shown(shown);
     let stripped = echoes.strip(text);
     if !has_substance(&stripped) {
         return Vetted::NotAnAnswer;
@@ -150,6 +155,19 @@ impl Echoes {
         phrases.sort_by_key(|p| std::cmp::Reverse(p.len()));
         phrases.dedup();
         Echoes { templates, phrases }
+    }
+
+    /// These echoes and the telling lines of `shown` (markers stripped), longest first.
+    fn with_shown(mut self, shown: &BTreeSet<String>) -> Self {
+        self.phrases.extend(
+            shown
+                .iter()
+                .map(|line| strip_markers(line).trim().to_string())
+                .filter(|line| is_telling(line)),
+        );
+        self.phrases.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        self.phrases.dedup();
+        self
     }
 
     /// `text` without engine markers and echoes; a line left with nothing to say is dropped.
@@ -421,7 +439,7 @@ mod tests {
     }
 
     fn answer(text: &str) -> Vetted {
-        vet(text, &en())
+        vet(text, &en(), &BTreeSet::new())
     }
 
     #[test]
@@ -437,6 +455,27 @@ mod tests {
         ] {
             assert_eq!(answer(text), Vetted::Answer(text.to_string()), "{text}");
         }
+    }
+
+    /// The 1.5B model's answer in a real turn: the progress block it was shown, copied back.
+    #[test]
+    fn a_progress_block_copied_back_is_not_an_answer_and_an_answer_beside_it_is_kept() {
+        let tail = "[deepsolve:progress] round 6 of 12 · replans 0 of 2\n\
+            Problem: Frankie watched 7 hours of TV in all; how many 30-minute episodes did he watch on Wednesday?\n\
+            Plan: Add up the known days, then divide the rest by half an hour.\n  \
+            [x] S1 Determine the episodes watched on Wednesday. — Frankie watched 0 episodes.\n\
+            All steps are done: write the final answer now.";
+        let shown: BTreeSet<String> = tail.lines().map(|l| l.trim().to_string()).collect();
+        let copied = tail.replace("[deepsolve:progress] ", "");
+        assert_eq!(vet(&copied, &en(), &shown), Vetted::NotAnAnswer);
+        let beside = format!("{copied}\n\nHe watched 3 episodes on Wednesday.");
+        assert_eq!(
+            vet(&beside, &en(), &shown),
+            Vetted::Answer("He watched 3 episodes on Wednesday.".into())
+        );
+        // What was not shown is not cut.
+        let own = "Plan: count the hours first, then the episodes of each day in turn.";
+        assert_eq!(vet(own, &en(), &shown), Vetted::Answer(own.into()));
     }
 
     #[test]
@@ -504,7 +543,11 @@ mod tests {
                     continue;
                 }
                 assert_eq!(
-                    vet(&format!("[deepsolve:nudge] {template}"), &en()),
+                    vet(
+                        &format!("[deepsolve:nudge] {template}"),
+                        &en(),
+                        &BTreeSet::new()
+                    ),
                     Vetted::NotAnAnswer,
                     "{} in {}",
                     text.name(),

@@ -366,3 +366,21 @@ fn a_turns_outcome_becomes_an_attempt_an_error_or_a_cancellation() {
         SolveError::Cancelled
     );
 }
+
+#[tokio::test]
+async fn an_answer_assembled_from_step_summaries_is_graded_by_its_last_result_not_its_header() {
+    use deepsolve_core::{AnswerSource, StopReason};
+    use deepsolve_eval::{AnswerStyle, Attempt, Grader};
+    let mut assembled = outcome(StopReason::EmptyRounds);
+    assembled.answer = Some(
+        "**Answer assembled from the step summaries** (the model gave no final answer):\n\
+         - **S1** Count the eggs left: 16 - 3 - 4 = 9 eggs.\n\
+         - **S2** Price them: 9 × $2 = $18."
+            .into(),
+    );
+    assembled.answer_source = Some(AnswerSource::StepSummaries);
+    let a = Attempt::from_turn(&assembled).unwrap();
+    assert_eq!(a.style, AnswerStyle::Reasoned);
+    let graded = Grader::new().grade("18", &a.output, a.style).await;
+    assert!(graded.verdict.correct, "{graded:?}");
+}
