@@ -523,9 +523,10 @@ mod tests {
         assert!(keys.contains(&"server.database".to_string()));
         assert!(keys.contains(&"models.embedding.api_key_env".to_string()));
         assert!(keys.contains(&"kb.max_chunks".to_string()));
+        assert!(keys.contains(&"llm.probe".to_string()));
         assert_eq!(
             keys.len(),
-            10 + PRICE.len()
+            11 + PRICE.len()
                 + LOCAL.len()
                 + 9
                 + KNOBS.len()
