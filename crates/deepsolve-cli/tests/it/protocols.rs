@@ -6,18 +6,23 @@ use deepsolve_testkit::tags::MarkupStyle;
 use deepsolve_testkit::*;
 use serde_json::Value;
 
+/// `deepsolve solve --json` against `server`, in `env`.
+fn solve_json(env: &Isolated, server: &MockServer) -> assert_cmd::Command {
+    let mut cmd = env.command();
+    cmd.args([
+        "solve",
+        "--json",
+        "--base-url",
+        &server.url(),
+        "--model",
+        "mock-model",
+    ]);
+    cmd
+}
+
 fn run(server: &MockServer, extra: &[&str]) -> (i32, Vec<Value>) {
     let env = Isolated::new();
-    let out = env
-        .command()
-        .args([
-            "solve",
-            "--json",
-            "--base-url",
-            &server.url(),
-            "--model",
-            "mock-model",
-        ])
+    let out = solve_json(&env, server)
         .args(extra)
         .arg("Solve x^2 - 5x + 6 = 0.")
         .timeout(std::time::Duration::from_secs(60))
@@ -276,17 +281,8 @@ fn doctor_keeps_the_probe_s_verdict_and_a_solve_takes_the_server_s_window() {
 
 /// A solve of `What is 2 + 2?` on `server` with `llm.probe` at `probe`: its stderr and events.
 fn solve_on(env: &Isolated, server: &MockServer, probe: &str) -> (String, Vec<Value>) {
-    let out = env
-        .command()
+    let out = solve_json(env, server)
         .env("DEEPSOLVE_LLM__PROBE", probe)
-        .args([
-            "solve",
-            "--json",
-            "--base-url",
-            &server.url(),
-            "--model",
-            "mock-model",
-        ])
         .arg("What is 2 + 2?")
         .output()
         .unwrap();
