@@ -92,6 +92,7 @@ catalog! {
     ProgressProblem => "progress_problem",
     ProgressCurrent => "progress_current",
     ProgressAllDone => "progress_all_done",
+    ProgressWorkStep => "progress_work_step",
     OutputSnipped => "output_snipped",
     OutputOmitted => "output_omitted",
     NoResult => "no_result",

@@ -11,6 +11,7 @@
 //! the prompt and its nudges hold the spine for the rest of the turn.
 
 use super::turn::TurnRun;
+use super::vet::{Vetted, vet};
 use crate::config::Enforce;
 use crate::event::{EventKind, WarningKind};
 use crate::message::Message;
@@ -29,6 +30,10 @@ pub(super) struct Decoding {
     named: bool,
     /// The last reply was text where the spine wants a call: this round asks for the call.
     call_due: bool,
+    /// A call had to be asked for in this turn: the model does not follow the spine on its
+    /// own, and from then on each round's tail names the step to work on. A model that does
+    /// follow it never sees that line, so its requests are those of the prompt alone.
+    stepped_in: bool,
 }
 
 /// Whether `enforce` holds the spine at decoding time for a model that honours `honours`.
@@ -47,6 +52,7 @@ impl Decoding {
             on,
             named,
             call_due: false,
+            stepped_in: false,
         }
     }
 
@@ -118,6 +124,11 @@ impl Decoding {
     pub(super) fn asked_for_call(&self) -> bool {
         self.on && self.call_due
     }
+
+    /// The tail names the step to work on: decoding had to step in this turn.
+    pub(super) fn directs_steps(&self) -> bool {
+        self.on && self.stepped_in
+    }
 }
 
 impl TurnRun<'_> {
@@ -136,12 +147,15 @@ impl TurnRun<'_> {
 
     /// Keep `text` as the model's reasoning and ask for the call in the next round. Text
     /// held back from replies cut off before it is part of the same reasoning, already in
-    /// the context.
+    /// the context. What the reply copied from the tails it was shown is not reasoning (the
+    /// 0.5B and 1.5B models both answered a step's round with the progress block, copied):
+    /// it is left out, and a reply that is nothing else leaves nothing behind.
     pub(super) fn keep_reasoning(&mut self, text: &str) {
         self.decoding.call_due = true;
+        self.decoding.stepped_in = true;
         self.reply.take_answer_parts();
-        if !text.trim().is_empty() {
-            self.ctx.push(Message::assistant(text.trim().to_string()));
+        if let Vetted::Answer(own) = vet(text, &self.texts, &self.shown_tail_lines) {
+            self.ctx.push(Message::assistant(own.trim().to_string()));
         }
     }
 
@@ -150,11 +164,17 @@ impl TurnRun<'_> {
     /// The reasoning kept before is taken back out of the context and returned, to go before
     /// the reply's own text.
     pub(super) fn decoding_not_honoured(&mut self) -> Option<String> {
+        self.let_go_of_decoding("the model answered a required tool call with text: tool_choice is not honoured here; the prompt holds the spine for the rest of the turn")
+    }
+
+    /// Decoding stops holding the spine for the rest of the turn (`why` says so in a
+    /// warning); the reasoning kept for the call that was asked for comes back.
+    pub(super) fn let_go_of_decoding(&mut self, why: &str) -> Option<String> {
         let reasoning = self.ctx.take_trailing_assistant_text();
         self.decoding = Decoding::new(false, false);
         self.emit.emit(EventKind::Warning {
             kind: WarningKind::Protocol,
-            message: "the model answered a required tool call with text: tool_choice is not honoured here; the prompt holds the spine for the rest of the turn".into(),
+            message: why.to_string(),
         });
         reasoning
     }

@@ -15,6 +15,14 @@ pub(super) struct Nudged {
     finish: bool,
 }
 
+impl Nudged {
+    /// A plan was asked for some other way (a required call the model could not make): an
+    /// answer without one stands without the plan nudge.
+    pub(super) fn plan_asked(&mut self) {
+        self.plan = true;
+    }
+}
+
 impl TurnRun<'_> {
     /// The answer stands, or the model is nudged and the loop goes on (`None`).
     pub(super) fn finish_gate(&mut self, text: String) -> Option<Ending> {

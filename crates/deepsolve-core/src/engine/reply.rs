@@ -72,6 +72,13 @@ impl TurnRun<'_> {
     /// Take in one completion. `Some` ends the loop.
     pub(super) async fn absorb(&mut self, c: Completion) -> Option<Ending> {
         let reply = self.interpret(c);
+        if self.decoding.asked_for_call()
+            && reply.completion.tool_calls.is_empty()
+            && reply.completion.finish_reason == FinishReason::Length
+        {
+            self.record_round(&reply.completion, RoundRole::Narration);
+            return self.after_cut_call(&reply.completion.text);
+        }
         let text_only =
             !reply.has_calls() && reply.completion.finish_reason != FinishReason::Length;
         let reasoning = text_only && self.decoding.takes_reasoning(&self.record());
@@ -222,15 +229,40 @@ impl TurnRun<'_> {
     /// The whole output budget spent without visible output (a reasoning model): once, the
     /// round again with a larger budget.
     fn retry_with_more_output(&mut self) {
+        self.retry_larger("the model spent its whole output budget without visible output");
+    }
+
+    /// The one larger-output retry of the turn, `why` said in its warning.
+    fn retry_larger(&mut self, why: &str) {
         self.reply.retried_output = true;
         let larger = self.budget.retry_max_tokens(self.ctx.estimate(0));
         self.reply.next_max_tokens = Some(larger);
         self.emit.emit(EventKind::Warning {
             kind: WarningKind::Length,
-            message: format!(
-                "the model spent its whole output budget without visible output; retrying once with max_tokens = {larger}"
-            ),
+            message: format!("{why}; retrying once with max_tokens = {larger}"),
         });
+    }
+
+    /// A call that was asked for, cut off by the output limit: dropped, since the next round
+    /// asks for the call anew (continuing a cut call means nothing). Unless the cut text was
+    /// going round in a loop, the call is asked once more with a larger output budget. A
+    /// loop, or a second cut, means this model cannot make the call (the 0.5B model wrote one
+    /// plan step over and over inside its JSON until the limit, six rounds in a row):
+    /// decoding lets go, and the model's own reasoning meets the gates as its reply, a plan
+    /// having been asked for already.
+    fn after_cut_call(&mut self, text: &str) -> Option<Ending> {
+        if !repeats_itself(text) && !self.reply.retried_output {
+            self.retry_larger("the call asked for was cut off by the output limit");
+            return None;
+        }
+        let reasoning = self.let_go_of_decoding(
+            "the call asked for was cut off by the output limit again, or looped: decoding lets go, and the prompt holds the spine for the rest of the turn",
+        );
+        let reasoning = reasoning.filter(|r| !r.trim().is_empty())?;
+        if !self.record().has_plan() {
+            self.nudged.plan_asked();
+        }
+        self.finish_gate(reasoning)
     }
 
     /// Nothing visible and no calls: nudged to act, until silence ends the turn.
@@ -243,5 +275,36 @@ impl TurnRun<'_> {
         self.ctx
             .push(Message::user(format!("{NUDGE_MARKER} {nudge}")));
         None
+    }
+}
+
+/// Characters at the end of a cut reply that, found three times in it, show a loop.
+const LOOP_PROBE_CHARS: usize = 48;
+
+/// `text` ends in a loop: its last [`LOOP_PROBE_CHARS`] characters occur three times in it.
+fn repeats_itself(text: &str) -> bool {
+    let Some((start, _)) = text.char_indices().rev().nth(LOOP_PROBE_CHARS - 1) else {
+        return false;
+    };
+    text.matches(&text[start..]).count() >= 3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repeats_itself;
+
+    #[test]
+    fn a_loop_is_told_from_a_long_reply() {
+        let step = r#"{"goal": "Fold a piece of paper vertically and unfold"}, "#;
+        let looping = format!(
+            r#"{{"name": "solve_plan", "arguments": {{"steps": [{}"#,
+            step.repeat(12)
+        );
+        assert!(repeats_itself(&looping));
+        let long: String = (0..200)
+            .map(|i| format!("step {i} adds {} ", i * 7))
+            .collect();
+        assert!(!repeats_itself(&long));
+        assert!(!repeats_itself("short"));
     }
 }

@@ -11,6 +11,7 @@ impl TurnRun<'_> {
     pub(super) fn tail(&self, round: u32) -> Option<String> {
         let parts: Vec<String> = [
             self.progress_or_round_notice(round),
+            self.step_directive(),
             self.call_notice(),
             self.token_notice(),
         ]
@@ -34,6 +35,21 @@ impl TurnRun<'_> {
             );
             format!("{NUDGE_MARKER} {notice}")
         })
+    }
+
+    /// Once decoding has had to step in, the step to work on now, said outright: a small
+    /// model shown only the checklist copied it back instead of working the step.
+    fn step_directive(&self) -> Option<String> {
+        if !self.decoding.directs_steps() {
+            return None;
+        }
+        let record = self.record();
+        let step = record.current()?;
+        let line = self.texts.render(
+            Text::ProgressWorkStep,
+            &[("id", &step.id), ("goal", &step.goal)],
+        );
+        Some(format!("{NOTICE_MARKER} {line}"))
     }
 
     /// The round asks for the call the model's reasoning leads to (`solve.enforce`): which.

@@ -82,6 +82,7 @@ const ECHOED: &[Text] = &[
     Text::ProgressHeader,
     Text::ProgressRoundsLeft,
     Text::ProgressAllDone,
+    Text::ProgressWorkStep,
     Text::RefuseOverLimit,
     Text::RefuseUnknownTool,
     Text::RefuseUnreadableArguments,

@@ -40,7 +40,7 @@ pub use showcase::{
 };
 pub use small_model::{
     FencedJsonCalls, FinishesOneThenProbes, HermesInContent, IgnoresToolChoice, InventedOutput,
-    NudgeEcho, ProsePlanner, SMALL_MODEL_RESULT, ThinksBeforeCalls,
+    LoopsInForcedCall, NudgeEcho, ProsePlanner, SMALL_MODEL_RESULT, ThinksBeforeCalls,
 };
 pub use solver::WellBehaved;
 pub use vision::{
@@ -167,6 +167,7 @@ pub const SMALL_MODEL_POLICY_NAMES: &[&str] = &[
     "hermes-in-content",
     "ignores-tool-choice",
     "thinks-before-calls",
+    "loops-in-forced-call",
 ];
 
 /// Policies [`by_name`] also knows that exist for benchmarks, the web UI's browser tests and
@@ -227,6 +228,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "invented-output" => Box::new(InventedOutput),
         "hermes-in-content" => Box::new(HermesInContent { inner: base }),
         "thinks-before-calls" => Box::new(ThinksBeforeCalls { then: base }),
+        "loops-in-forced-call" => Box::new(LoopsInForcedCall),
         "ignores-tool-choice" => Box::new(IgnoresToolChoice {
             inner: FinishesOneThenProbes::new(base),
         }),

@@ -292,6 +292,43 @@ impl Policy for ThinksBeforeCalls {
     }
 }
 
+/// A small model whose required calls go round in a loop inside their JSON: asked with
+/// `auto`, it thinks aloud towards [`SMALL_MODEL_RESULT`]; asked for a call, it opens a
+/// `solve_plan` call and repeats one step until the output limit (`finish_reason: length`),
+/// as the 0.5B model did in-process; asked for text, it answers in prose.
+///
+/// **Engine:** under `solve.enforce: decoding`, the cut call is dropped and, being a loop, not
+/// asked again: decoding lets go and the model's own reasoning stands as its answer.
+/// **Ending:** `answered_without_plan`, with the reasoning as the answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopsInForcedCall;
+
+impl LoopsInForcedCall {
+    /// The looping call's text: one step goal, over and over.
+    fn looping_call() -> String {
+        let step = r#"{"goal": "Fold a piece of paper vertically and unfold"}, "#;
+        format!(
+            r#"{{"name": "solve_plan", "arguments": {{"analysis": "fold it", "steps": [{}"#,
+            step.repeat(24)
+        )
+    }
+}
+
+impl Policy for LoopsInForcedCall {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if let Some(reply) = common(req) {
+            return reply;
+        }
+        match req.tool_choice.as_deref() {
+            Some("auto") | None => Reply::text(ThinksBeforeCalls::thinking(req)),
+            Some("none") => Reply::text(prose_answer(req)),
+            Some(_) => {
+                Reply::text(LoopsInForcedCall::looping_call()).map_turn(|t| t.with_finish("length"))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -333,3 +333,88 @@ async fn under_decoding_no_answer_of_any_policy_carries_engine_text() {
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+#[tokio::test]
+async fn a_required_call_that_loops_to_the_output_limit_is_dropped_and_the_reasoning_stands() {
+    for language in [Language::En, Language::Zh] {
+        let played = play_enforced(
+            "loops-in-forced-call",
+            Protocol::Native,
+            language,
+            Enforce::Decoding,
+            honouring(),
+        )
+        .await;
+        let turn = format!("loops-in-forced-call {}", language.code());
+        let outcome = &played.outcome;
+        assert_eq!(
+            outcome.stop_reason,
+            StopReason::AnsweredWithoutPlan,
+            "{turn}"
+        );
+        assert_eq!(outcome.answer_source, Some(AnswerSource::Model), "{turn}");
+        let answer = outcome.answer.as_deref().unwrap_or_default();
+        assert!(answer.contains("6 * 7 = 42"), "{turn}: {answer:?}");
+        // One cut call, not asked again: a loop does not end differently with more room.
+        assert_eq!(
+            choices(&played),
+            vec![ToolChoice::Auto, ToolChoice::Named("solve_plan".into())],
+            "{turn}"
+        );
+        // The cut call never reached a later prompt.
+        for request in &played.requests {
+            for message in &request.messages {
+                assert!(!message.content.contains("Fold a piece"), "{turn}");
+            }
+        }
+        let said = played.events.iter().any(|e| {
+            matches!(&e.kind, EventKind::Warning { message, .. } if message.contains("cut off by the output limit"))
+        });
+        assert!(said, "{turn}: the let-go is said");
+        let found = problems(&turn, &played, &engine_pieces());
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+}
+
+#[tokio::test]
+async fn once_decoding_steps_in_each_tail_names_the_step_to_work_on() {
+    for (language, directive) in [
+        (Language::En, "Work step S1 now"),
+        (Language::Zh, "现在完成步骤 S1"),
+    ] {
+        let played = play_enforced(
+            "thinks-before-calls",
+            Protocol::Native,
+            language,
+            Enforce::Decoding,
+            honouring(),
+        )
+        .await;
+        let tails: Vec<&str> = played
+            .requests
+            .iter()
+            .filter_map(|r| r.messages.last())
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.content.as_str())
+            .collect();
+        assert!(
+            tails.iter().any(|t| t.contains(directive)),
+            "{}: {tails:#?}",
+            language.code()
+        );
+    }
+    // A model that calls on its own is never asked for a call, and never shown the line.
+    let played = play_enforced(
+        "well-behaved",
+        Protocol::Native,
+        Language::En,
+        Enforce::Decoding,
+        honouring(),
+    )
+    .await;
+    for request in &played.requests {
+        for message in &request.messages {
+            assert!(!message.content.contains("Work step"), "{message:?}");
+        }
+    }
+}
