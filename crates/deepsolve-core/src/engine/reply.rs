@@ -79,9 +79,15 @@ impl TurnRun<'_> {
             self.record_round(&reply.completion, RoundRole::Narration);
             return self.after_cut_call(&reply.completion.text);
         }
-        let text_only =
-            !reply.has_calls() && reply.completion.finish_reason != FinishReason::Length;
-        let reasoning = text_only && self.decoding.takes_reasoning(&self.record());
+        let cut = reply.completion.finish_reason == FinishReason::Length;
+        let text_only = !reply.has_calls() && !cut;
+        // Text cut off by the output limit is reasoning too where a call is due (its visible
+        // part: a reply spent on hidden reasoning gets the larger-output retry instead).
+        // Asked to go on, a small model went on copying its tail, round after round.
+        let visible = !reply.completion.text.trim().is_empty();
+        let reasoning = !reply.has_calls()
+            && (!cut || visible)
+            && self.decoding.takes_reasoning(&self.record());
         let role = if reply.completion.tool_calls.is_empty() && !reasoning {
             RoundRole::Answer
         } else {
@@ -91,7 +97,8 @@ impl TurnRun<'_> {
         self.count_format_errors(&reply);
         if reasoning {
             self.reply.empty_rounds = 0;
-            self.keep_reasoning(&reply.completion.text);
+            let text = &reply.completion.text;
+            self.keep_reasoning(if cut { before_loop(text) } else { text });
             return None;
         }
         let mut reply = reply;
@@ -281,12 +288,26 @@ impl TurnRun<'_> {
 /// Characters at the end of a cut reply that, found three times in it, show a loop.
 const LOOP_PROBE_CHARS: usize = 48;
 
+/// The last [`LOOP_PROBE_CHARS`] characters of `text`, if it has that many.
+fn loop_probe(text: &str) -> Option<&str> {
+    let (start, _) = text.char_indices().rev().nth(LOOP_PROBE_CHARS - 1)?;
+    Some(&text[start..])
+}
+
 /// `text` ends in a loop: its last [`LOOP_PROBE_CHARS`] characters occur three times in it.
 fn repeats_itself(text: &str) -> bool {
-    let Some((start, _)) = text.char_indices().rev().nth(LOOP_PROBE_CHARS - 1) else {
-        return false;
-    };
-    text.matches(&text[start..]).count() >= 3
+    loop_probe(text).is_some_and(|probe| text.matches(probe).count() >= 3)
+}
+
+/// `text` up to the end of the first turn of the loop it ends in (all of it without one).
+fn before_loop(text: &str) -> &str {
+    match loop_probe(text) {
+        Some(probe) if repeats_itself(text) => {
+            let first = text.find(probe).unwrap_or(0);
+            &text[..first + probe.len()]
+        }
+        _ => text,
+    }
 }
 
 #[cfg(test)]
@@ -306,5 +327,19 @@ mod tests {
             .collect();
         assert!(!repeats_itself(&long));
         assert!(!repeats_itself("short"));
+    }
+
+    #[test]
+    fn a_looping_reply_keeps_what_came_before_the_loop_and_one_turn_of_it() {
+        let unit = "  [ ] S2 Janet bakes muffins for her friends <- current\n";
+        let text = format!("Eggs left: 16 - 3 - 4 = 9.\n{}", unit.repeat(9));
+        let kept = super::before_loop(&text);
+        assert!(kept.starts_with("Eggs left: 16 - 3 - 4 = 9.\n"), "{kept:?}");
+        assert!(
+            kept.len() < "Eggs left: 16 - 3 - 4 = 9.\n".len() + 2 * unit.len(),
+            "{kept:?}"
+        );
+        let plain = "no loop in this reply at all, just a long enough line of reasoning";
+        assert_eq!(super::before_loop(plain), plain);
     }
 }

@@ -329,6 +329,37 @@ impl Policy for LoopsInForcedCall {
     }
 }
 
+/// A small model that, once it has a plan, answers a free round by copying the tail it was
+/// shown (the progress block and its notices) over and over until the output limit, as the
+/// 0.5B model did in-process; asked for a call, it makes `then`'s move.
+///
+/// **Engine:** under `solve.enforce: decoding`, the cut copy is not continued and nothing of
+/// it is kept: the call is asked for and the spine goes on. **Ending:** `answered`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CopiesItsTail {
+    pub then: WellBehaved,
+}
+
+impl Policy for CopiesItsTail {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if let Some(reply) = common(req) {
+            return reply;
+        }
+        let free = matches!(req.tool_choice.as_deref(), Some("auto") | None);
+        let tail = req
+            .messages
+            .last()
+            .filter(|m| m.role == deepsolve_core::Role::User && req.has_plan())
+            .map(|m| m.content.clone());
+        match tail {
+            Some(tail) if free => {
+                Reply::text(format!("{tail}\n").repeat(6)).map_turn(|t| t.with_finish("length"))
+            }
+            _ => self.then.next_move(req),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -418,3 +418,47 @@ async fn once_decoding_steps_in_each_tail_names_the_step_to_work_on() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_free_round_that_copies_its_tail_to_the_output_limit_is_not_continued_or_kept() {
+    for language in [Language::En, Language::Zh] {
+        let played = play_enforced(
+            "copies-its-tail",
+            Protocol::Native,
+            language,
+            Enforce::Decoding,
+            honouring(),
+        )
+        .await;
+        let turn = format!("copies-its-tail {}", language.code());
+        assert_eq!(played.outcome.stop_reason, StopReason::Answered, "{turn}");
+        assert!(played.outcome.solve.open_steps().next().is_none(), "{turn}");
+        let shown: Vec<String> = played
+            .requests
+            .iter()
+            .filter_map(|r| r.messages.last())
+            .filter(|m| m.role == Role::User)
+            .flat_map(|m| m.content.lines().map(str::trim).map(String::from))
+            .filter(|line| line.chars().count() > 12)
+            .collect();
+        for request in &played.requests {
+            let (_tail, kept) = request.messages.split_last().expect("messages");
+            for message in kept {
+                assert!(
+                    !message.content.contains("[deepsolve:continue]"),
+                    "{turn}: a cut copy was continued"
+                );
+                if message.role == Role::Assistant {
+                    for line in &shown {
+                        assert!(
+                            !message.content.contains(line.as_str()),
+                            "{turn}: a copied tail line was kept: {line:?}"
+                        );
+                    }
+                }
+            }
+        }
+        let found = problems(&turn, &played, &engine_pieces());
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+}
