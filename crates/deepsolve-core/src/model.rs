@@ -33,6 +33,10 @@ pub enum ToolChoice {
     /// The reply must be a call of this tool (OpenAI's `{"type": "function", "function":
     /// {"name": …}}`); the tool list stays as declared, so the prompt's prefix does not move.
     Named(String),
+    /// The reply must be a call of one of these tools; the tool list stays as declared. An
+    /// endpoint is sent `"required"` (the narrowing holds only where the decoder is ours: the
+    /// local model's grammar admits just these names).
+    Among(Vec<String>),
 }
 
 /// What an endpoint honours at decoding time, as far as is known: the probe's verdict for an

@@ -367,13 +367,16 @@ impl ChatModel for LocalModel {
 
 /// The grammar a request asks for: a reply schema (structured output) is one of its own;
 /// otherwise `tool_choice: required` is a call of any offered tool, a named choice a call of
-/// that tool.
+/// that tool, a choice among tools a call of one of them.
 pub(crate) fn constraint_for(request: &ChatRequest) -> Constraint {
     match (&request.response_format, &request.tool_choice) {
         (Some(format), _) => Constraint::JsonSchema(format.schema.clone()),
         (None, ToolChoice::Required) => Constraint::ToolCall { names: Vec::new() },
         (None, ToolChoice::Named(name)) => Constraint::ToolCall {
             names: vec![name.clone()],
+        },
+        (None, ToolChoice::Among(names)) => Constraint::ToolCall {
+            names: names.clone(),
         },
         (None, ToolChoice::Auto | ToolChoice::None) => Constraint::Free,
     }
@@ -588,6 +591,15 @@ mod tests {
             constraint_for(&request(ToolChoice::Named("f".into()), None)),
             Constraint::ToolCall {
                 names: vec!["f".into()]
+            }
+        );
+        assert_eq!(
+            constraint_for(&request(
+                ToolChoice::Among(vec!["f".into(), "g".into()]),
+                None
+            )),
+            Constraint::ToolCall {
+                names: vec!["f".into(), "g".into()]
             }
         );
         assert_eq!(

@@ -256,7 +256,7 @@ pub(crate) fn tool_choice_value(choice: &ToolChoice) -> Value {
     match choice {
         ToolChoice::Auto => json!("auto"),
         ToolChoice::None => json!("none"),
-        ToolChoice::Required => json!("required"),
+        ToolChoice::Required | ToolChoice::Among(_) => json!("required"),
         ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
     }
 }

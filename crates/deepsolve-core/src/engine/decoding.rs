@@ -15,7 +15,7 @@ use super::vet::{Vetted, vet};
 use crate::config::Enforce;
 use crate::event::{EventKind, WarningKind};
 use crate::message::Message;
-use crate::model::{Honours, ToolChoice, ToolSpec};
+use crate::model::{ChatRequest, Honours, ToolChoice};
 use crate::solve::SolveRecord;
 use crate::solve::spine::SOLVE_PLAN;
 
@@ -78,21 +78,33 @@ impl Decoding {
 }
 
 impl Decoding {
-    /// Narrows `tools` for a round asked `choice` where nothing else holds the plan first: a
-    /// required call before the plan, a named choice not being honoured, would let the model
-    /// call any tool (the 0.5B model on llama.cpp's server called work tools, and no plan came).
-    /// That round alone offers `solve_plan`; the changed list costs one prefill of the prompt
-    /// from the tools on, and the next round's request is the usual one again.
-    pub(super) fn narrow(
-        &self,
-        choice: &ToolChoice,
-        record: &SolveRecord,
-        tools: &mut Vec<ToolSpec>,
-    ) {
-        let plan_due = self.on && !self.named && !record.has_plan();
-        if plan_due && *choice == ToolChoice::Required && tools.iter().any(|t| t.name == SOLVE_PLAN)
-        {
-            tools.retain(|t| t.name == SOLVE_PLAN);
+    /// Narrows what a round asked for a call may call, where `tool_choice` alone would not.
+    ///
+    /// Before the plan, a required call (a named choice not being honoured) would let the
+    /// model call any tool (the 0.5B model on llama.cpp's server called work tools, and no
+    /// plan came): that round alone offers `solve_plan`; the changed list costs one prefill of
+    /// the prompt from the tools on, and the next round's request is the usual one again.
+    ///
+    /// With a plan, a required call may be any tool but `solve_plan`, which can only be
+    /// refused now (the 0.5B model in-process called it again round after round): the tool
+    /// list stays, and the choice names the tools that remain.
+    pub(super) fn narrow(&self, request: &mut ChatRequest, record: &SolveRecord) {
+        if !self.on || request.tool_choice != ToolChoice::Required {
+            return;
+        }
+        let offers_plan = request.tools.iter().any(|t| t.name == SOLVE_PLAN);
+        if !record.has_plan() {
+            if !self.named && offers_plan {
+                request.tools.retain(|t| t.name == SOLVE_PLAN);
+            }
+        } else if offers_plan {
+            let rest: Vec<String> = (request.tools.iter())
+                .map(|t| t.name.clone())
+                .filter(|n| n != SOLVE_PLAN)
+                .collect();
+            if !rest.is_empty() {
+                request.tool_choice = ToolChoice::Among(rest);
+            }
         }
     }
 }
@@ -107,7 +119,7 @@ pub(super) fn choice_name(choice: &ToolChoice) -> String {
     match choice {
         ToolChoice::Auto => "auto".into(),
         ToolChoice::None => "none".into(),
-        ToolChoice::Required => "required".into(),
+        ToolChoice::Required | ToolChoice::Among(_) => "required".into(),
         ToolChoice::Named(name) => name.clone(),
     }
 }

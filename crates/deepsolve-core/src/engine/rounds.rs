@@ -63,7 +63,7 @@ impl TurnRun<'_> {
         });
         let max_tokens = self.reply.take_max_tokens(self.budget.max_tokens());
         let mut request = self.request(tail, tail_tokens, choice, max_tokens);
-        (self.decoding).narrow(&request.tool_choice, &self.record(), &mut request.tools);
+        self.decoding.narrow(&mut request, &self.record());
         Ok(request)
     }
 

@@ -414,7 +414,9 @@ impl<'a> TurnRun<'a> {
             .request(messages, &self.specs, &tool_choice, &self.texts);
         // A call can be required only where tools are declared natively.
         let tool_choice = match tool_choice {
-            ToolChoice::Required | ToolChoice::Named(_) if wire.tools.is_empty() => {
+            ToolChoice::Required | ToolChoice::Named(_) | ToolChoice::Among(_)
+                if wire.tools.is_empty() =>
+            {
                 ToolChoice::Auto
             }
             choice => choice,

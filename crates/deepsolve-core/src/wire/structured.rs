@@ -114,7 +114,12 @@ pub(crate) fn reply_schema(specs: &[ToolSpec], tool_choice: &ToolChoice) -> Valu
         ToolChoice::Named(name) if specs.iter().any(|s| &s.name == name) => {
             specs.iter().filter(|s| &s.name == name).map(call).collect()
         }
-        ToolChoice::Required | ToolChoice::Named(_) if !specs.is_empty() => {
+        ToolChoice::Among(names) if specs.iter().any(|s| names.contains(&s.name)) => specs
+            .iter()
+            .filter(|s| names.contains(&s.name))
+            .map(call)
+            .collect(),
+        ToolChoice::Required | ToolChoice::Named(_) | ToolChoice::Among(_) if !specs.is_empty() => {
             specs.iter().map(call).collect()
         }
         _ => specs.iter().map(call).chain([answer]).collect(),
