@@ -10,8 +10,11 @@
 
 use std::collections::BTreeSet;
 
+use serde_json::Value;
+
 use super::turn::{Final, TurnRun};
 use crate::event::{EventKind, WarningKind};
+use crate::message::ToolCall;
 use crate::outcome::{AnswerSource, StopReason};
 use crate::solve::spine::{SOLVE_FINISH_STEP, SOLVE_PLAN, SOLVE_REPLAN};
 use crate::texts::{Text, Texts};
@@ -65,6 +68,34 @@ impl TurnRun<'_> {
     }
 }
 
+impl TurnRun<'_> {
+    /// Engine text copied into a step's summary is cut before the spine records it (the 0.5B
+    /// model closed steps with the tail's own instruction as their summary): a summary is
+    /// shown to the student, carried by every later progress block and may become the answer.
+    /// A summary left empty is refused by the spine like any empty one.
+    pub(super) fn clean_summaries(&self, calls: &mut [ToolCall]) {
+        for call in calls.iter_mut().filter(|c| c.name == SOLVE_FINISH_STEP) {
+            let Ok(mut args) = serde_json::from_str::<Value>(&call.arguments) else {
+                continue;
+            };
+            let Some(summary) = args.get("summary").and_then(Value::as_str) else {
+                continue;
+            };
+            let clean = without_engine_text(summary, &self.texts, &self.shown_tail_lines);
+            if clean != summary {
+                args["summary"] = Value::String(clean);
+                call.arguments = args.to_string();
+            }
+        }
+    }
+}
+
+/// `text` with the engine texts and the shown tail lines it copied cut out (unchanged when
+/// it copied none).
+pub(crate) fn without_engine_text(text: &str, texts: &Texts, shown: &BTreeSet<String>) -> String {
+    Echoes::of(texts).with_shown(shown).strip(text)
+}
+
 /// The engine texts a model may echo back.
 const ECHOED: &[Text] = &[
     Text::NudgeContinue,
@@ -108,8 +139,7 @@ pub(crate) enum Vetted {
 /// progress block — the problem, the plan, the step lines — back as its answer (seen with the
 /// 1.5B model in-process).
 pub(crate) fn vet(text: &str, texts: &Texts, shown: &BTreeSet<String>) -> Vetted {
-    let echoes = Echoes::of(texts).with_shown(shown);
-    let stripped = echoes.strip(text);
+    let stripped = without_engine_text(text, texts, shown);
     if !has_substance(&stripped) {
         return Vetted::NotAnAnswer;
     }
@@ -477,6 +507,23 @@ mod tests {
         // What was not shown is not cut.
         let own = "Plan: count the hours first, then the episodes of each day in turn.";
         assert_eq!(vet(own, &en(), &shown), Vetted::Answer(own.into()));
+    }
+
+    #[test]
+    fn a_summary_keeps_its_result_without_the_instruction_it_copied() {
+        let directive = en().render(
+            Text::ProgressWorkStep,
+            &[("id", &"S2"), ("goal", &"Eggs left for sale")],
+        );
+        let shown: BTreeSet<String> = [format!("[deepsolve:notice] {directive}")].into();
+        let copied = "16 - 3 - 4 = 9 eggs are left. Reason it through in a few sentences, using a tool where one helps; then call `solve_finish_step` with the step's result.";
+        // The template's own ". " before its instruction goes with it.
+        assert_eq!(
+            without_engine_text(copied, &en(), &shown),
+            "16 - 3 - 4 = 9 eggs are left"
+        );
+        let own = "16 - 3 - 4 = 9 eggs are left.";
+        assert_eq!(without_engine_text(own, &en(), &shown), own);
     }
 
     #[test]

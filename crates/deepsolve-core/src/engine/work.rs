@@ -25,7 +25,8 @@ struct Answered {
 
 impl TurnRun<'_> {
     /// Run one round's calls. `Some` ends the loop (cancelled, or the repetition guard).
-    pub(super) async fn work_round(&mut self, reply: Interpreted) -> Option<Ending> {
+    pub(super) async fn work_round(&mut self, mut reply: Interpreted) -> Option<Ending> {
+        self.clean_summaries(&mut reply.completion.tool_calls);
         let unreadable = self.name_unreadable(reply.unreadable);
         let batch = self.dispatch(&reply.completion.tool_calls).await?;
         // Recorded after the run so the calls move into the context instead of being copied:
