@@ -166,7 +166,7 @@ impl TurnRun<'_> {
         self.decoding.call_due = true;
         self.decoding.stepped_in = true;
         self.reply.take_answer_parts();
-        if let Vetted::Answer(own) = vet(text, &self.texts, &self.shown_tail_lines) {
+        if let Vetted::Answer(own) = vet(text, &self.texts, &self.shown_tail_lines, &self.problem) {
             self.ctx.push(Message::assistant(own.trim().to_string()));
         }
     }

@@ -29,7 +29,7 @@ impl TurnRun<'_> {
             let Some(text) = last.answer.take() else {
                 return last;
             };
-            match vet(&text, &self.texts, &self.shown_tail_lines) {
+            match vet(&text, &self.texts, &self.shown_tail_lines, &self.problem) {
                 Vetted::Answer(clean) => {
                     last.answer = Some(clean);
                     return last;
@@ -138,12 +138,26 @@ pub(crate) enum Vetted {
 /// and every telling line of the tails the model was shown (`shown`): a small model copies the
 /// progress block — the problem, the plan, the step lines — back as its answer (seen with the
 /// 1.5B model in-process).
-pub(crate) fn vet(text: &str, texts: &Texts, shown: &BTreeSet<String>) -> Vetted {
+///
+/// A reply that says nothing but sentences of the `problem` itself is not an answer either
+/// (the 0.5B model's forced answer was the problem, word for word); an answer that quotes the
+/// problem and goes on comes back whole.
+pub(crate) fn vet(text: &str, texts: &Texts, shown: &BTreeSet<String>, problem: &str) -> Vetted {
     let stripped = without_engine_text(text, texts, shown);
-    if !has_substance(&stripped) {
+    if !has_substance(&stripped) || only_restates(&stripped, problem) {
         return Vetted::NotAnAnswer;
     }
     Vetted::Answer(stripped)
+}
+
+/// Every sentence of `text` that says something is found in `problem`, and together they
+/// are long enough to tell (a short answer the problem happens to contain is an answer).
+fn only_restates(text: &str, problem: &str) -> bool {
+    let said: Vec<&str> = sentences(text)
+        .map(str::trim)
+        .filter(|s| s.chars().any(char::is_alphanumeric) && !is_meta(s))
+        .collect();
+    is_telling(&said.join(" ")) && said.iter().all(|s| problem.contains(s))
 }
 
 /// The longest a placeholder's value may be inside an echoed text.
@@ -470,7 +484,7 @@ mod tests {
     }
 
     fn answer(text: &str) -> Vetted {
-        vet(text, &en(), &BTreeSet::new())
+        vet(text, &en(), &BTreeSet::new(), "")
     }
 
     #[test]
@@ -498,15 +512,32 @@ mod tests {
             All steps are done: write the final answer now.";
         let shown: BTreeSet<String> = tail.lines().map(|l| l.trim().to_string()).collect();
         let copied = tail.replace("[deepsolve:progress] ", "");
-        assert_eq!(vet(&copied, &en(), &shown), Vetted::NotAnAnswer);
+        assert_eq!(vet(&copied, &en(), &shown, ""), Vetted::NotAnAnswer);
         let beside = format!("{copied}\n\nHe watched 3 episodes on Wednesday.");
         assert_eq!(
-            vet(&beside, &en(), &shown),
+            vet(&beside, &en(), &shown, ""),
             Vetted::Answer("He watched 3 episodes on Wednesday.".into())
         );
         // What was not shown is not cut.
         let own = "Plan: count the hours first, then the episodes of each day in turn.";
-        assert_eq!(vet(own, &en(), &shown), Vetted::Answer(own.into()));
+        assert_eq!(vet(own, &en(), &shown, ""), Vetted::Answer(own.into()));
+    }
+
+    #[test]
+    fn the_problem_restated_is_not_an_answer_and_an_answer_quoting_it_is_kept() {
+        let problem = "Susan earns $5 every 10 minutes for an online task she does. If she works between 8 a.m. and 11 a.m. and pauses in between for half an hour, how much money does she earn for the online task?";
+        let none = BTreeSet::new();
+        assert_eq!(vet(problem, &en(), &none, problem), Vetted::NotAnAnswer);
+        let quoting = "Susan earns $5 every 10 minutes for an online task she does. She works 150 minutes, so she earns $75.";
+        assert_eq!(
+            vet(quoting, &en(), &none, problem),
+            Vetted::Answer(quoting.into())
+        );
+        // A short answer the problem happens to contain still stands.
+        assert_eq!(
+            vet("$5", &en(), &none, problem),
+            Vetted::Answer("$5".into())
+        );
     }
 
     #[test]
@@ -594,7 +625,8 @@ mod tests {
                     vet(
                         &format!("[deepsolve:nudge] {template}"),
                         &en(),
-                        &BTreeSet::new()
+                        &BTreeSet::new(),
+                        ""
                     ),
                     Vetted::NotAnAnswer,
                     "{} in {}",
