@@ -202,12 +202,15 @@ impl Echoes {
         Echoes { templates, phrases }
     }
 
-    /// These echoes and the telling lines of `shown` (markers stripped), longest first.
+    /// These echoes and the telling lines of `shown` (markers stripped), longest first. A
+    /// step line is also cut without its checkbox and without its `<- current` mark: the
+    /// 0.5B model copied `[ ] S2 …` from `[ ] S2 …   <- current`.
     fn with_shown(mut self, shown: &BTreeSet<String>) -> Self {
         self.phrases.extend(
             shown
                 .iter()
                 .map(|line| strip_markers(line).trim().to_string())
+                .flat_map(|line| line_variants(&line))
                 .filter(|line| is_telling(line)),
         );
         self.phrases.sort_by_key(|p| std::cmp::Reverse(p.len()));
@@ -246,6 +249,25 @@ impl Echoes {
         }
         kept.join("\n").trim().to_string()
     }
+}
+
+/// `line`, and as a step line of the progress block may be copied: without its `<- current`
+/// mark (of any built-in language), and either of those without its checkbox.
+fn line_variants(line: &str) -> Vec<String> {
+    let mut variants = vec![line.to_string()];
+    for language in Texts::LANGUAGES {
+        let builtin = Texts::builtin(language);
+        if let Some(bare) = line.strip_suffix(builtin.get(Text::ProgressCurrent)) {
+            variants.push(bare.trim_end().to_string());
+        }
+    }
+    let unboxed: Vec<String> = variants
+        .iter()
+        .filter_map(|v| v.strip_prefix("[ ] ").or_else(|| v.strip_prefix("[x] ")))
+        .map(str::to_string)
+        .collect();
+    variants.extend(unboxed);
+    variants
 }
 
 /// A template's fixed text, split at its placeholders (empty pieces where a placeholder
@@ -517,6 +539,27 @@ mod tests {
         assert_eq!(
             vet(&beside, &en(), &shown, ""),
             Vetted::Answer("He watched 3 episodes on Wednesday.".into())
+        );
+        // A step line copied without its mark or its checkbox is cut all the same.
+        let step = "  [ ] S2 She sells the remainder at the market for $2 an egg   <- current";
+        let shown_step: BTreeSet<String> = [step.trim().to_string()].into();
+        assert_eq!(
+            vet(
+                "[ ] S2 She sells the remainder at the market for $2 an egg",
+                &en(),
+                &shown_step,
+                ""
+            ),
+            Vetted::NotAnAnswer
+        );
+        assert_eq!(
+            vet(
+                "S2 She sells the remainder at the market for $2 an egg\nSo she makes $18.",
+                &en(),
+                &shown_step,
+                ""
+            ),
+            Vetted::Answer("So she makes $18.".into())
         );
         // What was not shown is not cut.
         let own = "Plan: count the hours first, then the episodes of each day in turn.";
