@@ -5,6 +5,9 @@ use crate::solve::SolveRecord;
 use crate::texts::{Text, Texts};
 
 pub(crate) const PROGRESS_MARKER: &str = "[deepsolve:progress]";
+/// A step line's checkbox, open and done.
+pub(crate) const STEP_OPEN: &str = "[ ]";
+pub(crate) const STEP_DONE: &str = "[x]";
 const PROBLEM_CHARS: usize = 2000;
 /// From this many rounds left, the block says how many remain.
 const ROUNDS_LEFT_NOTE_AT: u32 = 2;
@@ -44,7 +47,7 @@ pub(crate) fn render(problem: &str, record: &SolveRecord, at: &Position, texts: 
 /// `\n  [x] S1 goal — summary`: the language-neutral checklist line (the record in a later
 /// turn's history uses it too).
 pub(crate) fn step_line(step: &crate::solve::SolveStep) -> String {
-    let mark = if step.done { "[x]" } else { "[ ]" };
+    let mark = if step.done { STEP_DONE } else { STEP_OPEN };
     let mut line = format!("\n  {mark} {} {}", step.id, step.goal);
     if let Some(summary) = &step.summary {
         line.push_str(" — ");

@@ -16,6 +16,7 @@ use super::turn::{Final, TurnRun};
 use crate::event::{EventKind, WarningKind};
 use crate::message::ToolCall;
 use crate::outcome::{AnswerSource, StopReason};
+use crate::progress::{STEP_DONE, STEP_OPEN};
 use crate::solve::spine::{SOLVE_FINISH_STEP, SOLVE_PLAN, SOLVE_REPLAN};
 use crate::texts::{Text, Texts};
 
@@ -263,8 +264,12 @@ fn line_variants(line: &str) -> Vec<String> {
     }
     let unboxed: Vec<String> = variants
         .iter()
-        .filter_map(|v| v.strip_prefix("[ ] ").or_else(|| v.strip_prefix("[x] ")))
-        .map(str::to_string)
+        .filter_map(|v| {
+            [STEP_OPEN, STEP_DONE]
+                .iter()
+                .find_map(|mark| v.strip_prefix(mark))
+                .map(|rest| rest.trim_start().to_string())
+        })
         .collect();
     variants.extend(unboxed);
     variants
