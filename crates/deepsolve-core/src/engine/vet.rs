@@ -169,6 +169,8 @@ const MAX_VALUE_CHARS: usize = 200;
 struct Echoes {
     templates: Vec<Vec<String>>,
     phrases: Vec<String>,
+    /// The tail lines shown (markers stripped): a line that starts one of them is a copy.
+    shown: Vec<String>,
 }
 
 impl Echoes {
@@ -200,7 +202,11 @@ impl Echoes {
             .collect();
         phrases.sort_by_key(|p| std::cmp::Reverse(p.len()));
         phrases.dedup();
-        Echoes { templates, phrases }
+        Echoes {
+            templates,
+            phrases,
+            shown: Vec::new(),
+        }
     }
 
     /// These echoes and the telling lines of `shown` (markers stripped), longest first. A
@@ -216,7 +222,19 @@ impl Echoes {
         );
         self.phrases.sort_by_key(|p| std::cmp::Reverse(p.len()));
         self.phrases.dedup();
+        self.shown = shown
+            .iter()
+            .map(|line| strip_markers(line).trim().to_string())
+            .collect();
         self
+    }
+
+    /// `line` (trimmed) is nothing but the start of a shown line, three words or more (the
+    /// 0.5B model answered "Work step S3 now" from "Work step S3 now: …").
+    fn starts_a_shown_line(&self, line: &str) -> bool {
+        line.split_whitespace().count() >= 3
+            && line.len() >= 12
+            && self.shown.iter().any(|shown| shown.starts_with(line))
     }
 
     /// `text` without engine markers and echoes; a line left with nothing to say is dropped.
@@ -225,6 +243,10 @@ impl Echoes {
         let mut kept = Vec::new();
         let mut changed = false;
         for line in text.lines() {
+            if is_step_mark(line.trim()) || self.starts_a_shown_line(line.trim()) {
+                changed = true;
+                continue;
+            }
             let mut cut = strip_markers(line);
             for template in &self.templates {
                 while let Some(span) = find_rendered(&cut, template) {
@@ -241,7 +263,7 @@ impl Echoes {
                 continue;
             }
             changed = true;
-            if cut.chars().any(char::is_alphanumeric) {
+            if cut.chars().any(char::is_alphanumeric) && !is_step_mark(cut.trim()) {
                 kept.push(cut.trim().to_string());
             }
         }
@@ -250,6 +272,16 @@ impl Echoes {
         }
         kept.join("\n").trim().to_string()
     }
+}
+
+/// `line` is a mark of the progress block alone: a checkbox, or the current step's mark of
+/// a built-in language.
+fn is_step_mark(line: &str) -> bool {
+    line == STEP_OPEN
+        || line == STEP_DONE
+        || Texts::LANGUAGES
+            .iter()
+            .any(|l| Texts::builtin(*l).get(Text::ProgressCurrent) == line)
 }
 
 /// `line`, and as a step line of the progress block may be copied: without its `<- current`
@@ -565,6 +597,15 @@ mod tests {
                 ""
             ),
             Vetted::Answer("So she makes $18.".into())
+        );
+        // The 0.5B model's forced answer: the start of the directive, the marks alone on their
+        // lines, and a call written out: nothing of it is an answer.
+        let directive = "[deepsolve:notice] Work step S3 now: She sells the rest at the market. Reason it through in a few sentences, using a tool where one helps; then call `solve_finish_step` with the step's result.";
+        let shown_directive: BTreeSet<String> = [directive.to_string()].into();
+        let fragments = "Work step S3 now\n[x]\n<- current\n{\"name\": \"solve_finish_step\", \"arguments\": {\"step_id\": \"S3\", \"summary\": \"She sells the rest\"}}";
+        assert_eq!(
+            vet(fragments, &en(), &shown_directive, ""),
+            Vetted::NotAnAnswer
         );
         // What was not shown is not cut.
         let own = "Plan: count the hours first, then the episodes of each day in turn.";
