@@ -113,6 +113,7 @@ const ECHOED: &[Text] = &[
     Text::NoticeCallStep,
     Text::ProgressHeader,
     Text::ProgressRoundsLeft,
+    Text::ProgressSettlement,
     Text::ProgressAllDone,
     Text::ProgressWorkStep,
     Text::RefuseOverLimit,
@@ -258,6 +259,12 @@ impl Echoes {
                     cut = cut.replace(phrase.as_str(), "");
                 }
             }
+            // A copied step line keeps its goal but not the mark after it.
+            for mark in current_marks() {
+                if cut.trim_end().ends_with(mark.as_str()) {
+                    cut.truncate(cut.trim_end().len() - mark.len());
+                }
+            }
             if cut == line {
                 kept.push(cut);
                 continue;
@@ -274,14 +281,17 @@ impl Echoes {
     }
 }
 
-/// `line` is a mark of the progress block alone: a checkbox, or the current step's mark of
-/// a built-in language.
+/// The current step's mark (`<- current`) of each built-in language.
+fn current_marks() -> Vec<String> {
+    Texts::LANGUAGES
+        .iter()
+        .map(|l| Texts::builtin(*l).get(Text::ProgressCurrent).to_string())
+        .collect()
+}
+
+/// `line` is a mark of the progress block alone: a checkbox, or the current step's mark.
 fn is_step_mark(line: &str) -> bool {
-    line == STEP_OPEN
-        || line == STEP_DONE
-        || Texts::LANGUAGES
-            .iter()
-            .any(|l| Texts::builtin(*l).get(Text::ProgressCurrent) == line)
+    line == STEP_OPEN || line == STEP_DONE || current_marks().iter().any(|mark| mark == line)
 }
 
 /// `line`, and as a step line of the progress block may be copied: without its `<- current`
@@ -606,6 +616,19 @@ mod tests {
         assert_eq!(
             vet(fragments, &en(), &shown_directive, ""),
             Vetted::NotAnAnswer
+        );
+        // The settlement note, copied, and a mark after a line the model wrote itself.
+        let settlement = en().render(
+            Text::ProgressSettlement,
+            &[("round", &2), ("settlement_rounds", &2)],
+        );
+        assert_eq!(
+            vet(&format!("· {settlement}"), &en(), &BTreeSet::new(), ""),
+            Vetted::NotAnAnswer
+        );
+        assert_eq!(
+            vet("Daisy has $175   <- current", &en(), &BTreeSet::new(), ""),
+            Vetted::Answer("Daisy has $175".into())
         );
         // What was not shown is not cut.
         let own = "Plan: count the hours first, then the episodes of each day in turn.";
