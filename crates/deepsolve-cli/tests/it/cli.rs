@@ -46,15 +46,8 @@ impl Solved {
 
 fn solve_json(server: &MockServer, extra: &[&str]) -> Solved {
     let env = Env::new();
-    let mut cmd = env.command();
-    cmd.args([
-        "solve",
-        "--json",
-        "--base-url",
-        &server.url(),
-        "--model",
-        "mock-model",
-    ]);
+    let mut cmd = env.solve(server);
+    cmd.arg("--json");
     cmd.args(extra);
     cmd.arg("Solve x^2 - 5x + 6 = 0.");
     let out = cmd.output().expect("run deepsolve");

@@ -8,15 +8,8 @@ use deepsolve_testkit::*;
 use serde_json::Value;
 
 fn solve(env: &Isolated, server: &MockServer, extra: &[&str]) -> std::process::Output {
-    env.command()
-        .args([
-            "solve",
-            "--json",
-            "--base-url",
-            &server.url(),
-            "--model",
-            "mock-model",
-        ])
+    env.solve(server)
+        .arg("--json")
         .args(extra)
         .arg("Solve x + 1 = 3.")
         .output()

@@ -8,15 +8,8 @@ use serde_json::Value;
 
 /// `deepsolve solve --json` against `server`, in `env`.
 fn solve_json(env: &Isolated, server: &MockServer) -> assert_cmd::Command {
-    let mut cmd = env.command();
-    cmd.args([
-        "solve",
-        "--json",
-        "--base-url",
-        &server.url(),
-        "--model",
-        "mock-model",
-    ]);
+    let mut cmd = env.solve(server);
+    cmd.arg("--json");
     cmd
 }
 

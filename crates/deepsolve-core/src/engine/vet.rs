@@ -172,6 +172,8 @@ struct Echoes {
     phrases: Vec<String>,
     /// The tail lines shown (markers stripped): a line that starts one of them is a copy.
     shown: Vec<String>,
+    /// The current step's mark (`<- current`) of each built-in language.
+    current_marks: Vec<String>,
 }
 
 impl Echoes {
@@ -207,6 +209,10 @@ impl Echoes {
             templates,
             phrases,
             shown: Vec::new(),
+            current_marks: Texts::LANGUAGES
+                .iter()
+                .map(|l| Texts::builtin(*l).get(Text::ProgressCurrent).to_string())
+                .collect(),
         }
     }
 
@@ -214,19 +220,19 @@ impl Echoes {
     /// step line is also cut without its checkbox and without its `<- current` mark: the
     /// 0.5B model copied `[ ] S2 …` from `[ ] S2 …   <- current`.
     fn with_shown(mut self, shown: &BTreeSet<String>) -> Self {
-        self.phrases.extend(
-            shown
-                .iter()
-                .map(|line| strip_markers(line).trim().to_string())
-                .flat_map(|line| line_variants(&line))
-                .filter(|line| is_telling(line)),
-        );
-        self.phrases.sort_by_key(|p| std::cmp::Reverse(p.len()));
-        self.phrases.dedup();
-        self.shown = shown
+        let shown: Vec<String> = shown
             .iter()
             .map(|line| strip_markers(line).trim().to_string())
             .collect();
+        let copies: Vec<String> = shown
+            .iter()
+            .flat_map(|line| self.line_variants(line))
+            .filter(|line| is_telling(line))
+            .collect();
+        self.phrases.extend(copies);
+        self.phrases.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        self.phrases.dedup();
+        self.shown = shown;
         self
     }
 
@@ -244,7 +250,7 @@ impl Echoes {
         let mut kept = Vec::new();
         let mut changed = false;
         for line in text.lines() {
-            if is_step_mark(line.trim()) || self.starts_a_shown_line(line.trim()) {
+            if self.is_step_mark(line.trim()) || self.starts_a_shown_line(line.trim()) {
                 changed = true;
                 continue;
             }
@@ -260,7 +266,7 @@ impl Echoes {
                 }
             }
             // A copied step line keeps its goal but not the mark after it.
-            for mark in current_marks() {
+            for mark in &self.current_marks {
                 if cut.trim_end().ends_with(mark.as_str()) {
                     cut.truncate(cut.trim_end().len() - mark.len());
                 }
@@ -270,7 +276,7 @@ impl Echoes {
                 continue;
             }
             changed = true;
-            if cut.chars().any(char::is_alphanumeric) && !is_step_mark(cut.trim()) {
+            if cut.chars().any(char::is_alphanumeric) && !self.is_step_mark(cut.trim()) {
                 kept.push(cut.trim().to_string());
             }
         }
@@ -281,40 +287,33 @@ impl Echoes {
     }
 }
 
-/// The current step's mark (`<- current`) of each built-in language.
-fn current_marks() -> Vec<String> {
-    Texts::LANGUAGES
-        .iter()
-        .map(|l| Texts::builtin(*l).get(Text::ProgressCurrent).to_string())
-        .collect()
-}
-
-/// `line` is a mark of the progress block alone: a checkbox, or the current step's mark.
-fn is_step_mark(line: &str) -> bool {
-    line == STEP_OPEN || line == STEP_DONE || current_marks().iter().any(|mark| mark == line)
-}
-
-/// `line`, and as a step line of the progress block may be copied: without its `<- current`
-/// mark (of any built-in language), and either of those without its checkbox.
-fn line_variants(line: &str) -> Vec<String> {
-    let mut variants = vec![line.to_string()];
-    for language in Texts::LANGUAGES {
-        let builtin = Texts::builtin(language);
-        if let Some(bare) = line.strip_suffix(builtin.get(Text::ProgressCurrent)) {
-            variants.push(bare.trim_end().to_string());
-        }
+impl Echoes {
+    /// `line` is a mark of the progress block alone: a checkbox, or the current step's mark.
+    fn is_step_mark(&self, line: &str) -> bool {
+        line == STEP_OPEN || line == STEP_DONE || self.current_marks.iter().any(|m| m == line)
     }
-    let unboxed: Vec<String> = variants
-        .iter()
-        .filter_map(|v| {
-            [STEP_OPEN, STEP_DONE]
-                .iter()
-                .find_map(|mark| v.strip_prefix(mark))
-                .map(|rest| rest.trim_start().to_string())
-        })
-        .collect();
-    variants.extend(unboxed);
-    variants
+
+    /// `line`, and as a step line of the progress block may be copied: without its
+    /// `<- current` mark, and either of those without its checkbox.
+    fn line_variants(&self, line: &str) -> Vec<String> {
+        let mut variants = vec![line.to_string()];
+        for mark in &self.current_marks {
+            if let Some(bare) = line.strip_suffix(mark.as_str()) {
+                variants.push(bare.trim_end().to_string());
+            }
+        }
+        let unboxed: Vec<String> = variants
+            .iter()
+            .filter_map(|v| {
+                [STEP_OPEN, STEP_DONE]
+                    .iter()
+                    .find_map(|mark| v.strip_prefix(mark))
+                    .map(|rest| rest.trim_start().to_string())
+            })
+            .collect();
+        variants.extend(unboxed);
+        variants
+    }
 }
 
 /// A template's fixed text, split at its placeholders (empty pieces where a placeholder

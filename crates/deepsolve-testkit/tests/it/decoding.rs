@@ -55,6 +55,19 @@ async fn play_enforced(
     .await
 }
 
+/// One turn of policy `name` on the native protocol, held at decoding time by a model that
+/// honours `tool_choice`.
+async fn play_decoding(name: &str, language: Language) -> Played {
+    play_enforced(
+        name,
+        Protocol::Native,
+        language,
+        Enforce::Decoding,
+        honouring(),
+    )
+    .await
+}
+
 fn choices(played: &Played) -> Vec<ToolChoice> {
     played
         .requests
@@ -85,14 +98,7 @@ fn only_grew(earlier: &ChatRequest, later: &ChatRequest) -> bool {
 #[tokio::test]
 async fn decoding_asks_for_the_plan_the_steps_calls_and_then_the_answer() {
     for language in [Language::En, Language::Zh] {
-        let played = play_enforced(
-            "thinks-before-calls",
-            Protocol::Native,
-            language,
-            Enforce::Decoding,
-            honouring(),
-        )
-        .await;
+        let played = play_decoding("thinks-before-calls", language).await;
         let turn = format!("thinks-before-calls {}", language.code());
         let outcome = &played.outcome;
         assert_eq!(outcome.stop_reason, StopReason::Answered, "{turn}");
@@ -349,14 +355,7 @@ async fn under_decoding_no_answer_of_any_policy_carries_engine_text() {
 #[tokio::test]
 async fn a_required_call_that_loops_to_the_output_limit_is_dropped_and_the_reasoning_stands() {
     for language in [Language::En, Language::Zh] {
-        let played = play_enforced(
-            "loops-in-forced-call",
-            Protocol::Native,
-            language,
-            Enforce::Decoding,
-            honouring(),
-        )
-        .await;
+        let played = play_decoding("loops-in-forced-call", language).await;
         let turn = format!("loops-in-forced-call {}", language.code());
         let outcome = &played.outcome;
         assert_eq!(
@@ -394,14 +393,7 @@ async fn once_decoding_steps_in_each_tail_names_the_step_to_work_on() {
         (Language::En, "Work step S1 now"),
         (Language::Zh, "现在完成步骤 S1"),
     ] {
-        let played = play_enforced(
-            "thinks-before-calls",
-            Protocol::Native,
-            language,
-            Enforce::Decoding,
-            honouring(),
-        )
-        .await;
+        let played = play_decoding("thinks-before-calls", language).await;
         let tails: Vec<&str> = played
             .requests
             .iter()
@@ -416,14 +408,7 @@ async fn once_decoding_steps_in_each_tail_names_the_step_to_work_on() {
         );
     }
     // A model that calls on its own is never asked for a call, and never shown the line.
-    let played = play_enforced(
-        "well-behaved",
-        Protocol::Native,
-        Language::En,
-        Enforce::Decoding,
-        honouring(),
-    )
-    .await;
+    let played = play_decoding("well-behaved", Language::En).await;
     for request in &played.requests {
         for message in &request.messages {
             assert!(!message.content.contains("Work step"), "{message:?}");
@@ -434,14 +419,7 @@ async fn once_decoding_steps_in_each_tail_names_the_step_to_work_on() {
 #[tokio::test]
 async fn a_free_round_that_copies_its_tail_to_the_output_limit_is_not_continued_or_kept() {
     for language in [Language::En, Language::Zh] {
-        let played = play_enforced(
-            "copies-its-tail",
-            Protocol::Native,
-            language,
-            Enforce::Decoding,
-            honouring(),
-        )
-        .await;
+        let played = play_decoding("copies-its-tail", language).await;
         let turn = format!("copies-its-tail {}", language.code());
         assert_eq!(played.outcome.stop_reason, StopReason::Answered, "{turn}");
         assert!(played.outcome.solve.open_steps().next().is_none(), "{turn}");
