@@ -19,6 +19,7 @@ use crate::outcome::{AnswerSource, StopReason};
 use crate::progress::{STEP_DONE, STEP_OPEN};
 use crate::solve::spine::{SOLVE_FINISH_STEP, SOLVE_PLAN, SOLVE_REPLAN};
 use crate::texts::{Text, Texts};
+use crate::wire::history::{Block, blocks, may_hold_a_call};
 
 impl TurnRun<'_> {
     /// The one place every answer passes through before the turn ends: engine text cut out
@@ -201,6 +202,16 @@ impl Echoes {
                 out.push(piece.trim().to_string());
                 out
             })
+            // A copy drops a tool name's backticks as often as it keeps them (the 0.5B
+            // model's summaries end "then call solve_finish_step with the step's result.").
+            .flat_map(|phrase| {
+                let bare = phrase.replace('`', "");
+                if bare == phrase {
+                    vec![phrase]
+                } else {
+                    vec![phrase, bare]
+                }
+            })
             .filter(|p| is_telling(p))
             .collect();
         phrases.sort_by_key(|p| std::cmp::Reverse(p.len()));
@@ -247,10 +258,14 @@ impl Echoes {
     /// `text` without engine markers and echoes; a line left with nothing to say is dropped.
     /// Unchanged text comes back as it was.
     fn strip(&self, text: &str) -> String {
+        let without_calls = without_written_protocol(text);
+        let mut changed = without_calls.len() != text.len();
         let mut kept = Vec::new();
-        let mut changed = false;
-        for line in text.lines() {
-            if self.is_step_mark(line.trim()) || self.starts_a_shown_line(line.trim()) {
+        for line in without_calls.lines() {
+            if self.is_step_mark(line.trim())
+                || self.starts_a_shown_line(line.trim())
+                || is_protocol_json(line)
+            {
                 changed = true;
                 continue;
             }
@@ -314,6 +329,44 @@ impl Echoes {
         variants.extend(unboxed);
         variants
     }
+}
+
+/// `text` without the fenced blocks that hold a tool call or a spine result written out
+/// (borrowed when it has none).
+fn without_written_protocol(text: &str) -> std::borrow::Cow<'_, str> {
+    let written: Vec<Block> = blocks(text)
+        .into_iter()
+        .filter(|b| may_hold_a_call(b) && is_protocol_json(&text[b.body.clone()]))
+        .collect();
+    if written.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0;
+    for block in written {
+        out.push_str(&text[pos..block.start]);
+        pos = block.end;
+    }
+    out.push_str(&text[pos..]);
+    std::borrow::Cow::Owned(out)
+}
+
+/// A JSON object that is a tool call (`name` and `arguments`) or a spine tool's result
+/// (`status` and `instruction`) written out as text: the protocol, never an answer (the 0.5B
+/// model's final round wrote its `solve_finish_step` call and the result it had been shown).
+fn is_protocol_json(text: &str) -> bool {
+    let text = text.trim();
+    if !text.starts_with('{') {
+        return false;
+    }
+    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text) else {
+        return false;
+    };
+    let is_call = object.get("name").is_some_and(Value::is_string)
+        && (object.contains_key("arguments") || object.contains_key("parameters"));
+    let is_spine_result = object.get("status").is_some_and(Value::is_string)
+        && object.get("instruction").is_some_and(Value::is_string);
+    is_call || is_spine_result
 }
 
 /// A template's fixed text, split at its placeholders (empty pieces where a placeholder
@@ -666,6 +719,37 @@ mod tests {
         );
         let own = "16 - 3 - 4 = 9 eggs are left.";
         assert_eq!(without_engine_text(own, &en(), &shown), own);
+    }
+
+    /// The 0.5B model's final rounds (GSM8K, seed 2): its last call and the result it had been
+    /// shown, written out as the answer, bare or fenced.
+    #[test]
+    fn a_call_or_a_spine_result_written_out_is_not_an_answer() {
+        let call = r#"{"name": "solve_finish_step", "arguments": {"step_id": "S1", "summary": "The sum of their ages in 10 years is 20"}}"#;
+        let result = r#"{"all_done":true,"completed":{"done":true,"goal":"The tattered jeans cost $28","id":"S3","summary":"The tattered jeans cost $28"},"instruction":"Write the final answer now.","next":null,"status":"step_done"}"#;
+        assert_eq!(answer(&format!("{call}\n{result}")), Vetted::NotAnAnswer);
+        assert_eq!(answer(result), Vetted::NotAnAnswer);
+        let fenced = format!("```json\n{call}\n```\nSo the answer is 40.");
+        assert_eq!(
+            answer(&fenced),
+            Vetted::Answer("So the answer is 40.".into())
+        );
+        // JSON that is the answer's own content stays.
+        for own in [
+            r#"{"x": 2, "y": 3}"#,
+            "The pair is:\n```json\n{\"name\": \"Ann\", \"age\": 12}\n```",
+        ] {
+            assert_eq!(answer(own), Vetted::Answer(own.into()), "{own}");
+        }
+    }
+
+    #[test]
+    fn an_instruction_copied_without_its_backticks_is_cut_too() {
+        let copied = "John has $50 and the trip costs $300.  then call solve_finish_step with the step's result.";
+        assert_eq!(
+            without_engine_text(copied, &en(), &BTreeSet::new()),
+            "John has $50 and the trip costs $300."
+        );
     }
 
     #[test]

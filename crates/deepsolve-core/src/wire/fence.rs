@@ -114,7 +114,7 @@ pub(crate) fn read_reply(content: String) -> ParsedReply {
 /// The call a fenced block holds: a JSON object with a `name` and its `arguments`. Other
 /// fenced code (a program, a data file, an answer's JSON) is not a call.
 fn fenced_call(text: &str, block: &Block) -> Option<ParsedCall> {
-    if !matches!(block.lang.as_str(), "" | "json" | "tool_call" | "tool") {
+    if !history::may_hold_a_call(block) {
         return None;
     }
     let body = text[block.body.clone()].trim();

@@ -140,6 +140,11 @@ pub(crate) fn blocks(text: &str) -> Vec<Block> {
     out
 }
 
+/// Could this block hold a call written as JSON (untagged, `json`, `tool_call`, `tool`)?
+pub(crate) fn may_hold_a_call(block: &Block) -> bool {
+    matches!(block.lang.as_str(), "" | "json" | "tool_call" | "tool")
+}
+
 /// Is this a block of Python code (the block a model writes to run code)?
 pub(crate) fn is_python(block: &Block) -> bool {
     matches!(block.lang.as_str(), "python" | "py" | "python3")

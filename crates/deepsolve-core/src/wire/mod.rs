@@ -16,7 +16,7 @@
 mod code;
 mod deepanalyze;
 mod fence;
-mod history;
+pub(crate) mod history;
 pub(crate) mod markup;
 pub(crate) mod native;
 mod structured;
