@@ -176,6 +176,63 @@ fn trim_trailing_comma(out: &mut String) {
     }
 }
 
+/// The LaTeX commands that begin with `\n`, restored when JSON read their backslash as a
+/// newline (a newline followed by one of them and no further letter is no prose's newline).
+const NEWLINE_COMMANDS: &[&str] = &[
+    "neq", "nabla", "neg", "not", "newline", "nleq", "ngeq", "nmid",
+];
+
+/// `value` with the LaTeX commands JSON ate restored in every string: a model writes `\frac`
+/// inside a JSON string where it should write `\\frac`, and JSON reads `\f` as a form feed (the
+/// 0.5B model's summaries showed "rac{1}{2}"). For prose only (the spine's arguments), never
+/// for code: a form feed or backspace is restored always, a tab or carriage return before a
+/// lowercase letter (`\times`, `\text`, `\right`), a newline only before one of a few
+/// commands (`\neq`).
+pub(crate) fn restore_latex_escapes(value: &Value) -> Value {
+    match value {
+        Value::String(text) => Value::String(restore_in(text)),
+        Value::Array(items) => Value::Array(items.iter().map(restore_latex_escapes).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), restore_latex_escapes(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn restore_in(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for (at, c) in text.char_indices() {
+        let rest = &text[at + c.len_utf8()..];
+        let next_is_lower = rest.starts_with(|n: char| n.is_ascii_lowercase());
+        let letter = match c {
+            '\u{0c}' => Some('f'),
+            '\u{08}' => Some('b'),
+            '\t' if next_is_lower => Some('t'),
+            '\r' if next_is_lower => Some('r'),
+            '\n' if starts_newline_command(rest) => Some('n'),
+            _ => None,
+        };
+        match letter {
+            Some(letter) => {
+                out.push('\\');
+                out.push(letter);
+            }
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+/// `rest` (what follows a newline) spells one of the `\n…` commands, then no letter.
+fn starts_newline_command(rest: &str) -> bool {
+    NEWLINE_COMMANDS.iter().any(|command| {
+        rest.strip_prefix(&command[1..])
+            .is_some_and(|after| !after.starts_with(|c: char| c.is_ascii_alphabetic()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +312,26 @@ mod tests {
     fn arb_object() -> impl Strategy<Value = Value> {
         prop::collection::btree_map("[a-z_]{1,6}", arb_leaf(), 1..4)
             .prop_map(|m| Value::Object(m.into_iter().collect()))
+    }
+
+    #[test]
+    fn latex_commands_json_read_as_escapes_are_restored_in_prose() {
+        // What `{"summary": "\frac{1}{2} \times 3 \neq \beta, \right)"}` parses to.
+        let eaten = serde_json::from_str::<Value>(
+            r#"{"summary": "\frac{1}{2} \times 3 \neq \beta, \right)", "steps": [{"goal": "\text{x}"}]}"#,
+        )
+        .unwrap();
+        let restored = restore_latex_escapes(&eaten);
+        assert_eq!(
+            restored["summary"],
+            r"\frac{1}{2} \times 3 \neq \beta, \right)"
+        );
+        assert_eq!(restored["steps"][0]["goal"], r"\text{x}");
+        // Prose whitespace stays: a newline before a word, a tab before a capital or digit.
+        let prose = Value::String("First line\nnext line\n\tIndented\t42\r\nend".into());
+        assert_eq!(restore_latex_escapes(&prose), prose);
+        // Written correctly, nothing changes.
+        let right = Value::String(r"\frac{1}{2}".into());
+        assert_eq!(restore_latex_escapes(&right), right);
     }
 }

@@ -300,8 +300,10 @@ pub fn replan(session: &mut SolveSession, args: &Value, texts: &Texts) -> SpineR
     SpineResult::done(body, SpineEffect::Replanned { reason })
 }
 
-/// Dispatch a solve tool by name.
+/// Dispatch a solve tool by name. Its arguments are prose (goals, summaries, reasons), so
+/// LaTeX commands JSON read as escapes are restored first.
 pub fn handle(session: &mut SolveSession, name: &str, args: &Value, texts: &Texts) -> SpineResult {
+    let args = &crate::json_repair::restore_latex_escapes(args);
     match name {
         SOLVE_PLAN => plan(session, args, texts),
         SOLVE_FINISH_STEP => finish_step(session, args, texts),
