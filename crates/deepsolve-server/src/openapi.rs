@@ -1,11 +1,12 @@
 //! `GET /openapi.json`: the API described for clients and generators (OpenAPI 3.1).
 //!
 //! The paths are written here, next to the router they describe; every request, response and
-//! event body is a `$ref` into `components.schemas`, which is generated from the protocol
-//! types themselves (JSON Schema 2020-12, the dialect OpenAPI 3.1 uses), so the document
-//! cannot drift from what the server reads and writes. A test requests every documented
-//! operation and fails if the router does not serve it; another validates the document with
-//! an OpenAPI validator.
+//! event body is a `$ref` into `components.schemas`, which is generated from the types
+//! themselves — the protocol's, and the server's own evaluation types (see `schemas`) —
+//! (JSON Schema 2020-12, the dialect OpenAPI 3.1 uses), so the document cannot drift from
+//! what the server reads and writes. Tests request every documented operation and fail if the
+//! router does not serve it, fail for a route of the router missing here, and validate the
+//! document with an OpenAPI validator.
 
 use axum::Json;
 use deepsolve_protocol::TurnEvent;

@@ -256,18 +256,18 @@ fn the_document_passes_an_openapi_validator() {
 }
 
 /// Checks JSON against the document's component schemas.
-struct Schemas {
+pub(crate) struct Schemas {
     components: Value,
 }
 
 impl Schemas {
-    fn new() -> Schemas {
+    pub(crate) fn new() -> Schemas {
         Schemas {
             components: document()["components"].clone(),
         }
     }
 
-    fn check(&self, name: &str, instance: &Value) {
+    pub(crate) fn check(&self, name: &str, instance: &Value) {
         let schema = json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$ref": format!("#/components/schemas/{name}"),
