@@ -8,6 +8,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use deepsolve_core::Language;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::grade::{Extraction, Judged};
@@ -16,14 +17,14 @@ use crate::grade::{Extraction, Judged};
 pub const RESULTS_FILE: &str = "results.jsonl";
 
 /// Why a mode produced nothing to grade.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RecordError {
     pub kind: String,
     pub message: String,
 }
 
 /// A problem's result under one mode.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ResultRecord {
     pub id: String,
     pub mode: String,

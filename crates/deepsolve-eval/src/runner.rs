@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +74,7 @@ pub enum RunError {
 }
 
 /// A mode's running score, for a progress bar.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ModeTally {
     pub mode: String,
     pub done: usize,

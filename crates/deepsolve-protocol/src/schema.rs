@@ -4,7 +4,8 @@
 
 mod typescript;
 
-use schemars::generate::{SchemaGenerator, SchemaSettings};
+pub use schemars::generate::SchemaGenerator;
+use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value};
 
@@ -24,9 +25,22 @@ pub fn reference<T: JsonSchema>() -> Value {
 /// JSON as the server writes it (the serialize contract); request types serialise exactly
 /// what they accept, so the same schema holds for what clients send.
 pub fn components() -> Map<String, Value> {
+    components_with(|_| {})
+}
+
+/// [`components`] with more roots, registered by `extra` (with [`add`]) into the same
+/// generator: for a crate above this one (the server) whose API types this crate cannot name.
+/// Their `$ref`s point to the same place, and a type both sides use is described once.
+pub fn components_with(extra: impl FnOnce(&mut SchemaGenerator)) -> Map<String, Value> {
     let mut generator = generator();
     register(&mut generator);
+    extra(&mut generator);
     generator.take_definitions(true)
+}
+
+/// Register `T` (and what it refers to) as a root of the components.
+pub fn add<T: JsonSchema>(g: &mut SchemaGenerator) {
+    let _: Schema = g.subschema_for::<T>();
 }
 
 fn generator() -> SchemaGenerator {
@@ -41,9 +55,6 @@ fn generator() -> SchemaGenerator {
 
 /// The roots: every request, response and event type (what they refer to comes along).
 fn register(g: &mut SchemaGenerator) {
-    fn add<T: JsonSchema>(g: &mut SchemaGenerator) {
-        let _: Schema = g.subschema_for::<T>();
-    }
     // The turn's event stream and what a turn leaves behind.
     add::<crate::TurnEvent>(g);
     add::<crate::EventKind>(g);

@@ -30,6 +30,7 @@ use deepsolve_eval::{
     Runner, Selection,
 };
 use deepsolve_protocol::api::ApiErrorCode;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OnceCell, watch};
 use tokio_util::sync::CancellationToken;
@@ -86,36 +87,45 @@ impl EvalConfig {
     }
 }
 
-/// `POST /api/v1/evals`.
-#[derive(Debug, Clone, Deserialize)]
+/// `POST /api/v1/evals`: a shipped `set`, or `data`. Unknown fields are refused by name.
+/// (Serialised only to describe it: what it writes is what it accepts.)
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateEval {
     /// A shipped set by name (`gsm-style-en`, `zh-arith`); or, with `data`, the upload's name.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub set: Option<String>,
     /// The set itself: JSONL text (any layout `deepsolve eval` reads).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<String>,
     /// `deepsolve`, `plain` (default both).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modes: Option<Vec<String>>,
-    #[serde(default)]
+    /// At most this many problems (the first, after `sample`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub limit: Option<usize>,
-    #[serde(default)]
+    /// This many problems chosen by `seed` (the same seed, the same problems).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub sample: Option<usize>,
-    #[serde(default)]
+    /// The sample's seed (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
-    #[serde(default)]
+    /// Problems in flight at once (default 2, at most the server's `max_concurrency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub concurrency: Option<usize>,
     /// Tools for the deepsolve turns, as a turn asks for them (default: the server's).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
 }
 
 /// Where a run stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EvalStatus {
+    /// In progress: `done` of `total` so far.
     Running,
     /// Every (problem, mode) has a result.
     Finished,
@@ -134,7 +144,7 @@ impl EvalStatus {
 }
 
 /// `eval.json`: a run's owner, request and state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EvalMeta {
     pub id: String,
     pub owner: String,
@@ -160,7 +170,7 @@ pub struct EvalMeta {
 }
 
 /// A run as listed, and as each progress event carries it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EvalView {
     #[serde(flatten)]
     pub meta: EvalMeta,
@@ -174,14 +184,14 @@ pub struct EvalView {
 }
 
 /// `GET /api/v1/evals`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct EvalList {
     pub evals: Vec<EvalView>,
 }
 
 /// One (problem, mode) result as the API shows it: the record without the graded text, with
 /// the problem's question and a link to the deepsolve turn.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct EvalRow {
     #[serde(flatten)]
     pub record: ResultRecord,
@@ -192,7 +202,7 @@ pub struct EvalRow {
 }
 
 /// `GET /api/v1/evals/{id}`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct EvalDetail {
     #[serde(flatten)]
     pub view: EvalView,
@@ -204,9 +214,10 @@ pub struct EvalDetail {
 }
 
 /// `DELETE` on a running run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct EvalCancelAccepted {
     pub id: String,
+    /// `cancelling`: the run ends `cancelled` (its events stream says when).
     pub status: String,
 }
 

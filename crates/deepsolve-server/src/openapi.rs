@@ -1,11 +1,12 @@
 //! `GET /openapi.json`: the API described for clients and generators (OpenAPI 3.1).
 //!
 //! The paths are written here, next to the router they describe; every request, response and
-//! event body is a `$ref` into `components.schemas`, which is generated from the protocol
-//! types themselves (JSON Schema 2020-12, the dialect OpenAPI 3.1 uses), so the document
-//! cannot drift from what the server reads and writes. A test requests every documented
-//! operation and fails if the router does not serve it; another validates the document with
-//! an OpenAPI validator.
+//! event body is a `$ref` into `components.schemas`, which is generated from the types
+//! themselves — the protocol's, and the server's own evaluation types (see `schemas`) —
+//! (JSON Schema 2020-12, the dialect OpenAPI 3.1 uses), so the document cannot drift from
+//! what the server reads and writes. Tests request every documented operation and fail if the
+//! router does not serve it, fail for a route of the router missing here, and validate the
+//! document with an OpenAPI validator.
 
 use axum::Json;
 use deepsolve_protocol::TurnEvent;
@@ -17,9 +18,11 @@ use deepsolve_protocol::api::{
     DocumentsAccepted, ErrorBody, Health, KbDetail, KbList, KbView, LoginRequest, PutSettings,
     SearchKb, SearchResults, SessionList, SessionView, SettingsView, TurnCreated, TurnView,
 };
-use deepsolve_protocol::schema::{components, reference};
+use deepsolve_protocol::schema::{SchemaGenerator, add, components_with, reference};
 use schemars::JsonSchema;
 use serde_json::{Map, Value, json};
+
+use crate::evals::{CreateEval, EvalCancelAccepted, EvalDetail, EvalList, EvalView};
 
 /// A JSON body of type `T`.
 fn json_body<T: JsonSchema>() -> Value {
@@ -292,6 +295,71 @@ fn kb_paths() -> Value {
     })
 }
 
+fn file_param() -> Value {
+    json!({"name": "file", "in": "path", "required": true, "schema": {"type": "string"},
+           "description": "The plot's name, with or without `.svg`: `accuracy` or `tokens`"})
+}
+
+fn eval_paths() -> Value {
+    let not_found = || error("Not found — or not yours");
+    let unavailable = || error("This server runs no evaluations (no directory for their results)");
+    json!({
+        "/api/v1/evals": {
+            "get": op("Your evaluation runs, newest first", vec![],
+                responses(json!({"200": ok::<EvalList>("Runs, with their progress"), "503": unavailable()}))),
+            "post": with_body(op(
+                "Start an evaluation run against the server's model: a shipped set or an uploaded one (JSONL), under the modes asked; each deepsolve problem is a turn of yours", vec![],
+                responses(json!({
+                    "201": ok::<EvalView>("Started: follow events_url"),
+                    "400": error("Not JSON"),
+                    "413": error("The uploaded set (or the body) is over the cap"),
+                    "415": error("Not JSON"),
+                    "422": error("Invalid request: no set, an unknown shipped set, a set that does not parse (named), bad modes, limit, sample or concurrency, too many problems, an unknown tool, unknown fields"),
+                    "503": error("This server runs no evaluations, or runs as many as it may at once; retry when one ends"),
+                }))), request_body::<CreateEval>()),
+        },
+        "/api/v1/evals/{id}": {
+            "get": op("A run: its progress, the report and plots of the results so far, and every result (with its question and turn)", vec![id_param()],
+                responses(json!({"200": ok::<EvalDetail>("The run"), "404": not_found(), "503": unavailable()}))),
+            "delete": op("Cancel a running run (finished results stay), or delete one that is over with its files (its turns stay)", vec![id_param()],
+                responses(json!({
+                    "202": ok::<EvalCancelAccepted>("Cancelling: the run ends cancelled"),
+                    "204": {"description": "Deleted"},
+                    "404": not_found(),
+                    "503": unavailable(),
+                }))),
+        },
+        "/api/v1/evals/{id}/events": {"get": op(
+            "The run's progress over SSE, until it is over", vec![id_param()],
+            responses(json!({
+                "200": {"description": "`progress` frames (after each finished problem; quick successions may be merged), then one `finished` frame, and the stream ends; a run that is over sends only `finished`",
+                        "content": sse_body("SSE frames `event: progress` or `event: finished` + `data: <EvalView as JSON>`", reference::<EvalView>())},
+                "404": not_found(),
+                "503": unavailable(),
+            })))},
+        "/api/v1/evals/{id}/plots/{file}": {"get": op(
+            "A plot of the run's report so far, as an image", vec![id_param(), file_param()],
+            responses(json!({
+                "200": {"description": "The plot",
+                        "content": {"image/svg+xml": {"schema": {"type": "string", "contentMediaType": "image/svg+xml"}}}},
+                "404": error("No such run (or not yours), no such plot, or no results yet"),
+                "503": unavailable(),
+            })))},
+    })
+}
+
+/// The schemas: the protocol's, and the server's own API types (evaluations) with what they
+/// embed.
+fn schemas() -> Map<String, Value> {
+    components_with(|g: &mut SchemaGenerator| {
+        add::<CreateEval>(g);
+        add::<EvalView>(g);
+        add::<EvalList>(g);
+        add::<EvalDetail>(g);
+        add::<EvalCancelAccepted>(g);
+    })
+}
+
 fn auth_paths() -> Value {
     let cookie_set = "Set-Cookie: deepsolve_session=…; HttpOnly; SameSite=Strict; Path=/; Max-Age=… (Secure over https)";
     json!({
@@ -366,6 +434,7 @@ pub fn document() -> Value {
         turn_paths(),
         session_paths(),
         kb_paths(),
+        eval_paths(),
         auth_paths(),
         facade_paths(),
         open_paths(),
@@ -388,7 +457,7 @@ pub fn document() -> Value {
                 "bearer": {"type": "http", "scheme": "bearer", "description": "deepsolve users token NAME; not needed in single-user (loopback) mode"},
                 "session": {"type": "apiKey", "in": "cookie", "name": "deepsolve_session", "description": "The web UI's browser session (POST /api/v1/auth/login); a change (POST, PUT, PATCH, DELETE) with it needs this server's own Origin"},
             },
-            "schemas": components(),
+            "schemas": schemas(),
         },
     })
 }

@@ -13,6 +13,7 @@ pub mod sympy;
 use std::sync::{Arc, LazyLock};
 
 use regex::Regex;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use extract::{AnswerStyle, Extracted, Extraction, extract, last_boxed};
@@ -24,7 +25,9 @@ pub use sympy::{
 use latex::{Normal, Shape, normalize, shape};
 
 /// How a verdict was reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Judged {
     /// The same text.

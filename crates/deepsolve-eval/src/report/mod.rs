@@ -12,6 +12,7 @@ mod png;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::record::{LogError, RESULTS_FILE, ResultRecord, latest, read_results};
@@ -21,7 +22,7 @@ use crate::stats::{mcnemar_exact, wilson};
 pub const REPORT_DIR: &str = "report";
 
 /// One mode's numbers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ModeSummary {
     pub mode: String,
     pub problems: usize,
@@ -53,7 +54,7 @@ impl ModeSummary {
 }
 
 /// Two modes on the problems both have results for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Paired {
     pub a: String,
     pub b: String,
@@ -67,7 +68,7 @@ pub struct Paired {
 }
 
 /// Accuracy of one mode within one level or subject.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GroupRow {
     pub group: String,
     pub mode: String,
@@ -78,7 +79,8 @@ pub struct GroupRow {
     pub ci_high: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A run's numbers (or two runs' side by side): per mode, paired, per level and subject.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Report {
     /// What the report is of (the run's label, or both runs').
     pub title: String,

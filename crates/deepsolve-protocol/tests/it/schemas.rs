@@ -161,3 +161,32 @@ fn the_event_type_list_is_every_tag_of_the_event_enum() {
         );
     }
 }
+
+/// A type of a crate above this one, with a protocol type inside.
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct Outside {
+    language: deepsolve_protocol::Language,
+    usage: Usage,
+}
+
+#[test]
+fn extra_roots_join_the_same_components() {
+    let plain = components();
+    let more = deepsolve_protocol::schema::components_with(|g| {
+        deepsolve_protocol::schema::add::<Outside>(g);
+    });
+    assert!(!plain.contains_key("Outside"));
+    let outside = more.get("Outside").expect("the extra root is a component");
+    let text = outside.to_string();
+    assert!(
+        text.contains("#/components/schemas/Usage")
+            && text.contains("#/components/schemas/Language"),
+        "a protocol type inside refers to its component: {text}"
+    );
+    // Everything else is the same: the protocol's types are described once.
+    assert_eq!(more.len(), plain.len() + 1);
+    for (name, schema) in &plain {
+        assert_eq!(more.get(name), Some(schema), "{name} changed");
+    }
+}

@@ -301,7 +301,17 @@ async fn a_run_is_cancelled_by_delete_and_another_user_sees_nothing() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(server.delete(&path, Some(alice)).await, 202);
+    let cancelled = server
+        .http
+        .delete(server.url(&path))
+        .bearer_auth(alice)
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(cancelled.status().as_u16(), 202);
+    let accepted: Value = cancelled.json().await.expect("a JSON body");
+    assert_eq!(accepted["status"], "cancelling", "{accepted}");
+    crate::openapi::Schemas::new().check("EvalCancelAccepted", &accepted);
     let run = wait_over(&server, &id, Some(alice)).await;
     assert_eq!(run["status"], "cancelled", "{run}");
     let done = run["done"].as_u64().expect("done");

@@ -63,6 +63,22 @@ fn every_reference_points_into_the_components_and_every_body_has_a_schema() {
         "SearchResults",
         "TurnAttachment",
         "KnowledgeView",
+        "CreateEval",
+        "EvalStatus",
+        "EvalView",
+        "EvalList",
+        "EvalRow",
+        "EvalDetail",
+        "EvalCancelAccepted",
+        "RecordError",
+        "Extraction",
+        "Judged",
+        "Report",
+        "ModeSummary",
+        "Paired",
+        "GroupRow",
+        "ModeTally",
+        "Language",
     ] {
         assert!(schemas.contains_key(name), "no component schema {name}");
     }
@@ -106,6 +122,78 @@ fn every_reference_points_into_the_components_and_every_body_has_a_schema() {
         .pointer("/paths/~1api~1v1~1turns~1{id}~1events/get/responses/200/content/text~1event-stream/x-data-schema/$ref")
         .and_then(Value::as_str);
     assert_eq!(sse, Some("#/components/schemas/TurnEvent"));
+    let progress = doc
+        .pointer("/paths/~1api~1v1~1evals~1{id}~1events/get/responses/200/content/text~1event-stream/x-data-schema/$ref")
+        .and_then(Value::as_str);
+    assert_eq!(progress, Some("#/components/schemas/EvalView"));
+    // Flattened types are inlined into the types that flatten them, not left as components.
+    for inlined in ["EvalMeta", "ResultRecord"] {
+        assert!(!schemas.contains_key(inlined), "{inlined} is inlined");
+    }
+    assert!(
+        schemas.keys().all(|name| !name.ends_with(char::is_numeric)),
+        "two types share a schema name: {:?}",
+        schemas.keys().collect::<Vec<_>>()
+    );
+}
+
+/// The web UI's routes: pages and assets, not API.
+const UNDOCUMENTED_ROUTES: [&str; 2] = ["/", "/assets/{*path}"];
+
+/// Each `.route("path", …)` of the router's source with its methods (`get`, `post`, …).
+fn routed(source: &str) -> Vec<(String, Vec<String>)> {
+    let router = source
+        .split_once("pub fn router(")
+        .and_then(|(_, rest)| rest.split_once(".fallback("))
+        .map(|(routes, _)| routes)
+        .expect("the router's routes in lib.rs");
+    router
+        .split(".route(")
+        .skip(1)
+        .map(|route| {
+            let path = route.split('"').nth(1).expect("a route's path").to_string();
+            let handlers = route.split_once(',').map_or("", |(_, h)| h);
+            let methods = ["get", "post", "put", "patch", "delete"]
+                .into_iter()
+                .filter(|m| {
+                    handlers.match_indices(&format!("{m}(")).any(|(at, _)| {
+                        !handlers[..at]
+                            .chars()
+                            .next_back()
+                            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+                    })
+                })
+                .map(str::to_string)
+                .collect();
+            (path, methods)
+        })
+        .collect()
+}
+
+/// The other direction of `every_operation_in_openapi_json_is_served`: a route added to the
+/// router without its paths here fails.
+#[test]
+fn every_route_of_the_router_is_documented() {
+    let doc = document();
+    let routes = routed(include_str!("../../src/lib.rs"));
+    assert!(routes.len() >= 30, "the router's routes: {routes:?}");
+    for (path, methods) in routes {
+        if UNDOCUMENTED_ROUTES.contains(&path.as_str()) {
+            continue;
+        }
+        let documented = &doc["paths"][&path];
+        assert!(
+            documented.is_object(),
+            "{path} is routed but not in /openapi.json"
+        );
+        assert!(!methods.is_empty(), "{path}: no method found");
+        for method in methods {
+            assert!(
+                documented.get(&method).is_some(),
+                "{method} {path} is routed but not in /openapi.json"
+            );
+        }
+    }
 }
 
 /// A Python that can `import openapi_spec_validator`, or `None` to skip.
@@ -168,18 +256,18 @@ fn the_document_passes_an_openapi_validator() {
 }
 
 /// Checks JSON against the document's component schemas.
-struct Schemas {
+pub(crate) struct Schemas {
     components: Value,
 }
 
 impl Schemas {
-    fn new() -> Schemas {
+    pub(crate) fn new() -> Schemas {
         Schemas {
             components: document()["components"].clone(),
         }
     }
 
-    fn check(&self, name: &str, instance: &Value) {
+    pub(crate) fn check(&self, name: &str, instance: &Value) {
         let schema = json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$ref": format!("#/components/schemas/{name}"),
@@ -293,6 +381,7 @@ async fn what_the_server_sends_matches_the_schemas() {
     schemas.check("SearchResults", &found);
     schemas.check("CreateKb", &json!({"name": "n"}));
     schemas.check("SearchKb", &json!({"query": "q", "top_k": 3}));
+    check_eval_responses(&s, token, &schemas).await;
     let (_, models) = s.get("/v1/models", token).await;
     schemas.check("ModelList", &models);
     let (status, completion) = s
@@ -328,4 +417,85 @@ async fn what_the_server_sends_matches_the_schemas() {
     });
     assert!(refused.is_err(), "the schema refuses unknown fields too");
     s.shutdown().await;
+}
+
+/// An evaluation run against the scripted model, both modes on one uploaded problem: every
+/// view of it (created, each progress frame, the list, the detail with its report and rows),
+/// its plot, its errors and its deletion.
+async fn check_eval_responses(
+    s: &crate::support::TestServer,
+    token: Option<&str>,
+    schemas: &Schemas,
+) {
+    let request = json!({
+        "set": "one.jsonl",
+        "data": json!({"id": "p1", "question": "What is 6 times 7?", "answer": "42"}).to_string(),
+        "modes": ["deepsolve", "plain"],
+        "concurrency": 1,
+    });
+    schemas.check("CreateEval", &request);
+    let (status, created) = s.post("/api/v1/evals", request, token).await;
+    assert_eq!(status, 201, "{created}");
+    schemas.check("EvalView", &created);
+    let id = created["id"].as_str().expect("eval id").to_string();
+    let body = s
+        .http
+        .get(s.url(&format!("/api/v1/evals/{id}/events")))
+        .bearer_auth(token.expect("token"))
+        .send()
+        .await
+        .expect("events")
+        .text()
+        .await
+        .expect("the stream ends with the run");
+    let frames = crate::support::parse_sse(&body);
+    assert_eq!(
+        frames.last().and_then(|f| f.event.as_deref()),
+        Some("finished"),
+        "{body}"
+    );
+    for frame in &frames {
+        schemas.check("EvalView", &frame.data);
+    }
+    let (status, detail) = s.get(&format!("/api/v1/evals/{id}"), token).await;
+    assert_eq!(status, 200, "{detail}");
+    assert_eq!(
+        detail["results"].as_array().map(Vec::len),
+        Some(2),
+        "{detail}"
+    );
+    assert!(detail["report"].is_object(), "{detail}");
+    schemas.check("EvalDetail", &detail);
+    let (_, list) = s.get("/api/v1/evals", token).await;
+    schemas.check("EvalList", &list);
+    let plot = s
+        .http
+        .get(s.url(&format!("/api/v1/evals/{id}/plots/accuracy.svg")))
+        .bearer_auth(token.expect("token"))
+        .send()
+        .await
+        .expect("plot");
+    assert_eq!(plot.status().as_u16(), 200);
+    assert_eq!(
+        plot.headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("image/svg+xml"),
+        "the type the document names"
+    );
+    for (status, body) in [
+        s.get("/api/v1/evals/ev_0123", token).await,
+        s.post("/api/v1/evals", json!({"set": "nope"}), token).await,
+        s.post("/api/v1/evals", json!({"sett": "typo"}), token)
+            .await,
+    ] {
+        assert!(status >= 400, "{body}");
+        schemas.check("ErrorBody", &body);
+    }
+    let refused = std::panic::catch_unwind(|| {
+        Schemas::new().check("CreateEval", &json!({"sett": "typo"}));
+    });
+    assert!(refused.is_err(), "the schema refuses unknown fields too");
+    let status = s.delete(&format!("/api/v1/evals/{id}"), token).await;
+    assert_eq!(status, 204, "a run that is over is deleted");
 }
