@@ -48,10 +48,24 @@ fn open(out: &mut String, title: &str) {
     );
     let _ = write!(
         out,
-        r#"<text x="{}" y="28" text-anchor="middle" font-size="16" font-weight="bold">{}</text>"#,
+        r#"<text x="{}" y="28" text-anchor="middle" font-size="{:.1}" font-weight="bold">{}</text>"#,
         WIDTH / 2.0,
+        title_font_size(title),
         escape(title)
     );
+}
+
+/// The title's font size: 16, smaller for a title that would not fit the width (a long set
+/// and model name cut the tokens plot's title at both ends).
+fn title_font_size(title: &str) -> f64 {
+    const LARGEST: f64 = 16.0;
+    // Bold DejaVu Sans averages about 0.62 em per Latin character; a CJK one takes 1 em.
+    let ems: f64 = title
+        .chars()
+        .map(|c| if c.is_ascii() { 0.62 } else { 1.0 })
+        .sum();
+    let fits = (WIDTH - 24.0) / ems.max(1.0);
+    fits.clamp(9.0, LARGEST)
 }
 
 /// The y axis of an accuracy (0–100 %), with grid lines every 20 %.
@@ -231,4 +245,22 @@ fn thousands(v: f64) -> String {
         out.push(c);
     }
     if n < 0 { format!("-{out}") } else { out }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_title_is_set_smaller_to_fit_and_a_short_one_keeps_its_size() {
+        assert_eq!(title_font_size("Accuracy per mode — gsm8k"), 16.0);
+        let long =
+            "Tokens per problem against accuracy — gsm8k-test (qwen2.5-coder-0.5b-instruct-q4_k_m)";
+        let size = title_font_size(long);
+        assert!(size < 16.0, "{size}");
+        let ems = long.chars().count() as f64 * 0.62;
+        assert!(ems * size <= WIDTH - 24.0 + 1e-9);
+        // Never unreadably small, whatever the title.
+        assert_eq!(title_font_size(&"x".repeat(10_000)), 9.0);
+    }
 }
