@@ -146,7 +146,7 @@ pub(crate) enum Vetted {
 /// (the 0.5B model's forced answer was the problem, word for word); an answer that quotes the
 /// problem and goes on comes back whole.
 pub(crate) fn vet(text: &str, texts: &Texts, shown: &BTreeSet<String>, problem: &str) -> Vetted {
-    let stripped = without_engine_text(text, texts, shown);
+    let stripped = without_solve_tool_sentences(&without_engine_text(text, texts, shown));
     if !has_substance(&stripped) || only_restates(&stripped, problem) {
         return Vetted::NotAnAnswer;
     }
@@ -478,9 +478,52 @@ fn strip_markers(line: &str) -> String {
     out
 }
 
-/// The sentences of `text`: cut after `.`/`!`/`?` followed by a space or the end (so `3.14`
-/// stays whole), after `。！？；`, and at line ends.
+/// `text` without its sentences that name a solve tool: in an answer they only narrate the
+/// engine to the student ("Call `solve_finish_step` with the result 30000.", the 0.5B
+/// model). Unchanged text comes back as it was.
+fn without_solve_tool_sentences(text: &str) -> String {
+    let names_a_solve_tool = |sentence: &str| {
+        [SOLVE_PLAN, SOLVE_FINISH_STEP, SOLVE_REPLAN]
+            .iter()
+            .any(|tool| sentence.contains(tool))
+    };
+    if !names_a_solve_tool(text) {
+        return text.to_string();
+    }
+    let kept: Vec<String> = text
+        .lines()
+        .filter_map(|line| {
+            if !names_a_solve_tool(line) {
+                return Some(line.to_string());
+            }
+            let rest: String = sentence_spans(line)
+                .into_iter()
+                .filter(|s| !names_a_solve_tool(s))
+                .collect();
+            (!is_list_marker(rest.trim())).then(|| rest.trim_end().to_string())
+        })
+        .collect();
+    kept.join("\n").trim().to_string()
+}
+
+/// Nothing, or only what opens a list item (`-`, `*`, `•`, `3.`, `3)`).
+fn is_list_marker(text: &str) -> bool {
+    let numbered = text
+        .strip_suffix(['.', ')'])
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    text.is_empty() || matches!(text, "-" | "*" | "•") || numbered
+}
+
+/// The sentences of `text`, blank ones left out (see `sentence_spans`).
 fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    sentence_spans(text)
+        .into_iter()
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// `text` cut into sentences that together are the whole text: cut after `.`/`!`/`?` followed by a space or the end (so `3.14`
+/// stays whole), after `。！？；`, and at line ends.
+fn sentence_spans(text: &str) -> Vec<&str> {
     let mut cuts = Vec::new();
     let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
@@ -501,7 +544,7 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
         start = cut;
     }
     out.push(&text[start..]);
-    out.into_iter().filter(|s| !s.trim().is_empty())
+    out
 }
 
 /// Some sentence says something besides apologies, acknowledgements and promises to call a
@@ -741,6 +784,23 @@ mod tests {
         ] {
             assert_eq!(answer(own), Vetted::Answer(own.into()), "{own}");
         }
+    }
+
+    #[test]
+    fn a_sentence_naming_a_solve_tool_is_cut_from_an_answer() {
+        let narrated = "600 x 50 = 30000 burritos.\n   - Call `solve_finish_step` with the result 30000.\n\nSo he has 29800 left.";
+        assert_eq!(
+            answer(narrated),
+            Vetted::Answer("600 x 50 = 30000 burritos.\n\nSo he has 29800 left.".into())
+        );
+        assert_eq!(
+            answer("This is done by calling solve_finish_step with the step's result."),
+            Vetted::NotAnAnswer
+        );
+        assert_eq!(
+            answer("1. Add the costs. Then call solve_plan.\n2. Call `solve_replan`.\nTotal: 12."),
+            Vetted::Answer("1. Add the costs.\nTotal: 12.".into())
+        );
     }
 
     #[test]
