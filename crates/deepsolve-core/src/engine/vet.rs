@@ -126,6 +126,15 @@ const ECHOED: &[Text] = &[
     Text::RefusePlanFirst,
     Text::RefuseNoImplementation,
     Text::RefuseFinishBatched,
+    // The solve tools' descriptions: the 0.5B model filled a summary with its parameter's
+    // description ("这一步的结论：关键结果与数值。").
+    Text::SolvePlanDescription,
+    Text::SolveFinishStepDescription,
+    Text::SolveReplanDescription,
+    Text::ParamAnalysis,
+    Text::ParamSteps,
+    Text::ParamSummary,
+    Text::ParamReason,
 ];
 
 /// What a reply amounts to, once engine text is cut out of it.
@@ -801,6 +810,15 @@ mod tests {
             answer("1. Add the costs. Then call solve_plan.\n2. Call `solve_replan`.\nTotal: 12."),
             Vetted::Answer("1. Add the costs.\nTotal: 12.".into())
         );
+    }
+
+    #[test]
+    fn a_parameter_description_copied_as_a_summary_leaves_nothing() {
+        let zh = Texts::builtin(Language::Zh);
+        let copied = zh.get(Text::ParamSummary);
+        assert_eq!(without_engine_text(copied, &zh, &BTreeSet::new()), "");
+        let own = "共 120 页，已读 40 页。";
+        assert_eq!(without_engine_text(own, &zh, &BTreeSet::new()), own);
     }
 
     #[test]
