@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use crate::config::SolveConfig;
 use crate::json_repair::{JsonError, parse_lenient};
 use crate::message::ToolCall;
-use crate::solve::{SessionHandle, SpineEffect};
+use crate::solve::{SessionHandle, SpineEffect, spine};
 use crate::texts::Texts;
 use crate::tool::{ToolContext, ToolOutput};
 
@@ -76,8 +76,12 @@ struct Read {
 
 impl Read {
     fn new(calls: &[ToolCall], guard: &mut RepetitionGuard) -> Self {
-        let parsed: Vec<Result<Value, JsonError>> =
-            calls.iter().map(|c| parse_lenient(&c.arguments)).collect();
+        let parsed: Vec<Result<Value, JsonError>> = calls
+            .iter()
+            .map(|c| {
+                parse_lenient(&c.arguments).map(|args| spine::lenient_arguments(&c.name, args))
+            })
+            .collect();
         let signatures: Vec<Signature> = calls
             .iter()
             .zip(&parsed)

@@ -300,6 +300,24 @@ pub fn replan(session: &mut SolveSession, args: &Value, texts: &Texts) -> SpineR
     SpineResult::done(body, SpineEffect::Replanned { reason })
 }
 
+/// A solve tool's arguments as a model may write them, in the form its schema asks for: a
+/// plan's steps given as bare goals (`["Add the costs", …]`; the 0.5B model wrote its Chinese
+/// plans so, round after round, each refused by the schema) become `{"goal": …}` objects.
+/// Anything else is left to the schema's validation.
+pub fn lenient_arguments(name: &str, mut args: Value) -> Value {
+    if !matches!(name, SOLVE_PLAN | SOLVE_REPLAN) {
+        return args;
+    }
+    if let Some(steps) = args.get_mut("steps").and_then(Value::as_array_mut) {
+        for step in steps.iter_mut() {
+            if let Value::String(goal) = step {
+                *step = json!({ "goal": std::mem::take(goal) });
+            }
+        }
+    }
+    args
+}
+
 /// Dispatch a solve tool by name. Its arguments are prose (goals, summaries, reasons), so
 /// LaTeX commands JSON read as escapes are restored first.
 pub fn handle(session: &mut SolveSession, name: &str, args: &Value, texts: &Texts) -> SpineResult {
@@ -448,5 +466,19 @@ mod tests {
         assert_eq!(s.record.steps[0].goal, "c");
         assert_eq!(s.record.plan_history.len(), 2);
         assert_eq!(s.record.summaries()[0].summary, "done a");
+    }
+
+    #[test]
+    fn bare_goals_become_steps_and_other_tools_arguments_are_untouched() {
+        let bare = json!({"analysis": "a", "steps": ["Add the costs", {"goal": "Divide"}]});
+        let lenient = lenient_arguments(SOLVE_PLAN, bare.clone());
+        assert_eq!(
+            lenient["steps"],
+            json!([{"goal": "Add the costs"}, {"goal": "Divide"}])
+        );
+        let specs = solve_tool_specs(&en());
+        let plan = specs.iter().find(|s| s.name == SOLVE_PLAN).unwrap();
+        assert!(jsonschema::is_valid(&plan.parameters, &lenient));
+        assert_eq!(lenient_arguments("code_execution", bare.clone()), bare);
     }
 }

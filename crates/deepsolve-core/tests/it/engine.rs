@@ -56,6 +56,36 @@ async fn answered_after_a_well_behaved_solve() {
     assert_eq!(answer_at, types.len() - 2);
 }
 
+/// The 0.5B model wrote its plans with bare goals for steps; refused by the schema, it wrote
+/// the same call again until the context was full.
+#[tokio::test]
+async fn a_plan_whose_steps_are_bare_goals_is_accepted() {
+    let model = Fake::seq(vec![
+        calls(vec![(
+            "solve_plan",
+            json!({"analysis": "Two sums.", "steps": ["Add 2 and 3", "Double it"]}),
+        )]),
+        finish("S1", "5"),
+        finish("S2", "10"),
+        text("**10**"),
+    ]);
+    let run = run_with(model, vec![echo_tool()], |_| {}).await;
+    assert_eq!(run.outcome.stop_reason, StopReason::Answered);
+    let goals: Vec<&str> = run
+        .outcome
+        .solve
+        .steps
+        .iter()
+        .map(|s| s.goal.as_str())
+        .collect();
+    assert_eq!(goals, ["Add 2 and 3", "Double it"]);
+    assert!(
+        run.results().iter().all(|(_, ok, _)| *ok),
+        "{:?}",
+        run.results()
+    );
+}
+
 #[tokio::test]
 async fn answered_with_open_steps_after_one_nudge() {
     let model = Fake::seq(vec![
