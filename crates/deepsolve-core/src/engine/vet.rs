@@ -17,7 +17,7 @@ use crate::event::{EventKind, WarningKind};
 use crate::message::ToolCall;
 use crate::outcome::{AnswerSource, StopReason};
 use crate::progress::{STEP_DONE, STEP_OPEN};
-use crate::solve::spine::{SOLVE_FINISH_STEP, SOLVE_PLAN, SOLVE_REPLAN};
+use crate::solve::spine::{SOLVE_FINISH_STEP, SOLVE_TOOL_NAMES};
 use crate::texts::{Text, Texts};
 use crate::wire::history::{Block, blocks, may_hold_a_call};
 
@@ -491,11 +491,6 @@ fn strip_markers(line: &str) -> String {
 /// engine to the student ("Call `solve_finish_step` with the result 30000.", the 0.5B
 /// model). Unchanged text comes back as it was.
 fn without_solve_tool_sentences(text: &str) -> String {
-    let names_a_solve_tool = |sentence: &str| {
-        [SOLVE_PLAN, SOLVE_FINISH_STEP, SOLVE_REPLAN]
-            .iter()
-            .any(|tool| sentence.contains(tool))
-    };
     if !names_a_solve_tool(text) {
         return text.to_string();
     }
@@ -513,6 +508,11 @@ fn without_solve_tool_sentences(text: &str) -> String {
         })
         .collect();
     kept.join("\n").trim().to_string()
+}
+
+/// `text` names `solve_plan`, `solve_finish_step` or `solve_replan`.
+fn names_a_solve_tool(text: &str) -> bool {
+    SOLVE_TOOL_NAMES.iter().any(|tool| text.contains(tool))
 }
 
 /// Nothing, or only what opens a list item (`-`, `*`, `•`, `3.`, `3)`).
@@ -572,9 +572,7 @@ fn is_meta(sentence: &str) -> bool {
     let lower = lower.trim();
     is_acknowledgement(lower)
         || APOLOGIES.iter().any(|a| lower.contains(a))
-        || [SOLVE_PLAN, SOLVE_FINISH_STEP, SOLVE_REPLAN]
-            .iter()
-            .any(|tool| lower.contains(tool))
+        || names_a_solve_tool(lower)
         || (INTENTIONS.iter().any(|i| lower.contains(i))
             && CALL_WORDS.iter().any(|w| lower.contains(w)))
 }

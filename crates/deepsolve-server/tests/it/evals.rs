@@ -301,13 +301,7 @@ async fn a_run_is_cancelled_by_delete_and_another_user_sees_nothing() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let cancelled = server
-        .http
-        .delete(server.url(&path))
-        .bearer_auth(alice)
-        .send()
-        .await
-        .expect("delete");
+    let cancelled = server.delete_response(&path, Some(alice)).await;
     assert_eq!(cancelled.status().as_u16(), 202);
     let accepted: Value = cancelled.json().await.expect("a JSON body");
     assert_eq!(accepted["status"], "cancelling", "{accepted}");

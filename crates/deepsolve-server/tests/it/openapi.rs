@@ -439,12 +439,8 @@ async fn check_eval_responses(
     schemas.check("EvalView", &created);
     let id = created["id"].as_str().expect("eval id").to_string();
     let body = s
-        .http
-        .get(s.url(&format!("/api/v1/evals/{id}/events")))
-        .bearer_auth(token.expect("token"))
-        .send()
+        .get_response(&format!("/api/v1/evals/{id}/events"), token)
         .await
-        .expect("events")
         .text()
         .await
         .expect("the stream ends with the run");
@@ -469,12 +465,8 @@ async fn check_eval_responses(
     let (_, list) = s.get("/api/v1/evals", token).await;
     schemas.check("EvalList", &list);
     let plot = s
-        .http
-        .get(s.url(&format!("/api/v1/evals/{id}/plots/accuracy.svg")))
-        .bearer_auth(token.expect("token"))
-        .send()
-        .await
-        .expect("plot");
+        .get_response(&format!("/api/v1/evals/{id}/plots/accuracy.svg"), token)
+        .await;
     assert_eq!(plot.status().as_u16(), 200);
     assert_eq!(
         plot.headers()

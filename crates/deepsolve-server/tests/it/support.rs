@@ -172,12 +172,28 @@ impl TestServer {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
-    pub(crate) async fn get(&self, path: &str, token: Option<&str>) -> (u16, Value) {
-        let resp = self
-            .auth(self.http.get(self.url(path)), token)
+    /// `GET path` as sent back, for a body that is not JSON or a header to read.
+    pub(crate) async fn get_response(&self, path: &str, token: Option<&str>) -> reqwest::Response {
+        self.auth(self.http.get(self.url(path)), token)
             .send()
             .await
-            .expect("request");
+            .expect("request")
+    }
+
+    /// `DELETE path` as sent back.
+    pub(crate) async fn delete_response(
+        &self,
+        path: &str,
+        token: Option<&str>,
+    ) -> reqwest::Response {
+        self.auth(self.http.delete(self.url(path)), token)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    pub(crate) async fn get(&self, path: &str, token: Option<&str>) -> (u16, Value) {
+        let resp = self.get_response(path, token).await;
         let status = resp.status().as_u16();
         (status, resp.json().await.unwrap_or(Value::Null))
     }
@@ -190,12 +206,7 @@ impl TestServer {
     }
 
     pub(crate) async fn delete(&self, path: &str, token: Option<&str>) -> u16 {
-        self.auth(self.http.delete(self.url(path)), token)
-            .send()
-            .await
-            .expect("request")
-            .status()
-            .as_u16()
+        self.delete_response(path, token).await.status().as_u16()
     }
 
     /// Start a turn; returns (turn_id, session_id).
