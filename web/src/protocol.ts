@@ -318,6 +318,11 @@ export type EventKind = {
 } | {
   context_tokens: number;
   context_window: number;
+  /**
+   * The budget's last round, before the settlement rounds. Held at decoding time, it
+   * moves on by one for each call asked for after the model's reasoning: that call is
+   * the second half of the round that reasoned.
+   */
   max_rounds: number;
   round: number;
   /**

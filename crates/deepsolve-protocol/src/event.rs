@@ -153,6 +153,9 @@ pub enum EventKind {
     },
     RoundStarted {
         round: u32,
+        /// The budget's last round, before the settlement rounds. Held at decoding time, it
+        /// moves on by one for each call asked for after the model's reasoning: that call is
+        /// the second half of the round that reasoned.
         max_rounds: u32,
         context_tokens: u64,
         context_window: u64,

@@ -64,6 +64,10 @@ pub(super) struct Budget {
     spent_before: Duration,
     pub(super) usage: Usage,
     pub(super) rounds: u32,
+    /// Rounds that were the call a round's reasoning owed, asked for on its own (the spine
+    /// held at decoding time): the second half of that round, they do not take from the
+    /// round budget. A checkpoint keeps only `rounds`, so a resumed turn counts them again.
+    asked_calls: u32,
 }
 
 impl Budget {
@@ -83,6 +87,7 @@ impl Budget {
             spent_before,
             usage: resume.map(|r| r.usage).unwrap_or_default(),
             rounds: resume.map_or(0, |r| r.rounds),
+            asked_calls: 0,
         }
     }
 
@@ -90,8 +95,15 @@ impl Budget {
         self.window
     }
 
+    /// The last round before the settlement rounds: the configured budget, moved on by one
+    /// for every call asked for after the model's reasoning.
     pub(super) fn max_rounds(&self) -> u32 {
-        self.max_rounds
+        self.max_rounds + self.asked_calls
+    }
+
+    /// The round about to start is the call the last round's reasoning owes.
+    pub(super) fn count_asked_call(&mut self) {
+        self.asked_calls += 1;
     }
 
     pub(super) fn deadline(&self) -> Instant {
@@ -109,7 +121,7 @@ impl Budget {
 
     /// Rounds including the settlement rounds after the budget.
     pub(super) fn max_total_rounds(&self) -> u32 {
-        self.max_rounds + self.settlement_rounds
+        self.max_rounds() + self.settlement_rounds
     }
 
     pub(super) fn rounds_left(&self) -> bool {
@@ -131,14 +143,14 @@ impl Budget {
     pub(super) fn position(&self, round: u32) -> Position {
         Position {
             round,
-            max_rounds: self.max_rounds,
+            max_rounds: self.max_rounds(),
             settlement_rounds: self.settlement_rounds,
         }
     }
 
     /// The round budget is spent: settlement rounds only.
     pub(super) fn in_settlement(&self, round: u32) -> bool {
-        round > self.max_rounds
+        round > self.max_rounds()
     }
 
     /// The token notice is due (two thirds of the token budget spent).

@@ -10,14 +10,17 @@
 //! A model that answers the forced request with text anyway does not honour `tool_choice`:
 //! the prompt and its nudges hold the spine for the rest of the turn.
 
+use super::reply::Interpreted;
 use super::turn::TurnRun;
 use super::vet::{Vetted, vet};
 use crate::config::Enforce;
 use crate::event::{EventKind, WarningKind};
-use crate::message::Message;
-use crate::model::{ChatRequest, Honours, ToolChoice};
+use crate::message::{Message, ToolCall};
+use crate::model::{ChatRequest, FinishReason, Honours, ToolChoice};
 use crate::solve::SolveRecord;
 use crate::solve::spine::SOLVE_PLAN;
+use crate::wire::first_program;
+use crate::wire::history::{CODE_TOOL, code_arguments};
 
 /// How the turn holds the spine, and what its last reply left due.
 #[derive(Debug, Default)]
@@ -34,6 +37,8 @@ pub(super) struct Decoding {
     /// own, and from then on each round's tail names the step to work on. A model that does
     /// follow it never sees that line, so its requests are those of the prompt alone.
     stepped_in: bool,
+    /// A program written in a step's prose was run as a call (said once per turn).
+    ran_written_program: bool,
 }
 
 /// Whether `enforce` holds the spine at decoding time for a model that honours `honours`.
@@ -53,6 +58,7 @@ impl Decoding {
             named,
             call_due: false,
             stepped_in: false,
+            ran_written_program: false,
         }
     }
 
@@ -194,6 +200,58 @@ impl TurnRun<'_> {
     /// A reply with calls: nothing is due any more.
     pub(super) fn call_made(&mut self) {
         self.decoding.call_due = false;
+    }
+
+    /// A step's free round that writes a program in its prose runs it: the first closed
+    /// Python block becomes a `code_execution` call, and what followed it is cut. A small
+    /// model reaches for code on its own but writes it as text, then makes up what it prints
+    /// (the 1.5B model, every step of a turn); kept as reasoning, that program never ran and
+    /// its made-up output became the step's summary. The call goes into the context as a
+    /// native call, so the model sees its code answered by a real result.
+    pub(super) fn run_written_program(&mut self, reply: &mut Interpreted) {
+        let record = self.record();
+        let runs_code = self.specs.iter().any(|s| s.name == CODE_TOOL);
+        if reply.has_calls()
+            || !runs_code
+            || !record.has_plan()
+            || !self.decoding.takes_reasoning(&record)
+        {
+            return;
+        }
+        let Some(program) = first_program(&reply.completion.text) else {
+            return;
+        };
+        if !self.decoding.ran_written_program {
+            self.decoding.ran_written_program = true;
+            self.emit.emit(EventKind::Warning {
+                kind: WarningKind::Protocol,
+                message: "the model wrote a program in its reasoning instead of calling code_execution: the program runs as that call".into(),
+            });
+        }
+        if program.followed {
+            self.emit.emit(EventKind::Warning {
+                kind: WarningKind::InventedToolResponse,
+                message: "what the model wrote after its program (its output, made up) was cut; the program runs for real".into(),
+            });
+        }
+        let before = match vet(
+            &program.before,
+            &self.texts,
+            &self.shown_tail_lines,
+            &self.problem,
+        ) {
+            Vetted::Answer(own) => own.trim().to_string(),
+            Vetted::NotAnAnswer => String::new(),
+        };
+        let call = ToolCall {
+            id: self.next_call_id(),
+            name: CODE_TOOL.to_string(),
+            arguments: code_arguments(&program.code),
+        };
+        let completion = &mut reply.completion;
+        completion.text = before;
+        completion.tool_calls.push(call);
+        completion.finish_reason = FinishReason::ToolCalls;
     }
 }
 

@@ -63,7 +63,7 @@ pub(super) struct Interpreted {
 }
 
 impl Interpreted {
-    fn has_calls(&self) -> bool {
+    pub(super) fn has_calls(&self) -> bool {
         !self.completion.tool_calls.is_empty() || !self.unreadable.is_empty()
     }
 }
@@ -71,7 +71,7 @@ impl Interpreted {
 impl TurnRun<'_> {
     /// Take in one completion. `Some` ends the loop.
     pub(super) async fn absorb(&mut self, c: Completion) -> Option<Ending> {
-        let reply = self.interpret(c);
+        let mut reply = self.interpret(c);
         if self.decoding.asked_for_call()
             && reply.completion.tool_calls.is_empty()
             && reply.completion.finish_reason == FinishReason::Length
@@ -79,6 +79,7 @@ impl TurnRun<'_> {
             self.record_round(&reply.completion, RoundRole::Narration);
             return self.after_cut_call(&reply.completion.text);
         }
+        self.run_written_program(&mut reply);
         let cut = reply.completion.finish_reason == FinishReason::Length;
         let text_only = !reply.has_calls() && !cut;
         // Text cut off by the output limit is reasoning too where a call is due (its visible
@@ -101,7 +102,6 @@ impl TurnRun<'_> {
             self.keep_reasoning(if cut { before_loop(text) } else { text });
             return None;
         }
-        let mut reply = reply;
         if text_only
             && self.decoding.asked_for_call()
             && let Some(reasoning) = self.decoding_not_honoured()

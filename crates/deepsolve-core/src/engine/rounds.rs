@@ -42,6 +42,9 @@ impl TurnRun<'_> {
         if self.cancel.is_cancelled() {
             return Err(Ending::Cancelled);
         }
+        if self.decoding.asked_for_call() {
+            self.budget.count_asked_call();
+        }
         if let Some(stop) = self.budget.exhausted() {
             return Err(Ending::Force(stop));
         }

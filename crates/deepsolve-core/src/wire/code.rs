@@ -128,6 +128,33 @@ pub(crate) fn read_reply(content: String) -> ParsedReply {
     parsed
 }
 
+/// A program written in a reply's prose: its first closed Python block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Program {
+    /// The reply's text before the block.
+    pub(crate) before: String,
+    pub(crate) code: String,
+    /// More than blank space followed the block: what the program would print, made up, or
+    /// work written without having seen it.
+    pub(crate) followed: bool,
+}
+
+/// The first Python block of `text`, if it is closed and holds code (an unclosed block was
+/// cut off mid-program and would not run as written).
+pub(crate) fn first_program(text: &str) -> Option<Program> {
+    let blocks = history::blocks(text);
+    let block = blocks.iter().find(|b| history::is_python(b))?;
+    let code = text[block.body.clone()].trim_end();
+    if !block.closed || history::is_blank(code) {
+        return None;
+    }
+    Some(Program {
+        before: text[..block.start].trim().to_string(),
+        code: code.to_string(),
+        followed: !history::is_blank(&text[block.end..]),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,6 +188,33 @@ mod tests {
         let r = read_reply("```python\nx = 1\n```\n```python\nprint(x)\n```".into());
         assert_eq!(r.calls, [code_call("x = 1")]);
         assert!(r.cut_invented);
+    }
+
+    /// What the 1.5B model wrote in a step's free round, on the native protocol.
+    #[test]
+    fn a_programs_text_code_and_what_followed_it_are_told_apart() {
+        let text = "To find the eggs left:\n```python\nleft = 16 - 3 - 4\nprint(left)\n```\nAfter running this code, we get:\n```\n9\n```";
+        let program = first_program(text).expect("a program");
+        assert_eq!(program.before, "To find the eggs left:");
+        assert_eq!(program.code, "left = 16 - 3 - 4\nprint(left)");
+        assert!(program.followed);
+        let alone = first_program("```python\nprint(1)\n```\n").expect("a program");
+        assert!(alone.before.is_empty() && !alone.followed);
+    }
+
+    #[test]
+    fn only_a_closed_python_block_with_code_is_a_program() {
+        assert_eq!(first_program("So 6 * 7 = 42."), None);
+        assert_eq!(first_program("```json\n{\"a\": 1}\n```"), None);
+        assert_eq!(
+            first_program("```python\nprint(6 *"),
+            None,
+            "cut off mid-program"
+        );
+        assert_eq!(first_program("```python\n\n```"), None);
+        let second = first_program("```\nx\n```\n```py\nprint(2)\n```").expect("a program");
+        assert_eq!(second.code, "print(2)");
+        assert_eq!(second.before, "```\nx\n```");
     }
 
     #[test]

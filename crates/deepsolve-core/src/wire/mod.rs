@@ -28,6 +28,7 @@ use crate::message::Message;
 use crate::model::{Honours, Protocol, ReplySchema, ToolChoice, ToolSpec};
 use crate::texts::Texts;
 
+pub(crate) use code::first_program;
 pub use markup::{MarkupError, ParsedCall, ParsedReply, parse_reply};
 
 /// A request's protocol-specific parts.

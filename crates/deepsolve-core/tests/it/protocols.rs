@@ -122,10 +122,20 @@ impl Turn {
 }
 
 async fn turn(model: &dyn ChatModel, protocol: Protocol, python: &Arc<FakePython>) -> Turn {
+    turn_with(model, protocol, python, |_| {}).await
+}
+
+async fn turn_with(
+    model: &dyn ChatModel,
+    protocol: Protocol,
+    python: &Arc<FakePython>,
+    configure: impl FnOnce(&mut TurnSpec),
+) -> Turn {
     let engine = Engine::new(vec![python.clone() as ToolRef]).expect("engine");
     let mut spec = TurnSpec::new("turn-p", "What is 6 times 8?");
     spec.tools = vec!["code_execution".into()];
     spec.protocol = protocol;
+    configure(&mut spec);
     let sink = VecSink::default();
     let outcome = engine
         .run_turn(model, spec, &sink, Default::default())
@@ -464,6 +474,73 @@ async fn deepanalyze_cuts_an_invented_execute_block() {
     assert!(run.warned_invented());
     assert!(!run.later_prompts().contains("INVENTED"));
     run.assert_no_live_text_holds("INVENTED");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Native, held at decoding time: a program written in a step's prose
+
+#[tokio::test]
+async fn under_decoding_a_program_written_in_a_steps_prose_runs_and_its_made_up_output_is_cut() {
+    // The 1.5B model in-process: in a step's free round it wrote its code as a Python block
+    // and then what it would print, made up, and no call.
+    let python = FakePython::new();
+    let model = Probed {
+        inner: Fake::seq(vec![
+            text("Two numbers to multiply."),
+            plan(&["compute 6 * 8"]),
+            text(
+                "Multiply them.\n```python\nprint(6 * 8)\n```\nAfter running it:\n```\nINVENTED-49\n```",
+            ),
+            text("So 6 * 8 = 48."),
+            calls(vec![("solve_finish_step", finish_args())]),
+            text("6 times 8 is **48**."),
+        ]),
+        honours: Honours {
+            native_tools: true,
+            tool_choice_required: true,
+            tool_choice_named: true,
+            ..Honours::default()
+        },
+    };
+    let run = turn_with(&model, Protocol::Native, &python, |spec| {
+        spec.config.enforce = config::Enforce::Decoding;
+    })
+    .await;
+    let requests = model.inner.requests();
+    assert_eq!(
+        run.outcome.stop_reason,
+        StopReason::Answered,
+        "{:#?}",
+        run.events
+    );
+    assert_eq!(run.outcome.answer.as_deref(), Some("6 times 8 is **48**."));
+    assert!(run.outcome.solve.all_done());
+    assert_eq!(python.runs(), 1, "the written program ran once, for real");
+    assert!(run.warned_invented());
+    let after_run = &requests[3];
+    assert_eq!(
+        after_run.tool_choice,
+        ToolChoice::Auto,
+        "the step goes on freely"
+    );
+    let n = after_run.messages.len();
+    let (call, result) = (&after_run.messages[n - 3], &after_run.messages[n - 2]);
+    assert_eq!(call.content, "Multiply them.");
+    assert_eq!(call.tool_calls.len(), 1);
+    assert_eq!(call.tool_calls[0].name, "code_execution");
+    assert_eq!(
+        call.tool_calls[0].arguments,
+        json!({"code": "print(6 * 8)"}).to_string()
+    );
+    assert_eq!((result.role, result.content.trim()), (Role::Tool, "48"));
+    let later: String = requests.iter().skip(3).map(prompt_text).collect();
+    assert!(!later.contains("INVENTED"), "{later}");
+    // The step's own reasoning after the result is kept, and its call then asked for.
+    assert!(matches!(
+        requests[4].tool_choice,
+        ToolChoice::Required | ToolChoice::Among(_)
+    ));
+    assert_eq!(requests[5].tool_choice, ToolChoice::None);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -161,6 +161,64 @@ async fn decoding_asks_for_the_plan_the_steps_calls_and_then_the_answer() {
 }
 
 #[tokio::test]
+async fn a_call_asked_for_after_reasoning_does_not_take_a_round_from_the_budget() {
+    // The plan reasoned and then called for, two steps of two such rounds each (the work
+    // tool, then the step's close), then the answer: eleven requests, six rounds of the
+    // model's own. A budget of six holds the whole spine.
+    let policy = by_name("thinks-before-calls", 2, Some("reason".into())).expect("a policy");
+    let model = ScriptedModel::new(policy).with_options(ScriptedOptions {
+        honours: honouring(),
+        ..ScriptedOptions::default()
+    });
+    let setup = Setup {
+        protocol: Protocol::Native,
+        language: Language::En,
+        problem: EN_PROBLEM,
+        tool_description: "a hard sub-derivation",
+    };
+    let played = play_model(model, &setup, |spec: &mut TurnSpec| {
+        spec.config.enforce = Enforce::Decoding;
+        spec.config.max_rounds = 6;
+        spec.config.settlement_rounds = 0;
+    })
+    .await;
+    let outcome = &played.outcome;
+    assert_eq!(
+        outcome.stop_reason,
+        StopReason::Answered,
+        "{:#?}",
+        played.events
+    );
+    assert!(outcome.solve.has_plan() && outcome.solve.open_steps().next().is_none());
+    assert_eq!(played.requests.len(), 11);
+    let budgets: Vec<(u32, u32)> = (played.events.iter())
+        .filter_map(|e| match e.kind {
+            EventKind::RoundStarted {
+                round, max_rounds, ..
+            } => Some((round, max_rounds)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        budgets,
+        [
+            (1, 6),
+            (2, 7),
+            (3, 7),
+            (4, 8),
+            (5, 8),
+            (6, 9),
+            (7, 9),
+            (8, 10),
+            (9, 10),
+            (10, 11),
+            (11, 11)
+        ],
+        "each asked-for call moves the budget's last round on by one"
+    );
+}
+
+#[tokio::test]
 async fn without_a_named_tool_choice_the_plan_is_a_required_call() {
     let played = play_enforced(
         "thinks-before-calls",
