@@ -37,6 +37,17 @@ pub enum ToolChoice {
     /// endpoint is sent `"required"` (the narrowing holds only where the decoder is ours: the
     /// local model's grammar admits just these names).
     Among(Vec<String>),
+    /// The reply may be text or a call of one of these tools; the tool list stays as
+    /// declared. An endpoint is sent `"auto"` (the narrowing holds only where the decoder is
+    /// ours: once the local model opens a call, its grammar admits just these names).
+    AutoAmong(Vec<String>),
+}
+
+impl ToolChoice {
+    /// The reply may be text or a call: `auto`, narrowed or not.
+    pub fn is_auto(&self) -> bool {
+        matches!(self, ToolChoice::Auto | ToolChoice::AutoAmong(_))
+    }
 }
 
 /// What an endpoint honours at decoding time, as far as is known: the probe's verdict for an

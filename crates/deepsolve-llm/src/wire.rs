@@ -91,7 +91,7 @@ fn merge_extra_body(body: &mut Map<String, Value>, extra_body: &Map<String, Valu
 
 fn tool_choice_value(choice: &ToolChoice) -> Value {
     match choice {
-        ToolChoice::Auto => json!("auto"),
+        ToolChoice::Auto | ToolChoice::AutoAmong(_) => json!("auto"),
         ToolChoice::None => json!("none"),
         ToolChoice::Required | ToolChoice::Among(_) => json!("required"),
         ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),

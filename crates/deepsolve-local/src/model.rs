@@ -33,6 +33,11 @@ use crate::worker::{Job, SlotBook, WorkerEvent, spawn_worker};
 pub enum Constraint {
     /// Free text (tool calls as the model writes them).
     Free,
+    /// Free text until a call opens (`{"name":`, bare, fenced or in a `<tool_call>` block);
+    /// from there a call of one of these offered tools (all of them when empty), well
+    /// formed, its block closed, and the reply ended (a lazy grammar, as llama.cpp's server
+    /// constrains the calls of a free reply).
+    TextOrCall { names: Vec<String> },
     /// A call of one of these offered tools (all of them when empty), nothing else: the
     /// reply is `{"name": …, "arguments": {…}}` matching the tool's parameters.
     ToolCall { names: Vec<String> },
@@ -245,8 +250,8 @@ impl LocalModel {
             .send(job)
             .map_err(|_| server_error("the local model's worker thread has stopped"))?;
 
-        let callable = if request.tool_choice == ToolChoice::None || constraint != &Constraint::Free
-        {
+        let free = matches!(constraint, Constraint::Free | Constraint::TextOrCall { .. });
+        let callable = if request.tool_choice == ToolChoice::None || !free {
             &[][..]
         } else {
             &request.tools[..]
@@ -313,7 +318,7 @@ impl LocalModel {
                 None => (raw, String::new(), Vec::new()),
             },
             Constraint::JsonSchema(_) => (raw, String::new(), Vec::new()),
-            Constraint::Free => {
+            Constraint::Free | Constraint::TextOrCall { .. } => {
                 let read = read_reply(&raw, &request.tools, &request.tool_choice);
                 (read.text, read.reasoning, read.calls)
             }
@@ -367,7 +372,8 @@ impl ChatModel for LocalModel {
 
 /// The grammar a request asks for: a reply schema (structured output) is one of its own;
 /// otherwise `tool_choice: required` is a call of any offered tool, a named choice a call of
-/// that tool, a choice among tools a call of one of them.
+/// that tool, a choice among tools a call of one of them, and a free choice among tools
+/// text, or a call of one of them once it opens.
 pub(crate) fn constraint_for(request: &ChatRequest) -> Constraint {
     match (&request.response_format, &request.tool_choice) {
         (Some(format), _) => Constraint::JsonSchema(format.schema.clone()),
@@ -376,6 +382,9 @@ pub(crate) fn constraint_for(request: &ChatRequest) -> Constraint {
             names: vec![name.clone()],
         },
         (None, ToolChoice::Among(names)) => Constraint::ToolCall {
+            names: names.clone(),
+        },
+        (None, ToolChoice::AutoAmong(names)) => Constraint::TextOrCall {
             names: names.clone(),
         },
         (None, ToolChoice::Auto | ToolChoice::None) => Constraint::Free,
@@ -484,54 +493,89 @@ fn special_piece(model: &LlamaModel, token: LlamaToken) -> String {
     String::from_utf8_lossy(&model.vocab().token_to_piece(token, true, None)).into_owned()
 }
 
-/// The GBNF grammar a constraint decodes under.
+/// A GBNF grammar to decode under.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Grammar {
+    /// The rules; the start rule is `root`.
+    pub(crate) rules: String,
+    /// The rules hold only from where a call opens ([`CALL_OPENS`]): the text before is free.
+    pub(crate) lazy: bool,
+}
+
+/// Where a call opens, as a regular expression whose group is where the grammar takes over:
+/// a JSON object whose first key is `"name"`, which is how Qwen's models write a call — in a
+/// `<tool_call>` block, in a fence (the 1.5B coder model) or bare (the 0.5B). The group ends
+/// at the colon, so the text the grammar is handed back is always one it admits.
+pub(crate) const CALL_OPENS: &str = r#"(\{\s*"name"\s*:)"#;
+
+/// The grammar a constraint decodes under.
 fn grammar_for(
     request: &ChatRequest,
     constraint: &Constraint,
-) -> Result<Option<String>, ModelError> {
-    let schema = match constraint {
+) -> Result<Option<Grammar>, ModelError> {
+    let (schema, lazy) = match constraint {
         Constraint::Free => return Ok(None),
-        Constraint::JsonSchema(schema) => schema.clone(),
-        Constraint::ToolCall { names } => {
-            let tools: Vec<_> = request
-                .tools
-                .iter()
-                .filter(|t| names.is_empty() || names.contains(&t.name))
-                .collect();
-            if tools.is_empty() {
-                return Err(ModelError::BadRequest {
-                    status: 400,
-                    message: format!(
-                        "a tool call is required but none of {names:?} is offered in the request"
-                    ),
-                });
-            }
-            let variants: Vec<Value> = tools
-                .iter()
-                .map(|t| {
-                    json!({
-                        "type": "object",
-                        "properties": {
-                            "name": {"const": t.name},
-                            "arguments": t.parameters,
-                        },
-                        "required": ["name", "arguments"],
-                        "additionalProperties": false,
-                    })
-                })
-                .collect();
-            match <[Value; 1]>::try_from(variants) {
-                Ok([one]) => one,
-                Err(variants) => json!({"oneOf": variants}),
-            }
-        }
+        Constraint::JsonSchema(schema) => (schema.to_string(), false),
+        Constraint::ToolCall { names } => (call_schema(request, names)?, false),
+        Constraint::TextOrCall { names } => (call_schema(request, names)?, true),
     };
-    llama_cpp_2::json_schema_to_grammar(&schema.to_string())
-        .map(Some)
-        .map_err(|e| ModelError::BadRequest {
+    let rules =
+        llama_cpp_2::json_schema_to_grammar(&schema).map_err(|e| ModelError::BadRequest {
             status: 400,
             message: format!("the JSON Schema cannot be turned into a grammar: {e}"),
+        })?;
+    let rules = if lazy { call_block(&rules) } else { rules };
+    Ok(Some(Grammar { rules, lazy }))
+}
+
+/// The schema of a call (`{"name": …, "arguments": …}`) of one of the offered tools named
+/// `names` (any offered tool when empty), as text: the grammar follows its keys' order, and
+/// the name comes first, as the models were trained to write it (and as [`CALL_OPENS`] reads
+/// a call's opening).
+fn call_schema(request: &ChatRequest, names: &[String]) -> Result<String, ModelError> {
+    let tools: Vec<_> = request
+        .tools
+        .iter()
+        .filter(|t| names.is_empty() || names.contains(&t.name))
+        .collect();
+    if tools.is_empty() {
+        return Err(ModelError::BadRequest {
+            status: 400,
+            message: format!(
+                "a tool call is asked for but none of {names:?} is offered in the request"
+            ),
+        });
+    }
+    let variants: Vec<String> = tools
+        .iter()
+        .map(|t| {
+            format!(
+                r#"{{"type":"object","properties":{{"name":{{"const":{}}},"arguments":{}}},"required":["name","arguments"],"additionalProperties":false}}"#,
+                Value::String(t.name.clone()),
+                t.parameters
+            )
         })
+        .collect();
+    Ok(match <[String; 1]>::try_from(variants) {
+        Ok([one]) => one,
+        Err(variants) => format!(r#"{{"oneOf":[{}]}}"#, variants.join(",")),
+    })
+}
+
+/// A call's JSON rules (`call_rules`, start rule `root`) as the rest of a reply: the JSON,
+/// then the `</tool_call>` or fence that closes its block, if any, and the end.
+fn call_block(call_rules: &str) -> String {
+    let renamed: Vec<String> = call_rules
+        .lines()
+        .map(|line| match line.strip_prefix("root ::=") {
+            Some(rest) => format!("call-json ::={rest}"),
+            None => line.to_string(),
+        })
+        .collect();
+    format!(
+        "root ::= call-json call-close\ncall-close ::= ([ \\n]{{0,2}} (\"</tool_call>\" | \"```\"))?\n{}\n",
+        renamed.join("\n")
+    )
 }
 
 /// A forced call's text (`{"name": …, "arguments": …}`) as a call.
@@ -603,8 +647,59 @@ mod tests {
             }
         );
         assert_eq!(
+            constraint_for(&request(ToolChoice::AutoAmong(vec!["f".into()]), None)),
+            Constraint::TextOrCall {
+                names: vec!["f".into()]
+            }
+        );
+        assert_eq!(
             constraint_for(&request(ToolChoice::Auto, None)),
             Constraint::Free
         );
+    }
+
+    #[test]
+    fn a_free_replys_calls_are_held_by_a_grammar_from_their_opening() {
+        let mut req = request(ToolChoice::AutoAmong(vec!["f".into()]), None);
+        req.tools = ["f", "g"]
+            .map(|name| deepsolve_core::ToolSpec {
+                name: name.into(),
+                description: String::new(),
+                parameters: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+            })
+            .to_vec();
+        let constraint = constraint_for(&req);
+        let grammar = grammar_for(&req, &constraint).unwrap().expect("a grammar");
+        assert!(grammar.lazy);
+        let first = grammar.rules.lines().next().unwrap_or_default();
+        assert_eq!(first, "root ::= call-json call-close");
+        let call = (grammar.rules.lines())
+            .find(|line| line.starts_with("call-json ::="))
+            .expect("the call's rule");
+        assert!(
+            call.contains(r#"name-kv "," space arguments-kv"#),
+            "the name first: {call}"
+        );
+        assert_eq!(
+            grammar.rules.matches("root ::=").count(),
+            1,
+            "{}",
+            grammar.rules
+        );
+        assert!(grammar.rules.contains("call-json ::="), "{}", grammar.rules);
+        assert!(grammar.rules.contains(r#"\"f\""#), "{}", grammar.rules);
+        assert!(
+            !grammar.rules.contains(r#"\"g\""#),
+            "only the named tool: {}",
+            grammar.rules
+        );
+        // Nothing offered by that name: a clear error, not an empty grammar.
+        let none = Constraint::TextOrCall {
+            names: vec!["h".into()],
+        };
+        assert!(matches!(
+            grammar_for(&req, &none),
+            Err(ModelError::BadRequest { .. })
+        ));
     }
 }

@@ -20,7 +20,7 @@ use deepsolve_core::{FinishReason, ModelError};
 
 use crate::backend::backend;
 use crate::error::LocalError;
-use crate::model::{CallStats, lock, server_error};
+use crate::model::{CALL_OPENS, CallStats, Grammar, lock, server_error};
 
 /// Tokens decoded per batch while reading a prompt.
 const BATCH: u32 = 512;
@@ -31,7 +31,7 @@ pub(crate) struct Job {
     pub(crate) max_tokens: u32,
     pub(crate) temperature: f32,
     pub(crate) stop: Vec<String>,
-    pub(crate) grammar: Option<String>,
+    pub(crate) grammar: Option<Grammar>,
     pub(crate) events: mpsc::UnboundedSender<WorkerEvent>,
     pub(crate) cancel: Arc<AtomicBool>,
     /// Held until the context is free again, so the next request in the queue finds it idle.
@@ -215,7 +215,7 @@ impl Worker<'_> {
             if job.cancel.load(Ordering::Relaxed) {
                 return Err(cancelled());
             }
-            let token = sampler.sample(ctx, self.batch.n_tokens() - 1);
+            let token = next_token(&mut sampler, ctx, self.batch.n_tokens() - 1)?;
             generated += 1;
             if first_token_at.is_none() {
                 first_token_at = Some(Instant::now());
@@ -320,16 +320,43 @@ fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// The next token from the logits of batch position `at`, taken in by the sampler.
+///
+/// Not `LlamaSampler::sample`: its C call lets a C++ exception through, and a grammar
+/// throws when it cannot take a token (a lazy grammar is handed the text of its trigger
+/// back). `try_accept` catches it, and the reply fails with a message instead.
+fn next_token(
+    sampler: &mut LlamaSampler,
+    ctx: &LlamaContext<'_>,
+    at: i32,
+) -> Result<LlamaToken, ModelError> {
+    let mut candidates = ctx.token_data_array_ith(at);
+    candidates.apply_sampler(sampler);
+    let token = candidates
+        .selected_token()
+        .ok_or_else(|| server_error("the sampler chose no token"))?;
+    sampler.try_accept(token).map_err(|e| {
+        server_error(&format!(
+            "the sampler could not take the token it chose: {e}"
+        ))
+    })?;
+    Ok(token)
+}
+
 /// The sampler chain for a job: the grammar first (it masks what may not come next), then
 /// greedy at temperature 0, else top-k, top-p, min-p and temperature.
 fn sampler(model: &LlamaModel, job: &Job) -> Result<LlamaSampler, ModelError> {
     let mut chain = Vec::new();
     if let Some(grammar) = &job.grammar {
-        chain.push(LlamaSampler::grammar(model, grammar, "root").map_err(|e| {
-            ModelError::BadRequest {
-                status: 400,
-                message: format!("llama.cpp refused the grammar: {e}"),
-            }
+        let sampler = if grammar.lazy {
+            let opens = [CALL_OPENS.to_string()];
+            LlamaSampler::grammar_lazy_patterns(model, &grammar.rules, "root", &opens, &[])
+        } else {
+            LlamaSampler::grammar(model, &grammar.rules, "root")
+        };
+        chain.push(sampler.map_err(|e| ModelError::BadRequest {
+            status: 400,
+            message: format!("llama.cpp refused the grammar: {e}"),
         })?);
     }
     if job.temperature <= 0.0 {

@@ -254,7 +254,7 @@ pub fn request_to_wire(request: &ChatRequest, model: &str) -> Value {
 /// `tool_choice` as an OpenAI-compatible server receives it (the same shape as the client's).
 pub(crate) fn tool_choice_value(choice: &ToolChoice) -> Value {
     match choice {
-        ToolChoice::Auto => json!("auto"),
+        ToolChoice::Auto | ToolChoice::AutoAmong(_) => json!("auto"),
         ToolChoice::None => json!("none"),
         ToolChoice::Required | ToolChoice::Among(_) => json!("required"),
         ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),

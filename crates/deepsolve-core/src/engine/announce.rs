@@ -6,7 +6,7 @@
 //! is told at most once per model call, and only when the request lets the model call tools.
 
 use crate::dispatch::Toolbox;
-use crate::model::{ChatRequest, ToolChoice};
+use crate::model::ChatRequest;
 use crate::tool::ToolContext;
 
 pub(super) struct Announcer<'r> {
@@ -23,7 +23,7 @@ impl<'r> Announcer<'r> {
         Announcer {
             toolbox,
             ctx,
-            callable: request.tool_choice == ToolChoice::Auto,
+            callable: request.tool_choice.is_auto(),
             told: Vec::new(),
         }
     }

@@ -84,7 +84,13 @@ impl Decoding {
 }
 
 impl Decoding {
-    /// Narrows what a round asked for a call may call, where `tool_choice` alone would not.
+    /// Narrows what a round may call, where `tool_choice` alone would not.
+    ///
+    /// A free round may call only what the spine would accept: `solve_plan` before the plan,
+    /// anything else after it (`ToolChoice::AutoAmong`; the tool list stays, an endpoint is
+    /// sent `auto`, and the local model's grammar admits just these names once a call
+    /// opens). In free rounds the 0.5B model called work tools before a plan, and
+    /// `solve_plan` again after one, its JSON unconstrained.
     ///
     /// Before the plan, a required call (a named choice not being honoured) would let the
     /// model call any tool (the 0.5B model on llama.cpp's server called work tools, and no
@@ -95,15 +101,33 @@ impl Decoding {
     /// refused now (the 0.5B model in-process called it again round after round): the tool
     /// list stays, and the choice names the tools that remain.
     pub(super) fn narrow(&self, request: &mut ChatRequest, record: &SolveRecord) {
-        if !self.on || request.tool_choice != ToolChoice::Required {
+        let offers_plan = request.tools.iter().any(|t| t.name == SOLVE_PLAN);
+        if !self.on || !offers_plan {
             return;
         }
-        let offers_plan = request.tools.iter().any(|t| t.name == SOLVE_PLAN);
+        if request.tool_choice == ToolChoice::Auto {
+            let planned = record.has_plan();
+            let callable = (request.tools.iter())
+                .map(|t| t.name.clone())
+                .filter(|n| {
+                    if planned {
+                        n != SOLVE_PLAN
+                    } else {
+                        n == SOLVE_PLAN
+                    }
+                })
+                .collect();
+            request.tool_choice = ToolChoice::AutoAmong(callable);
+            return;
+        }
+        if request.tool_choice != ToolChoice::Required {
+            return;
+        }
         if !record.has_plan() {
-            if !self.named && offers_plan {
+            if !self.named {
                 request.tools.retain(|t| t.name == SOLVE_PLAN);
             }
-        } else if offers_plan {
+        } else {
             let rest: Vec<String> = (request.tools.iter())
                 .map(|t| t.name.clone())
                 .filter(|n| n != SOLVE_PLAN)
@@ -123,7 +147,7 @@ fn wants_call(record: &SolveRecord) -> bool {
 /// How a round's `tool_choice` is named in its `round_started` event.
 pub(super) fn choice_name(choice: &ToolChoice) -> String {
     match choice {
-        ToolChoice::Auto => "auto".into(),
+        ToolChoice::Auto | ToolChoice::AutoAmong(_) => "auto".into(),
         ToolChoice::None => "none".into(),
         ToolChoice::Required | ToolChoice::Among(_) => "required".into(),
         ToolChoice::Named(name) => name.clone(),

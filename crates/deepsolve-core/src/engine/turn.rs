@@ -412,9 +412,12 @@ impl<'a> TurnRun<'a> {
             .wire
             .protocol()
             .request(messages, &self.specs, &tool_choice, &self.texts);
-        // A call can be required only where tools are declared natively.
+        // A call can be required, or narrowed, only where tools are declared natively.
         let tool_choice = match tool_choice {
-            ToolChoice::Required | ToolChoice::Named(_) | ToolChoice::Among(_)
+            ToolChoice::Required
+            | ToolChoice::Named(_)
+            | ToolChoice::Among(_)
+            | ToolChoice::AutoAmong(_)
                 if wire.tools.is_empty() =>
             {
                 ToolChoice::Auto

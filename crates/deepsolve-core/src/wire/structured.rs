@@ -122,6 +122,12 @@ pub(crate) fn reply_schema(specs: &[ToolSpec], tool_choice: &ToolChoice) -> Valu
         ToolChoice::Required | ToolChoice::Named(_) | ToolChoice::Among(_) if !specs.is_empty() => {
             specs.iter().map(call).collect()
         }
+        ToolChoice::AutoAmong(names) => specs
+            .iter()
+            .filter(|s| names.contains(&s.name))
+            .map(call)
+            .chain([answer])
+            .collect(),
         _ => specs.iter().map(call).chain([answer]).collect(),
     };
     match <[Value; 1]>::try_from(variants) {
@@ -296,6 +302,16 @@ mod tests {
         assert!(answer.find("analysis") < answer.find("answer"), "{answer}");
         let none = reply_schema(&specs, &ToolChoice::None);
         assert_eq!(none["required"], json!(["analysis", "answer"]));
+        let plan_or_answer =
+            reply_schema(&specs, &ToolChoice::AutoAmong(vec!["solve_plan".into()]));
+        let kinds: Vec<String> = (plan_or_answer["anyOf"].as_array().into_iter().flatten())
+            .map(|v| v["properties"]["call"]["properties"]["name"]["const"].to_string())
+            .collect();
+        assert_eq!(
+            kinds,
+            ["\"solve_plan\"", "null"],
+            "the plan's call or the answer"
+        );
         let required = reply_schema(&specs, &ToolChoice::Required);
         assert_eq!(required["anyOf"].as_array().map(Vec::len), Some(2));
         let named = reply_schema(&specs, &ToolChoice::Named("reason".into()));

@@ -156,6 +156,37 @@ async fn an_offered_tool_is_called_with_well_formed_arguments() {
 }
 
 #[tokio::test]
+async fn a_free_reply_may_open_a_call_only_of_the_tools_it_is_narrowed_to() {
+    let Some((model, _serial)) =
+        model("a_free_reply_may_open_a_call_only_of_the_tools_it_is_narrowed_to").await
+    else {
+        return;
+    };
+    // The question asks for the weather, which this model calls for at once (the test
+    // above); the round may call only the clock: once the call opens, the grammar holds it.
+    let clock = ToolSpec {
+        name: "get_time".into(),
+        description: "Get the current time in a city.".into(),
+        ..weather_tool()
+    };
+    let mut req = request(
+        vec![
+            Message::system("You are a helpful assistant. Use the tools when they help."),
+            Message::user("What is the weather like in Paris right now?"),
+        ],
+        128,
+    );
+    req.tools = vec![weather_tool(), clock];
+    req.tool_choice = ToolChoice::AutoAmong(vec!["get_time".into()]);
+    let c = model.complete(&req, &mut |_| {}).await.unwrap();
+    assert_eq!(c.tool_calls.len(), 1, "no call in {:?}", c.text);
+    assert_eq!(c.tool_calls[0].name, "get_time");
+    let args: Value = serde_json::from_str(&c.tool_calls[0].arguments).unwrap();
+    assert!(args["city"].is_string(), "{args}");
+    assert_eq!(c.finish_reason, FinishReason::ToolCalls);
+}
+
+#[tokio::test]
 async fn a_turns_next_round_reuses_the_cache() {
     let Some((model, _serial)) = model("a_turns_next_round_reuses_the_cache").await else {
         return;

@@ -106,7 +106,11 @@ async fn decoding_asks_for_the_plan_the_steps_calls_and_then_the_answer() {
         assert!(outcome.solve.has_plan(), "{turn}");
         assert!(outcome.solve.open_steps().next().is_none(), "{turn}");
         let choices = choices(&played);
-        assert_eq!(choices[0], ToolChoice::Auto, "{turn}: room to think first");
+        assert_eq!(
+            choices[0],
+            ToolChoice::AutoAmong(vec!["solve_plan".into()]),
+            "{turn}: room to think first, and a call may only be the plan"
+        );
         assert_eq!(
             choices[1],
             ToolChoice::Named("solve_plan".into()),
@@ -117,7 +121,16 @@ async fn decoding_asks_for_the_plan_the_steps_calls_and_then_the_answer() {
             Some(&ToolChoice::None),
             "{turn}: {choices:?}"
         );
-        // A step's call may be any tool but `solve_plan`, which a plan leaves nothing to do.
+        // A step's call may be any tool but `solve_plan`, which a plan leaves nothing to do,
+        // whether it is asked for or free.
+        assert!(
+            choices
+                .iter()
+                .any(|c| matches!(c, ToolChoice::AutoAmong(names)
+                if names.iter().any(|n| n == "solve_finish_step")
+                    && !names.iter().any(|n| n == "solve_plan"))),
+            "{turn}: {choices:?}"
+        );
         assert!(
             choices.iter().any(|c| matches!(c, ToolChoice::Among(names)
                 if names.iter().any(|n| n == "solve_finish_step")
@@ -130,7 +143,7 @@ async fn decoding_asks_for_the_plan_the_steps_calls_and_then_the_answer() {
                 pair[1].tool_choice,
                 ToolChoice::Required | ToolChoice::Named(_) | ToolChoice::Among(_)
             ) {
-                assert_eq!(pair[0].tool_choice, ToolChoice::Auto, "{turn}: round {i}");
+                assert!(pair[0].tool_choice.is_auto(), "{turn}: round {i}");
                 assert!(only_grew(&pair[0], &pair[1]), "{turn}: round {}", i + 2);
             }
         }
@@ -427,7 +440,10 @@ async fn a_required_call_that_loops_to_the_output_limit_is_dropped_and_the_reaso
         // One cut call, not asked again: a loop does not end differently with more room.
         assert_eq!(
             choices(&played),
-            vec![ToolChoice::Auto, ToolChoice::Named("solve_plan".into())],
+            vec![
+                ToolChoice::AutoAmong(vec!["solve_plan".into()]),
+                ToolChoice::Named("solve_plan".into())
+            ],
             "{turn}"
         );
         // The cut call never reached a later prompt.
