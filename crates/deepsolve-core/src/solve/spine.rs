@@ -126,16 +126,25 @@ fn goals_of(args: &Value) -> Vec<String> {
             steps
                 .iter()
                 .map(|s| match s {
-                    Value::String(goal) => goal.clone(),
+                    Value::String(goal) => goal.as_str(),
                     other => other
                         .get("goal")
                         .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
+                        .unwrap_or_default(),
                 })
+                .map(goal_phrase)
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A goal as the engine's sentences quote it ("Continue with step S2 now: {goal}."): without
+/// the full stop a model may end it with, which would double the sentence's own.
+fn goal_phrase(goal: &str) -> String {
+    goal.trim()
+        .trim_end_matches(['.', '。'])
+        .trim_end()
+        .to_string()
 }
 
 fn str_arg<'a>(args: &'a Value, key: &str) -> &'a str {
@@ -370,6 +379,23 @@ mod tests {
         let s = planned(&["factor", " ", "solve"]);
         let ids: Vec<_> = s.record.steps.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["S1", "S2"]);
+    }
+
+    #[test]
+    fn a_goals_full_stop_is_left_to_the_sentences_that_quote_it() {
+        let s = planned(&["Subtract the eggs eaten.", "求剩下的鸡蛋。", "Sell them"]);
+        let goals: Vec<_> = s.record.steps.iter().map(|s| s.goal.as_str()).collect();
+        assert_eq!(
+            goals,
+            ["Subtract the eggs eaten", "求剩下的鸡蛋", "Sell them"]
+        );
+        let mut s = s;
+        let r = finish_step(&mut s, &json!({"step_id": "S1", "summary": "13 left"}));
+        let instruction = body(&r)["instruction"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert_eq!(instruction, "Continue with step S2 now: 求剩下的鸡蛋.");
     }
 
     #[test]
