@@ -39,6 +39,8 @@ pub(super) struct Decoding {
     stepped_in: bool,
     /// A program written in a step's prose was run as a call (said once per turn).
     ran_written_program: bool,
+    /// The step whose free round last had its written program run: one per step.
+    program_step: Option<String>,
 }
 
 /// Whether `enforce` holds the spine at decoding time for a model that honours `honours`.
@@ -59,6 +61,7 @@ impl Decoding {
             call_due: false,
             stepped_in: false,
             ran_written_program: false,
+            program_step: None,
         }
     }
 
@@ -232,6 +235,10 @@ impl TurnRun<'_> {
     /// (the 1.5B model, every step of a turn); kept as reasoning, that program never ran and
     /// its made-up output became the step's summary. The call goes into the context as a
     /// native call, so the model sees its code answered by a real result.
+    ///
+    /// One program per step: a model that writes a program in every free round would never
+    /// be asked for the step's call (the 1.5B model ran program after program until the
+    /// context was full). The next one is reasoning, and the call is asked for.
     pub(super) fn run_written_program(&mut self, reply: &mut Interpreted) {
         let record = self.record();
         let runs_code = self.specs.iter().any(|s| s.name == CODE_TOOL);
@@ -242,9 +249,14 @@ impl TurnRun<'_> {
         {
             return;
         }
+        let step = record.open_steps().next().map(|s| s.id.clone());
+        if self.decoding.program_step.is_some() && self.decoding.program_step == step {
+            return;
+        }
         let Some(program) = first_program(&reply.completion.text) else {
             return;
         };
+        self.decoding.program_step = step;
         if !self.decoding.ran_written_program {
             self.decoding.ran_written_program = true;
             self.emit.emit(EventKind::Warning {

@@ -491,7 +491,9 @@ async fn under_decoding_a_program_written_in_a_steps_prose_runs_and_its_made_up_
             text(
                 "Multiply them.\n```python\nprint(6 * 8)\n```\nAfter running it:\n```\nINVENTED-49\n```",
             ),
-            text("So 6 * 8 = 48."),
+            // The step's next free round writes a program again: reasoning now, and the
+            // step's call is asked for (a program per free round would never close it).
+            text("Check it.\n```python\nprint(6 * 8)\n```\nSo 6 * 8 = 48."),
             calls(vec![("solve_finish_step", finish_args())]),
             text("6 times 8 is **48**."),
         ]),
