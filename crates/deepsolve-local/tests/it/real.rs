@@ -50,6 +50,17 @@ fn request(messages: Vec<Message>, max_tokens: u32) -> ChatRequest {
     }
 }
 
+/// A question this model answers with a call of the weather tool at once.
+fn weather_question() -> ChatRequest {
+    request(
+        vec![
+            Message::system("You are a helpful assistant. Use the tools when they help."),
+            Message::user("What is the weather like in Paris right now?"),
+        ],
+        128,
+    )
+}
+
 fn weather_tool() -> ToolSpec {
     ToolSpec {
         name: "get_weather".into(),
@@ -128,13 +139,7 @@ async fn an_offered_tool_is_called_with_well_formed_arguments() {
     else {
         return;
     };
-    let mut req = request(
-        vec![
-            Message::system("You are a helpful assistant. Use the tools when they help."),
-            Message::user("What is the weather like in Paris right now?"),
-        ],
-        128,
-    );
+    let mut req = weather_question();
     req.tools = vec![weather_tool()];
     let mut announced = Vec::new();
     let c = model
@@ -169,13 +174,7 @@ async fn a_free_reply_may_open_a_call_only_of_the_tools_it_is_narrowed_to() {
         description: "Get the current time in a city.".into(),
         ..weather_tool()
     };
-    let mut req = request(
-        vec![
-            Message::system("You are a helpful assistant. Use the tools when they help."),
-            Message::user("What is the weather like in Paris right now?"),
-        ],
-        128,
-    );
+    let mut req = weather_question();
     req.tools = vec![weather_tool(), clock];
     req.tool_choice = ToolChoice::AutoAmong(vec!["get_time".into()]);
     let c = model.complete(&req, &mut |_| {}).await.unwrap();
