@@ -9,6 +9,10 @@
 //! from the first token starved a small model's reasoning; this way the call comes after it.
 //! A model that answers the forced request with text anyway does not honour `tool_choice`:
 //! the prompt and its nudges hold the spine for the rest of the turn.
+//!
+//! Each step has one free round; its later rounds ask for calls, and the step's result goes
+//! into `solve_finish_step`. The reasoning before the plan leaves the context once the plan
+//! is made, as a finished step's work does: the plan sums it up.
 
 use super::reply::Interpreted;
 use super::turn::TurnRun;
@@ -39,8 +43,15 @@ pub(super) struct Decoding {
     stepped_in: bool,
     /// A program written in a step's prose was run as a call (said once per turn).
     ran_written_program: bool,
-    /// The step whose free round last had its written program run: one per step.
-    program_step: Option<String>,
+    /// The step (id and goal) that has had its free round: one per step, and the step's
+    /// later rounds ask for calls. A small model given a free round after each result
+    /// wrote the same reasoning again, round after round (the 1.5B model copied one reply
+    /// six times until the repetition guard ended the turn).
+    thought_step: Option<(String, String)>,
+    /// The reasoning kept now came before the plan: the plan sums it up, and once the plan
+    /// is made it leaves the context, as a finished step's work does. Kept, it was the text
+    /// the 1.5B model copied into every later free round and into its answer.
+    reasoning_before_plan: bool,
 }
 
 /// Whether `enforce` holds the spine at decoding time for a model that honours `honours`.
@@ -61,7 +72,8 @@ impl Decoding {
             call_due: false,
             stepped_in: false,
             ran_written_program: false,
-            program_step: None,
+            thought_step: None,
+            reasoning_before_plan: false,
         }
     }
 
@@ -77,7 +89,10 @@ impl Decoding {
         if !wants_call(record) {
             return ToolChoice::None;
         }
-        match (self.call_due, record.has_plan()) {
+        match (
+            self.call_due || self.step_thought(record),
+            record.has_plan(),
+        ) {
             (false, _) => ToolChoice::Auto,
             (true, false) if self.named => ToolChoice::Named(SOLVE_PLAN.to_string()),
             (true, false) => ToolChoice::Required,
@@ -142,6 +157,11 @@ impl Decoding {
     }
 }
 
+/// The open step of `record`, as `Decoding::thought_step` names it.
+fn open_step(record: &SolveRecord) -> Option<(String, String)> {
+    (record.current()).map(|s| (s.id.clone(), s.goal.clone()))
+}
+
 /// The spine wants a call: there is no plan yet, or a step is open.
 fn wants_call(record: &SolveRecord) -> bool {
     !record.has_plan() || record.open_steps().next().is_some()
@@ -162,12 +182,24 @@ impl Decoding {
     /// then asked for: decoding is on, the spine wants a call, and the call was not asked for
     /// already.
     pub(super) fn takes_reasoning(&self, record: &SolveRecord) -> bool {
-        self.on && !self.call_due && wants_call(record)
+        self.on && !self.call_due && !self.step_thought(record) && wants_call(record)
     }
 
-    /// This round asked for a call outright.
-    pub(super) fn asked_for_call(&self) -> bool {
+    /// This round asked for a call outright: the one the last round's reasoning owes, or
+    /// the next of a step that has had its free round.
+    pub(super) fn asked_for_call(&self, record: &SolveRecord) -> bool {
+        self.on && (self.call_due || self.step_thought(record))
+    }
+
+    /// This round asks for the call the last round's reasoning owes: the second half of
+    /// that round, not a round of its own.
+    pub(super) fn owes_reasoned_call(&self) -> bool {
         self.on && self.call_due
+    }
+
+    /// The open step has had its free round.
+    fn step_thought(&self, record: &SolveRecord) -> bool {
+        record.has_plan() && self.thought_step.is_some() && self.thought_step == open_step(record)
     }
 
     /// The tail names the step to work on: decoding had to step in this turn.
@@ -181,6 +213,11 @@ impl TurnRun<'_> {
     /// (content beside the calls): the reasoning's tokens stay where they were in the prompt.
     pub(super) fn joined_to_reasoning(&mut self, text: String) -> String {
         if !self.decoding.call_due {
+            return text;
+        }
+        let before_plan = std::mem::take(&mut self.decoding.reasoning_before_plan);
+        if before_plan && self.record().has_plan() {
+            self.ctx.take_trailing_assistant_text();
             return text;
         }
         match self.ctx.take_trailing_assistant_text() {
@@ -198,6 +235,9 @@ impl TurnRun<'_> {
     pub(super) fn keep_reasoning(&mut self, text: &str) {
         self.decoding.call_due = true;
         self.decoding.stepped_in = true;
+        let record = self.record();
+        self.decoding.reasoning_before_plan = !record.has_plan();
+        self.decoding.thought_step = open_step(&record);
         self.reply.take_answer_parts();
         if let Vetted::Answer(own) = vet(text, &self.texts, &self.shown_tail_lines, &self.problem) {
             self.ctx.push(Message::assistant(own.trim().to_string()));
@@ -236,9 +276,10 @@ impl TurnRun<'_> {
     /// its made-up output became the step's summary. The call goes into the context as a
     /// native call, so the model sees its code answered by a real result.
     ///
-    /// One program per step: a model that writes a program in every free round would never
-    /// be asked for the step's call (the 1.5B model ran program after program until the
-    /// context was full). The next one is reasoning, and the call is asked for.
+    /// One program per step: the free round it was written in is the step's one free round,
+    /// and the step's later rounds ask for calls (a model writing a program in every free
+    /// round was never asked for the step's call: the 1.5B model ran program after program
+    /// until the context was full).
     pub(super) fn run_written_program(&mut self, reply: &mut Interpreted) {
         let record = self.record();
         let runs_code = self.specs.iter().any(|s| s.name == CODE_TOOL);
@@ -249,14 +290,10 @@ impl TurnRun<'_> {
         {
             return;
         }
-        let step = record.open_steps().next().map(|s| s.id.clone());
-        if self.decoding.program_step.is_some() && self.decoding.program_step == step {
-            return;
-        }
         let Some(program) = first_program(&reply.completion.text) else {
             return;
         };
-        self.decoding.program_step = step;
+        self.decoding.thought_step = open_step(&record);
         if !self.decoding.ran_written_program {
             self.decoding.ran_written_program = true;
             self.emit.emit(EventKind::Warning {

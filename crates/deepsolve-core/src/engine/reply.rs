@@ -72,7 +72,7 @@ impl TurnRun<'_> {
     /// Take in one completion. `Some` ends the loop.
     pub(super) async fn absorb(&mut self, c: Completion) -> Option<Ending> {
         let mut reply = self.interpret(c);
-        if self.decoding.asked_for_call()
+        if self.decoding.asked_for_call(&self.record())
             && reply.completion.tool_calls.is_empty()
             && reply.completion.finish_reason == FinishReason::Length
         {
@@ -103,7 +103,7 @@ impl TurnRun<'_> {
             return None;
         }
         if text_only
-            && self.decoding.asked_for_call()
+            && self.decoding.asked_for_call(&self.record())
             && let Some(reasoning) = self.decoding_not_honoured()
         {
             let text = std::mem::take(&mut reply.completion.text);

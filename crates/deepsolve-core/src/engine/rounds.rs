@@ -42,7 +42,7 @@ impl TurnRun<'_> {
         if self.cancel.is_cancelled() {
             return Err(Ending::Cancelled);
         }
-        if self.decoding.asked_for_call() {
+        if self.decoding.owes_reasoned_call() {
             self.budget.count_asked_call();
         }
         if let Some(stop) = self.budget.exhausted() {

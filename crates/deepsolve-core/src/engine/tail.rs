@@ -54,7 +54,7 @@ impl TurnRun<'_> {
 
     /// The round asks for the call the model's reasoning leads to (`solve.enforce`): which.
     fn call_notice(&self) -> Option<String> {
-        if !self.decoding.asked_for_call() {
+        if !self.decoding.asked_for_call(&self.record()) {
             return None;
         }
         let text = if self.record().has_plan() {

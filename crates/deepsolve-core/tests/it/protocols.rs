@@ -491,9 +491,7 @@ async fn under_decoding_a_program_written_in_a_steps_prose_runs_and_its_made_up_
             text(
                 "Multiply them.\n```python\nprint(6 * 8)\n```\nAfter running it:\n```\nINVENTED-49\n```",
             ),
-            // The step's next free round writes a program again: reasoning now, and the
-            // step's call is asked for (a program per free round would never close it).
-            text("Check it.\n```python\nprint(6 * 8)\n```\nSo 6 * 8 = 48."),
+            // That was the step's free round: the next one asks for a call.
             calls(vec![("solve_finish_step", finish_args())]),
             text("6 times 8 is **48**."),
         ]),
@@ -521,9 +519,10 @@ async fn under_decoding_a_program_written_in_a_steps_prose_runs_and_its_made_up_
     assert!(run.warned_invented());
     let after_run = &requests[3];
     assert!(
-        matches!(&after_run.tool_choice, ToolChoice::AutoAmong(names)
-            if names.iter().any(|n| n == "code_execution") && !names.iter().any(|n| n == "solve_plan")),
-        "the step goes on freely"
+        matches!(&after_run.tool_choice, ToolChoice::Among(names)
+            if names.iter().any(|n| n == "solve_finish_step") && !names.iter().any(|n| n == "solve_plan")),
+        "the step had its free round in the program's reply: its next round asks for a call, {:?}",
+        after_run.tool_choice
     );
     let n = after_run.messages.len();
     let (call, result) = (&after_run.messages[n - 3], &after_run.messages[n - 2]);
@@ -537,12 +536,8 @@ async fn under_decoding_a_program_written_in_a_steps_prose_runs_and_its_made_up_
     assert_eq!((result.role, result.content.trim()), (Role::Tool, "48"));
     let later: String = requests.iter().skip(3).map(prompt_text).collect();
     assert!(!later.contains("INVENTED"), "{later}");
-    // The step's own reasoning after the result is kept, and its call then asked for.
-    assert!(matches!(
-        requests[4].tool_choice,
-        ToolChoice::Required | ToolChoice::Among(_)
-    ));
-    assert_eq!(requests[5].tool_choice, ToolChoice::None);
+    assert_eq!(requests[4].tool_choice, ToolChoice::None);
+    assert_eq!(requests.len(), 5);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -526,3 +526,64 @@ async fn a_free_round_that_copies_its_tail_to_the_output_limit_is_not_continued_
         assert!(found.is_empty(), "{}", found.join("\n"));
     }
 }
+
+#[tokio::test]
+async fn a_step_has_one_free_round_and_the_reasoning_before_the_plan_leaves_with_it() {
+    // The 1.5B model, given a free round after every result, wrote the reasoning it had
+    // written before its plan again, word for word, round after round, until the repetition
+    // guard ended the turn; its answer was that copy.
+    for language in [Language::En, Language::Zh] {
+        let played = play_decoding("thinks-before-calls", language).await;
+        let turn = format!("thinks-before-calls {}", language.code());
+        assert_eq!(played.outcome.stop_reason, StopReason::Answered, "{turn}");
+        let steps = played.outcome.solve.steps.len();
+        let free_with_plan = (played.requests.iter())
+            .filter(|r| {
+                matches!(&r.tool_choice, ToolChoice::AutoAmong(names)
+                    if names.iter().all(|n| n != "solve_plan"))
+            })
+            .count();
+        assert_eq!(free_with_plan, steps, "{turn}: one free round per step");
+        let required_with_plan = (played.requests.iter())
+            .filter(|r| matches!(r.tool_choice, ToolChoice::Among(_)))
+            .count();
+        assert!(
+            required_with_plan > steps,
+            "{turn}: a step's work call and its finish are both asked for: {:?}",
+            choices(&played)
+        );
+        // The plan asked for after the reasoning sees it; every later request has the plan's
+        // call without it.
+        let planned_at = (played.requests.iter())
+            .position(|r| r.tool_choice == ToolChoice::Named("solve_plan".into()))
+            .expect("the plan asked for by name");
+        let asked = &played.requests[planned_at];
+        let reasoning = &asked.messages[asked.messages.len() - 2];
+        assert_eq!(reasoning.role, Role::Assistant, "{turn}");
+        assert!(!reasoning.content.is_empty(), "{turn}");
+        // (Until the first step is folded away, with the plan's call.)
+        let mut shown = 0;
+        for request in &played.requests[planned_at + 1..] {
+            let Some(at) = (request.messages.iter())
+                .position(|m| m.tool_calls.iter().any(|c| c.name == "solve_plan"))
+            else {
+                continue;
+            };
+            shown += 1;
+            let (before, plan_call) = (&request.messages[at - 1], &request.messages[at]);
+            assert_eq!(
+                plan_call.content, "",
+                "{turn}: the plan sums up its reasoning"
+            );
+            assert_eq!(
+                (before.role, before.content.as_str()),
+                (Role::User, asked.messages[1].content.as_str()),
+                "{turn}: the problem, then the plan's call"
+            );
+        }
+        assert!(
+            shown >= 2,
+            "{turn}: the plan's call was seen by the first step"
+        );
+    }
+}
