@@ -215,6 +215,29 @@ def _flush():
             pass
 
 
+def _assigned_name(stmt):
+    """The one name a statement assigns (`x = ...`, `x += ...`, `x: int = ...`), else None."""
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[-1], ast.Name):
+        return stmt.targets[-1].id
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+        return stmt.target.id
+    if (
+        isinstance(stmt, ast.AnnAssign)
+        and stmt.value is not None
+        and isinstance(stmt.target, ast.Name)
+    ):
+        return stmt.target.id
+    return None
+
+
+def _name_value(stmt):
+    """The value of the name `stmt` assigned, shown as a last expression's would be (IPython's
+    `last_expr_or_assign`): a model that computes `total = 30 * 7` and prints nothing reads
+    `210` instead of "(no output)" (small models often forget the print)."""
+    name = ast.Name(id=_assigned_name(stmt), ctx=ast.Load())
+    return ast.fix_missing_locations(ast.copy_location(ast.Expression(name), stmt))
+
+
 def run_cell(msg):
     global _running, _armed
     cell_id = msg.get("id")
@@ -230,6 +253,8 @@ def run_cell(msg):
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
             last = ast.Expression(tree.body.pop().value)
+        elif tree.body and _assigned_name(tree.body[-1]) is not None:
+            last = _name_value(tree.body[-1])
         body = compile(tree, name, "exec")
         tail = compile(last, name, "eval") if last is not None else None
         _armed = True

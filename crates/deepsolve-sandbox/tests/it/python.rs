@@ -34,6 +34,26 @@ async fn names_survive_from_one_cell_to_the_next() {
 }
 
 #[tokio::test]
+async fn a_cell_ending_in_an_assignment_shows_the_value_assigned() {
+    // The 1.5B model computed `total_earnings = 30 * 7`, printed nothing, and read
+    // "(no output)".
+    let sb = sandbox().await;
+    let (_d, ws) = workspace();
+    let mut py = python(&sb, &ws).await;
+    let a = cell(&mut py, "total = 30 * 7").await;
+    assert_eq!(a.value.as_deref(), Some("210"), "{a:?}");
+    let b = cell(&mut py, "total -= 100").await;
+    assert_eq!(b.value.as_deref(), Some("110"), "{b:?}");
+    let c = cell(&mut py, "left: int = total\nprint('done')\nrate = left / 2").await;
+    assert_eq!(c.stdout.text, "done\n");
+    assert_eq!(c.value.as_deref(), Some("55.0"), "{c:?}");
+    let d = cell(&mut py, "a, b = 1, 2").await;
+    assert_eq!(d.value, None, "only a single name's value is shown: {d:?}");
+    let e = cell(&mut py, "nothing = None").await;
+    assert_eq!(e.value, None, "a None value is not shown");
+}
+
+#[tokio::test]
 async fn sympy_state_carries_across_cells() {
     let sb = sandbox().await;
     let (_d, ws) = workspace();

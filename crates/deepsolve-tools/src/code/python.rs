@@ -99,7 +99,7 @@ impl CodeExecutionTool {
             spec: ToolSpec {
                 name: CODE_EXECUTION.into(),
                 description: format!(
-                    "Run Python 3 in a sandbox. One interpreter per turn: names defined in earlier calls stay defined. Returns stdout, stderr, the value of a trailing expression (like a notebook cell) and errors. numpy, sympy, scipy and matplotlib are installed; open matplotlib figures are saved as PNG files. The working directory is the turn's workspace; files written there come back as artifacts. No network. Default and maximum timeout: {max_s}s."
+                    "Run Python 3 in a sandbox. One interpreter per turn: names defined in earlier calls stay defined. Returns stdout, stderr, the value of a trailing expression or of the name a trailing assignment sets (like a notebook cell) and errors. numpy, sympy, scipy and matplotlib are installed; open matplotlib figures are saved as PNG files. The working directory is the turn's workspace; files written there come back as artifacts. No network. Default and maximum timeout: {max_s}s."
                 ),
                 parameters: json!({
                     "type": "object",
