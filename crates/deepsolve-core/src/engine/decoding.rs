@@ -22,7 +22,7 @@ use crate::event::{EventKind, WarningKind};
 use crate::message::{Message, ToolCall};
 use crate::model::{ChatRequest, FinishReason, Honours, ToolChoice};
 use crate::solve::SolveRecord;
-use crate::solve::spine::SOLVE_PLAN;
+use crate::solve::spine::{SOLVE_PLAN, SOLVE_REPLAN};
 use crate::wire::first_program;
 use crate::wire::history::{CODE_TOOL, code_arguments};
 
@@ -116,8 +116,11 @@ impl Decoding {
     /// the prompt from the tools on, and the next round's request is the usual one again.
     ///
     /// With a plan, a required call may be any tool but `solve_plan`, which can only be
-    /// refused now (the 0.5B model in-process called it again round after round): the tool
-    /// list stays, and the choice names the tools that remain.
+    /// refused now (the 0.5B model in-process called it again round after round), and
+    /// `solve_replan`, which stays the free round's to choose: made to call something, the
+    /// 1.5B model replanned with the current step alone as the new plan, dropping the steps
+    /// after it (5 of 13 turns, every replan in a required round), and its answer lost their
+    /// results. The tool list stays, and the choice names the tools that remain.
     pub(super) fn narrow(&self, request: &mut ChatRequest, record: &SolveRecord) {
         let offers_plan = request.tools.iter().any(|t| t.name == SOLVE_PLAN);
         if !self.on || !offers_plan {
@@ -148,7 +151,7 @@ impl Decoding {
         } else {
             let rest: Vec<String> = (request.tools.iter())
                 .map(|t| t.name.clone())
-                .filter(|n| n != SOLVE_PLAN)
+                .filter(|n| n != SOLVE_PLAN && n != SOLVE_REPLAN)
                 .collect();
             if !rest.is_empty() {
                 request.tool_choice = ToolChoice::Among(rest);

@@ -131,12 +131,22 @@ async fn decoding_asks_for_the_plan_the_steps_calls_and_then_the_answer() {
                     && !names.iter().any(|n| n == "solve_plan"))),
             "{turn}: {choices:?}"
         );
+        // Asked for, it may not be `solve_replan` either: a replan is the free round's choice.
         assert!(
             choices.iter().any(|c| matches!(c, ToolChoice::Among(names)
-                if names.iter().any(|n| n == "solve_finish_step")
-                    && !names.iter().any(|n| n == "solve_plan"))),
+                if names.iter().any(|n| n == "solve_finish_step"))),
             "{turn}: {choices:?}"
         );
+        for choice in &choices {
+            if let ToolChoice::Among(names) = choice {
+                assert!(
+                    !names
+                        .iter()
+                        .any(|n| n == "solve_plan" || n == "solve_replan"),
+                    "{turn}: {choices:?}"
+                );
+            }
+        }
         // Every forced round follows a round that was free, and only added to its prompt, or
         // a step's forced round (a step has one free round).
         for (i, pair) in played.requests.windows(2).enumerate() {
