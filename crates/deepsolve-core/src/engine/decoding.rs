@@ -119,7 +119,7 @@ impl Decoding {
     /// refused now (the 0.5B model in-process called it again round after round), and
     /// `solve_replan`, which stays the free round's to choose: made to call something, the
     /// 1.5B model replanned with the current step alone as the new plan, dropping the steps
-    /// after it (5 of 13 turns, every replan in a required round), and its answer lost their
+    /// after it (5 of 17 turns, every replan in a required round), and its answer lost their
     /// results. The tool list stays, and the choice names the tools that remain.
     pub(super) fn narrow(&self, request: &mut ChatRequest, record: &SolveRecord) {
         let offers_plan = request.tools.iter().any(|t| t.name == SOLVE_PLAN);
