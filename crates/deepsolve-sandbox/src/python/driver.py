@@ -234,8 +234,8 @@ def _name_value(stmt):
     """The value of the name `stmt` assigned, shown as a last expression's would be (IPython's
     `last_expr_or_assign`): a model that computes `total = 30 * 7` and prints nothing reads
     `210` instead of "(no output)" (small models often forget the print)."""
-    name = ast.Name(id=_assigned_name(stmt), ctx=ast.Load())
-    return ast.fix_missing_locations(ast.copy_location(ast.Expression(name), stmt))
+    name = ast.copy_location(ast.Name(id=_assigned_name(stmt), ctx=ast.Load()), stmt)
+    return ast.fix_missing_locations(ast.Expression(name))
 
 
 def run_cell(msg):
