@@ -36,6 +36,9 @@ fn script(dir: &Path, problem: &str) -> String {
     let d = dir.display();
     format!(
         r#"set -eu
+# The web and the model stop with the script, whichever way it ends (left running, they
+# outlived the test in their orphaned namespace).
+trap 'kill $(jobs -p) 2>/dev/null; wait' EXIT
 ip link set lo up
 ip addr add {SEARCH_HOST}/32 dev lo
 ip addr add {ARTICLE_HOST}/32 dev lo
