@@ -202,7 +202,10 @@ impl Decoding {
 
     /// The open step has had its free round.
     fn step_thought(&self, record: &SolveRecord) -> bool {
-        record.has_plan() && self.thought_step.is_some() && self.thought_step == open_step(record)
+        match (&self.thought_step, record.current()) {
+            (Some((id, goal)), Some(step)) => *id == step.id && *goal == step.goal,
+            _ => false,
+        }
     }
 
     /// The tail names the step to work on: decoding had to step in this turn.

@@ -72,7 +72,9 @@ impl TurnRun<'_> {
     /// Take in one completion. `Some` ends the loop.
     pub(super) async fn absorb(&mut self, c: Completion) -> Option<Ending> {
         let mut reply = self.interpret(c);
-        if self.decoding.asked_for_call(&self.record())
+        // The spine as this reply found it: nothing below changes it before the calls run.
+        let record = self.record();
+        if self.decoding.asked_for_call(&record)
             && reply.completion.tool_calls.is_empty()
             && reply.completion.finish_reason == FinishReason::Length
         {
@@ -86,9 +88,8 @@ impl TurnRun<'_> {
         // part: a reply spent on hidden reasoning gets the larger-output retry instead).
         // Asked to go on, a small model went on copying its tail, round after round.
         let visible = !reply.completion.text.trim().is_empty();
-        let reasoning = !reply.has_calls()
-            && (!cut || visible)
-            && self.decoding.takes_reasoning(&self.record());
+        let reasoning =
+            !reply.has_calls() && (!cut || visible) && self.decoding.takes_reasoning(&record);
         let role = if reply.completion.tool_calls.is_empty() && !reasoning {
             RoundRole::Answer
         } else {
@@ -103,7 +104,7 @@ impl TurnRun<'_> {
             return None;
         }
         if text_only
-            && self.decoding.asked_for_call(&self.record())
+            && self.decoding.asked_for_call(&record)
             && let Some(reasoning) = self.decoding_not_honoured()
         {
             let text = std::mem::take(&mut reply.completion.text);

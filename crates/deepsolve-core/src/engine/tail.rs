@@ -54,10 +54,11 @@ impl TurnRun<'_> {
 
     /// The round asks for the call the model's reasoning leads to (`solve.enforce`): which.
     fn call_notice(&self) -> Option<String> {
-        if !self.decoding.asked_for_call(&self.record()) {
+        let record = self.record();
+        if !self.decoding.asked_for_call(&record) {
             return None;
         }
-        let text = if self.record().has_plan() {
+        let text = if record.has_plan() {
             Text::NoticeCallStep
         } else {
             Text::NoticeCallPlan
