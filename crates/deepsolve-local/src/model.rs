@@ -33,6 +33,11 @@ use crate::worker::{Job, SlotBook, WorkerEvent, spawn_worker};
 pub enum Constraint {
     /// Free text (tool calls as the model writes them).
     Free,
+    /// Text that opens no call (`tool_choice: none` with tools offered, which stay in the
+    /// prompt so that its prefix is byte-stable): neither a `<tool_call>` block nor a JSON
+    /// object whose first key is `"name"`. Asked for its answer that way, the 1.5B model wrote
+    /// its last `solve_finish_step` call again.
+    Text,
     /// Free text until a call opens (`{"name":`, bare, fenced or in a `<tool_call>` block);
     /// from there a call of one of these offered tools (all of them when empty), well
     /// formed, its block closed, and the reply ended (a lazy grammar, as llama.cpp's server
@@ -318,7 +323,7 @@ impl LocalModel {
                 None => (raw, String::new(), Vec::new()),
             },
             Constraint::JsonSchema(_) => (raw, String::new(), Vec::new()),
-            Constraint::Free | Constraint::TextOrCall { .. } => {
+            Constraint::Free | Constraint::Text | Constraint::TextOrCall { .. } => {
                 let read = read_reply(&raw, &request.tools, &request.tool_choice);
                 (read.text, read.reasoning, read.calls)
             }
@@ -387,6 +392,7 @@ pub(crate) fn constraint_for(request: &ChatRequest) -> Constraint {
         (None, ToolChoice::AutoAmong(names)) => Constraint::TextOrCall {
             names: names.clone(),
         },
+        (None, ToolChoice::None) if !request.tools.is_empty() => Constraint::Text,
         (None, ToolChoice::Auto | ToolChoice::None) => Constraint::Free,
     }
 }
@@ -508,6 +514,17 @@ pub(crate) struct Grammar {
 /// at the colon, so the text the grammar is handed back is always one it admits.
 pub(crate) const CALL_OPENS: &str = r#"(\{\s*"name"\s*:)"#;
 
+/// Text in which no call opens: every `{` is followed (after blanks) by something other than
+/// `"name"`, and every `<` by something other than `tool_c` (Qwen's `<tool_call>` token is
+/// matched by its text). The character after a checked opening is not itself checked, which
+/// lets `{{"name"` through; no model writes a call that way.
+const TEXT_WITHOUT_CALLS: &str = r#"root ::= (plain | brace | angle)*
+plain ::= [^{<]
+brace ::= "{" [ \t\n]* ([^" \t\n] | "\"" not-name)
+not-name ::= [^n] | "n" ([^a] | "a" ([^m] | "m" ([^e] | "e" [^"])))
+angle ::= "<" ([^t] | "t" ([^o] | "o" ([^o] | "o" ([^l] | "l" ([^_] | "_" [^c])))))
+"#;
+
 /// The grammar a constraint decodes under.
 fn grammar_for(
     request: &ChatRequest,
@@ -515,6 +532,12 @@ fn grammar_for(
 ) -> Result<Option<Grammar>, ModelError> {
     let (schema, lazy) = match constraint {
         Constraint::Free => return Ok(None),
+        Constraint::Text => {
+            return Ok(Some(Grammar {
+                rules: TEXT_WITHOUT_CALLS.to_string(),
+                lazy: false,
+            }));
+        }
         Constraint::JsonSchema(schema) => (schema.to_string(), false),
         Constraint::ToolCall { names } => (call_schema(request, names)?, false),
         Constraint::TextOrCall { names } => (call_schema(request, names)?, true),
@@ -656,6 +679,18 @@ mod tests {
             constraint_for(&request(ToolChoice::Auto, None)),
             Constraint::Free
         );
+        // No tools, nothing to keep out; tools offered, no call may open.
+        assert_eq!(
+            constraint_for(&request(ToolChoice::None, None)),
+            Constraint::Free
+        );
+        let mut req = request(ToolChoice::None, None);
+        req.tools = vec![deepsolve_core::ToolSpec {
+            name: "f".into(),
+            description: String::new(),
+            parameters: json!({"type": "object"}),
+        }];
+        assert_eq!(constraint_for(&req), Constraint::Text);
     }
 
     #[test]

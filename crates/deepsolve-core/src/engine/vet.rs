@@ -47,17 +47,13 @@ impl TurnRun<'_> {
         }
     }
 
-    /// What follows an answer that was not one.
+    /// What follows an answer that was not one: the model's own reply is asked for once
+    /// more under the ultimatum (the 1.5B model, every step finished, wrote its last
+    /// `solve_finish_step` call again where its answer was due, and asked again, answered);
+    /// a forced reply that is not one either gives way to the step summaries.
     async fn instead_of(&mut self, refused: Final) -> Final {
         match refused.source {
-            Some(AnswerSource::Model) => {
-                let stop = StopReason::EmptyRounds;
-                let summaries = self.summaries_answer(stop);
-                if summaries.answer.is_some() {
-                    return summaries;
-                }
-                self.force_answer(stop).await
-            }
+            Some(AnswerSource::Model) => self.force_answer(StopReason::EmptyRounds).await,
             Some(AnswerSource::Forced) => Final {
                 error: refused.error,
                 ..self.summaries_answer(refused.stop)

@@ -37,7 +37,7 @@ async fn an_apology_after_the_plan_nudge_is_replaced_by_a_forced_answer() {
 }
 
 #[tokio::test]
-async fn an_echoed_nudge_with_open_steps_is_replaced_by_the_step_summaries() {
+async fn an_echoed_nudge_is_asked_once_more_then_replaced_by_the_step_summaries() {
     let model = Fake::seq(vec![
         plan(&["factor", "solve"]),
         finish("S1", "(x-2)(x-3)"),
@@ -45,6 +45,7 @@ async fn an_echoed_nudge_with_open_steps_is_replaced_by_the_step_summaries() {
         text(
             "[deepsolve:nudge] Steps are still open: S2 (solve). Continue with S2, or finish/replan the plan; if you are certain the answer is complete, say so and give the final answer again.\n\nOkay.",
         ),
+        text("I will call `solve_finish_step` for S2 now."),
     ]);
     let run = run_with(model, vec![], |_| {}).await;
     assert_eq!(run.outcome.stop_reason, StopReason::EmptyRounds);
@@ -54,9 +55,11 @@ async fn an_echoed_nudge_with_open_steps_is_replaced_by_the_step_summaries() {
     assert!(!answer.contains("[deepsolve:"), "{answer}");
     assert_eq!(
         run.requests.len(),
-        4,
-        "no forced call: the summaries answer"
+        5,
+        "one forced answer, then the summaries"
     );
+    let forced = run.requests.last().expect("the forced request");
+    assert_eq!(forced.tool_choice, ToolChoice::None);
 }
 
 #[tokio::test]

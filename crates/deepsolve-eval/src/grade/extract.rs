@@ -174,9 +174,18 @@ static LABEL: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)^(?:final\s+answer|answer|result|结果|答案|答)\s*[:：]\s*").ok()
 });
 
+/// The first line, when it states something: a heading ("### Step 6: Write the final
+/// answer"), a code fence or a line that introduces what follows ("we need to follow these
+/// steps:") is not a result, and the answer did not state its result first.
 fn first_line(text: &str) -> Option<String> {
     let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    if line.starts_with('#') || line.starts_with("```") {
+        return None;
+    }
     let line = strip_markup(line);
+    if line.ends_with([':', '：']) {
+        return None;
+    }
     let line = match LABEL.as_ref() {
         Some(re) => re.replace(&line, "").into_owned(),
         None => line,

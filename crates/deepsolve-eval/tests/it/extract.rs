@@ -56,6 +56,23 @@ fn the_first_line_counts_only_for_an_answer_that_states_its_result_first() {
 }
 
 #[test]
+fn a_first_line_that_heads_or_introduces_is_not_a_result() {
+    // The 1.5B model began its answers with its step replies' headings and introductions.
+    for out in [
+        "### Step 6: Write the final answer\n\nThe farmer earns 6 * 3 = 18 dollars.",
+        "To find the total, we need to follow these steps:\n\n1. 9 eggs at $2 make 18.",
+        "```\nThe total is 18\n```",
+        "**总共需要：**\n\n9 * 2 = 18",
+    ] {
+        assert_eq!(
+            found(out, AnswerStyle::ResultFirst),
+            Some(("18".into(), Extraction::LastNumber)),
+            "{out}"
+        );
+    }
+}
+
+#[test]
 fn the_last_number_is_the_fallback_and_no_number_is_unparsed() {
     assert_eq!(
         found(

@@ -323,6 +323,38 @@ async fn a_grammar_forces_a_call_or_a_schema() {
 }
 
 #[tokio::test]
+async fn asked_for_text_with_tools_offered_the_model_opens_no_call() {
+    let Some((model, _serial)) =
+        model("asked_for_text_with_tools_offered_the_model_opens_no_call").await
+    else {
+        return;
+    };
+    let mut req = weather_question();
+    req.tools = vec![weather_tool()];
+    let (free, _) = model
+        .complete_constrained(&req, &Constraint::Free, &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(free.tool_calls.len(), 1, "free, it calls: {:?}", free.text);
+    req.tool_choice = ToolChoice::None;
+    let mut streamed = String::new();
+    let c = model
+        .complete(&req, &mut |d| {
+            if let StreamDelta::Text(t) = d {
+                streamed.push_str(&t);
+            }
+        })
+        .await
+        .unwrap();
+    assert!(c.tool_calls.is_empty(), "{c:?}");
+    assert!(!c.text.trim().is_empty(), "{c:?}");
+    assert_eq!(streamed, c.text);
+    let squeezed: String = c.text.split_whitespace().collect();
+    assert!(!squeezed.contains(r#"{"name""#), "{:?}", c.text);
+    assert!(!c.text.contains("<tool_call>"), "{:?}", c.text);
+}
+
+#[tokio::test]
 async fn a_prompt_beyond_the_context_is_a_context_length_error() {
     let Some((model, _serial)) =
         model("a_prompt_beyond_the_context_is_a_context_length_error").await

@@ -39,9 +39,9 @@ pub use showcase::{
     HOSTILE_MARKUP, SHOWCASE_CODE, SHOWCASE_PROBLEM, SHOWCASE_ROOTS_LINE, Showcase, ShowcaseVariant,
 };
 pub use small_model::{
-    CopiesItsTail, FencedJsonCalls, FinishesOneThenProbes, HermesInContent, IgnoresToolChoice,
-    InventedOutput, LoopsInForcedCall, NudgeEcho, ProsePlanner, SMALL_MODEL_RESULT,
-    ThinksBeforeCalls,
+    AnswersWithACall, CopiesItsTail, FencedJsonCalls, FinishesOneThenProbes, HermesInContent,
+    IgnoresToolChoice, InventedOutput, LoopsInForcedCall, NudgeEcho, ProsePlanner,
+    SMALL_MODEL_RESULT, ThinksBeforeCalls,
 };
 pub use solver::WellBehaved;
 pub use vision::{
@@ -170,6 +170,7 @@ pub const SMALL_MODEL_POLICY_NAMES: &[&str] = &[
     "thinks-before-calls",
     "loops-in-forced-call",
     "copies-its-tail",
+    "answers-with-a-call",
 ];
 
 /// Policies [`by_name`] also knows that exist for benchmarks, the web UI's browser tests and
@@ -232,6 +233,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "thinks-before-calls" => Box::new(ThinksBeforeCalls { then: base }),
         "loops-in-forced-call" => Box::new(LoopsInForcedCall),
         "copies-its-tail" => Box::new(CopiesItsTail { then: base }),
+        "answers-with-a-call" => Box::new(AnswersWithACall { then: base }),
         "ignores-tool-choice" => Box::new(IgnoresToolChoice {
             inner: FinishesOneThenProbes::new(base),
         }),

@@ -3,7 +3,7 @@
 //! is tested without the model. Every one answers a forced-answer request (`tool_choice:
 //! "none"`) with a final text, except [`IgnoresToolChoice`].
 
-use deepsolve_core::solve::spine::SOLVE_PLAN;
+use deepsolve_core::solve::spine::{SOLVE_FINISH_STEP, SOLVE_PLAN};
 use serde_json::Value;
 
 use crate::policy::markup::{as_plain_text, push_line};
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::policy::moves::{common, work_args};
 use crate::policy::{Policy, WellBehaved};
 use crate::reply::{Reply, Turn};
-use crate::request::{NUDGE_MARKER, PolicyRequest};
+use crate::request::{NUDGE_MARKER, PolicyRequest, ULTIMATUM_MARKER};
 use crate::tags::{MarkupStyle, render_markup};
 
 /// The result every one of these policies reaches in prose.
@@ -356,6 +356,42 @@ impl Policy for CopiesItsTail {
                 Reply::text(format!("{tail}\n").repeat(6)).map_turn(|t| t.with_finish("length"))
             }
             _ => self.then.next_move(req),
+        }
+    }
+}
+
+/// A small model that, every step finished, answers the answer round (`tool_choice: "none"`)
+/// by writing its last `solve_finish_step` call again as bare JSON, as the 1.5B model did
+/// in-process; asked once more under the ultimatum, it answers in prose. Until then it makes
+/// `then`'s moves.
+///
+/// **Engine:** the call is not an answer; the model is asked again under the ultimatum, and
+/// its prose answer stands. **Ending:** `empty_rounds`, with a forced answer holding
+/// [`SMALL_MODEL_RESULT`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AnswersWithACall {
+    pub then: WellBehaved,
+}
+
+impl Policy for AnswersWithACall {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if req.last_user_text().contains(ULTIMATUM_MARKER) {
+            return Reply::text(prose_answer(req));
+        }
+        let all_done = req.plan().is_some_and(|plan| plan.all_done());
+        match (req.tool_choice.as_deref(), all_done) {
+            (Some("none"), true) => {
+                let summary = format!("The result is {SMALL_MODEL_RESULT}.");
+                let last = req
+                    .plan()
+                    .and_then(|plan| plan.steps.last().map(|s| s.id.clone()));
+                let arguments = serde_json::json!({
+                    "step_id": last.unwrap_or_default(),
+                    "summary": summary,
+                });
+                Reply::text(call_object(SOLVE_FINISH_STEP, &arguments.to_string()))
+            }
+            _ => common(req).unwrap_or_else(|| self.then.next_move(req)),
         }
     }
 }

@@ -7,7 +7,9 @@ use deepsolve_core::{
     AnswerSource, ChatRequest, EventKind, Honours, Language, Protocol, Role, StopReason,
     ToolChoice, TurnSpec,
 };
-use deepsolve_testkit::policy::{POLICY_NAMES, SMALL_MODEL_POLICY_NAMES, by_name};
+use deepsolve_testkit::policy::{
+    POLICY_NAMES, SMALL_MODEL_POLICY_NAMES, SMALL_MODEL_RESULT, by_name,
+};
 use deepsolve_testkit::{ScriptedModel, ScriptedOptions};
 
 use crate::answers::{engine_pieces, problems};
@@ -537,6 +539,34 @@ async fn a_free_round_that_copies_its_tail_to_the_output_limit_is_not_continued_
                 }
             }
         }
+        let found = problems(&turn, &played, &engine_pieces());
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+}
+
+#[tokio::test]
+async fn a_call_written_where_the_answer_was_due_is_asked_again_not_replaced_by_summaries() {
+    // The 1.5B model, every step finished, wrote its last `solve_finish_step` call again as
+    // the answer round's text (3 of 17 turns); the step summaries stood as the answer.
+    for language in [Language::En, Language::Zh] {
+        let played = play_decoding("answers-with-a-call", language).await;
+        let turn = format!("answers-with-a-call {}", language.code());
+        assert_eq!(
+            played.outcome.stop_reason,
+            StopReason::EmptyRounds,
+            "{turn}"
+        );
+        assert_eq!(
+            played.outcome.answer_source,
+            Some(AnswerSource::Forced),
+            "{turn}"
+        );
+        assert!(played.outcome.solve.open_steps().next().is_none(), "{turn}");
+        let answer = played.outcome.answer.as_deref().unwrap_or_default();
+        assert!(answer.contains(SMALL_MODEL_RESULT), "{turn}: {answer:?}");
+        assert!(!answer.contains("solve_finish_step"), "{turn}: {answer:?}");
+        let asked: Vec<ToolChoice> = choices(&played).into_iter().rev().take(2).collect();
+        assert_eq!(asked, [ToolChoice::None, ToolChoice::None], "{turn}");
         let found = problems(&turn, &played, &engine_pieces());
         assert!(found.is_empty(), "{}", found.join("\n"));
     }
