@@ -26,7 +26,7 @@ pub use data::{DataError, Selection, load, select};
 pub use grade::{AnswerStyle, Extraction, Graded, Grader, Judged, Verdict};
 pub use mode::{Attempt, Mode, PlainOptions, PlainSolver, SolveError, Solver};
 pub use problem::{Layout, Problem, detect_language};
-pub use record::{Prices, RESULTS_FILE, ResultRecord};
+pub use record::{Prices, RESULTS_FILE, ResultRecord, SpineRecord};
 pub use report::{Report, ReportFiles, compare, compare_into, report};
 pub use runner::{ModeTally, Progress, ProgressFn, RunConfig, RunError, RunSummary, Runner};
 

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::grade::AnswerStyle;
 use crate::problem::Problem;
+use crate::record::SpineRecord;
 
 /// What a mode produced for one problem.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,6 +31,9 @@ pub struct Attempt {
     /// The stored turn, when the mode records one (its trace opens in the UI).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<String>,
+    /// How the turn went along the spine, when the mode runs one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spine: Option<SpineRecord>,
 }
 
 impl Attempt {
@@ -53,6 +57,7 @@ impl Attempt {
                 usage: outcome.usage,
                 stop: stop.as_str().to_string(),
                 turn_id: Some(outcome.turn_id.clone()),
+                spine: Some(SpineRecord::of(outcome)),
             }),
         }
     }
@@ -249,6 +254,7 @@ impl Solver for PlainSolver {
             usage: completion.usage,
             stop: completion.finish_reason.as_str().to_string(),
             turn_id: None,
+            spine: None,
         })
     }
 }

@@ -7,7 +7,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use deepsolve_core::Language;
+use deepsolve_core::{AnswerSource, Language, TurnOutcome};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -57,9 +57,46 @@ pub struct ResultRecord {
     /// The stored turn (deepsolve mode), whose trace opens in the UI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<String>,
+    /// How the turn went along the spine (deepsolve mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spine: Option<SpineRecord>,
     /// The text that was graded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+}
+
+/// How a deepsolve turn went along the spine: its plan's steps (the last plan, after any
+/// replan), how many of them were finished, and where its answer came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SpineRecord {
+    pub steps: u32,
+    pub finished: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_source: Option<AnswerSource>,
+}
+
+impl SpineRecord {
+    pub fn of(outcome: &TurnOutcome) -> SpineRecord {
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let steps = &outcome.solve.steps;
+        SpineRecord {
+            steps: count(steps.len()),
+            finished: count(steps.iter().filter(|s| s.done).count()),
+            answer_source: outcome.answer_source,
+        }
+    }
+
+    /// The spine held to the end: a plan, every step of it finished, and an answer the model
+    /// wrote (on its own, or asked once more under the ultimatum), not one assembled from the
+    /// step summaries.
+    pub fn engaged(&self) -> bool {
+        self.steps > 0
+            && self.finished == self.steps
+            && matches!(
+                self.answer_source,
+                Some(AnswerSource::Model | AnswerSource::Forced)
+            )
+    }
 }
 
 impl ResultRecord {

@@ -356,6 +356,7 @@ async fn attempt(
         subject: problem.subject.clone(),
         language: problem.language,
         turn_id: None,
+        spine: None,
         output: None,
     };
     match outcome {
@@ -378,6 +379,7 @@ async fn attempt(
             record.cost = prices.map(|p| p.cost(record.prompt_tokens, record.completion_tokens));
             record.stop = Some(attempt.stop);
             record.turn_id = attempt.turn_id;
+            record.spine = attempt.spine;
             record.output = Some(attempt.output);
         }
     }

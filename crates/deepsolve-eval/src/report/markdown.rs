@@ -54,10 +54,42 @@ fn modes(out: &mut String, report: &Report) {
         );
     }
     let _ = writeln!(out);
+    engagement(out, report);
     let _ = writeln!(out, "How answers were judged:\n");
     for m in &report.modes {
         let judged: Vec<String> = m.judged.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(out, "- {}: {}", cell(&m.mode), cell(&judged.join(", ")));
+    }
+    let _ = writeln!(out);
+}
+
+/// The spine's hold per mode that runs one.
+fn engagement(out: &mut String, report: &Report) {
+    let held: Vec<_> = (report.modes.iter())
+        .filter_map(|m| m.engaged.map(|e| (&m.mode, e)))
+        .collect();
+    if held.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Spine engaged to the end (a plan, every step finished, an answer the model wrote):\n"
+    );
+    for (mode, e) in held {
+        let share = if e.turns == 0 {
+            0.0
+        } else {
+            e.engaged as f64 / e.turns as f64
+        };
+        let _ = writeln!(
+            out,
+            "- {}: {}/{} ({}), {} of them answered when asked once more",
+            cell(mode),
+            e.engaged,
+            e.turns,
+            pct(share),
+            e.asked_again
+        );
     }
     let _ = writeln!(out);
 }

@@ -1,5 +1,5 @@
 //! Reports of a run (or two runs side by side): per mode accuracy with its 95 % Wilson
-//! interval, rounds, tokens, time, cost and stop reasons; paired comparisons between modes
+//! interval, rounds, tokens, time, cost, stop reasons and how often the spine held; paired comparisons between modes
 //! (who got which problems only, an exact McNemar p-value); rows per level and subject; plots.
 //! Written as Markdown, JSON, CSV (one row per problem and mode), SVG and PNG.
 
@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::record::{LogError, RESULTS_FILE, ResultRecord, latest, read_results};
+use deepsolve_core::AnswerSource;
+
+use crate::record::{LogError, RESULTS_FILE, ResultRecord, SpineRecord, latest, read_results};
 use crate::stats::{mcnemar_exact, wilson};
 
 /// The report's directory inside a run's.
@@ -45,6 +47,37 @@ pub struct ModeSummary {
     pub cost: Option<f64>,
     pub stops: BTreeMap<String, usize>,
     pub judged: BTreeMap<String, usize>,
+    /// How often the spine held to the end; `None` for a mode that runs none (plain).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engaged: Option<Engagement>,
+}
+
+/// The turns of a mode whose spine held to the end ([`SpineRecord::engaged`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Engagement {
+    /// Turns with a spine recorded.
+    pub turns: usize,
+    pub engaged: usize,
+    /// Of the engaged, those whose answer came when asked once more (the first reply was
+    /// not an answer).
+    pub asked_again: usize,
+}
+
+impl Engagement {
+    fn of(list: &[&ResultRecord]) -> Option<Engagement> {
+        let spines: Vec<&SpineRecord> = list.iter().filter_map(|r| r.spine.as_ref()).collect();
+        if spines.is_empty() {
+            return None;
+        }
+        let engaged: Vec<&&SpineRecord> = spines.iter().filter(|s| s.engaged()).collect();
+        Some(Engagement {
+            turns: spines.len(),
+            engaged: engaged.len(),
+            asked_again: (engaged.iter())
+                .filter(|s| s.answer_source == Some(AnswerSource::Forced))
+                .count(),
+        })
+    }
 }
 
 impl ModeSummary {
@@ -205,6 +238,7 @@ fn summarise<'a>(mode: &str, records: impl Iterator<Item = &'a ResultRecord>) ->
         cost: (!costs.is_empty()).then(|| costs.iter().sum()),
         stops,
         judged,
+        engaged: Engagement::of(&list),
     }
 }
 

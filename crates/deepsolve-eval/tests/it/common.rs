@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deepsolve_core::{Language, Usage};
-use deepsolve_eval::{AnswerStyle, Attempt, Layout, Problem, SolveError, Solver};
+use deepsolve_core::{AnswerSource, Language, Usage};
+use deepsolve_eval::{AnswerStyle, Attempt, Layout, Problem, SolveError, Solver, SpineRecord};
 use deepsolve_testkit::policy::FnPolicy;
 use deepsolve_testkit::{Reply, ScriptedModel};
 use tokio_util::sync::CancellationToken;
@@ -97,6 +97,12 @@ impl Solver for FakeSolver {
                 },
                 stop: "answered".into(),
                 turn_id: Some(format!("turn-{}", problem.id)),
+                // p3's turn left a step open; the rest held the spine to the end.
+                spine: Some(SpineRecord {
+                    steps: 2,
+                    finished: if problem.id == "p3" { 1 } else { 2 },
+                    answer_source: Some(AnswerSource::Model),
+                }),
             })
         }
         .await;

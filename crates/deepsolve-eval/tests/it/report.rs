@@ -4,10 +4,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use deepsolve_core::Language;
+use deepsolve_core::{AnswerSource, Language};
 use deepsolve_eval::record::{RESULTS_FILE, RecordError, ResultRecord, ResultsLog};
 use deepsolve_eval::report::{build, compare, report};
-use deepsolve_eval::{Grader, Judged, Mode, RunConfig, Runner};
+use deepsolve_eval::{Grader, Judged, Mode, RunConfig, Runner, SpineRecord};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{FakeSolver, numbered};
@@ -33,6 +33,7 @@ fn record(id: &str, mode: &str, correct: bool, level: &str) -> ResultRecord {
         subject: None,
         language: Language::En,
         turn_id: None,
+        spine: None,
         output: None,
     }
 }
@@ -112,6 +113,10 @@ async fn a_runs_report_is_written_as_markdown_json_csv_svg_and_png() {
     assert_eq!(r.modes[0].correct, 5);
     let md = std::fs::read_to_string(&files.markdown).unwrap();
     assert!(md.contains("| deepsolve | 5/6 | 83.3 %"), "{md}");
+    assert!(
+        md.contains("- deepsolve: 5/6 (83.3 %), 0 of them answered when asked once more"),
+        "{md}"
+    );
     assert!(md.contains("accuracy.png") || md.contains("accuracy.svg"));
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&files.json).unwrap()).unwrap();
@@ -184,4 +189,22 @@ fn a_directory_without_results_is_a_clear_error() {
     assert!(err.to_string().contains("no results"), "{err}");
     log.append(&record("p1", "plain", true, "1")).unwrap();
     assert!(report(dir.path()).is_ok());
+}
+
+#[test]
+fn a_turn_engaged_the_spine_with_a_plan_every_step_finished_and_its_own_answer() {
+    let spine = |steps, finished, source| SpineRecord {
+        steps,
+        finished,
+        answer_source: source,
+    };
+    assert!(spine(3, 3, Some(AnswerSource::Model)).engaged());
+    assert!(spine(3, 3, Some(AnswerSource::Forced)).engaged());
+    assert!(!spine(3, 3, Some(AnswerSource::StepSummaries)).engaged());
+    assert!(!spine(3, 2, Some(AnswerSource::Model)).engaged());
+    assert!(!spine(0, 0, Some(AnswerSource::Model)).engaged());
+    assert!(!spine(3, 3, None).engaged());
+    // Plain chat runs no spine: nothing is said about it.
+    let r = build("t", &records());
+    assert_eq!(r.modes[0].engaged, None);
 }

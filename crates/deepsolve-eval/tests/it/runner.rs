@@ -356,6 +356,27 @@ fn a_turns_outcome_becomes_an_attempt_an_error_or_a_cancellation() {
         ("answered_with_open_steps", Some("t-1"))
     );
     assert!(a.output.starts_with("**42**"));
+    let spine = a.spine.expect("a turn's spine");
+    assert_eq!(
+        (spine.steps, spine.finished, spine.answer_source),
+        (0, 0, None)
+    );
+    let mut planned = outcome(StopReason::Answered);
+    planned.answer_source = Some(deepsolve_core::AnswerSource::Model);
+    planned.solve.steps = ["S1", "S2"]
+        .map(|id| deepsolve_core::solve::SolveStep {
+            id: id.into(),
+            goal: format!("goal of {id}"),
+            done: id == "S1",
+            summary: (id == "S1").then(|| "done".to_string()),
+        })
+        .to_vec();
+    let spine = Attempt::from_turn(&planned)
+        .unwrap()
+        .spine
+        .expect("a spine");
+    assert_eq!((spine.steps, spine.finished), (2, 1));
+    assert!(!spine.engaged(), "a step was left open");
     let e = Attempt::from_turn(&outcome(StopReason::ModelError)).unwrap_err();
     assert!(
         matches!(e, SolveError::Failed { ref kind, ref message } if kind == "model_error" && message.contains("502")),
