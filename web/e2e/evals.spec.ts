@@ -31,6 +31,8 @@ test("a small run starts from the form, finishes live, and a problem opens its t
   await expect(page.getByTestId("eval-progress")).toContainText("4 of 4 done");
   await expect(page.getByTestId("eval-report")).toContainText("deepsolve");
   await expect(page.getByTestId("eval-report")).toContainText("plain");
+  // The scripted solver follows the spine to the end on both problems; plain runs none.
+  await expect(page.getByTestId("eval-engaged")).toHaveText(["2/2", "—"]);
   await expect(page.getByTestId("eval-plots").locator("img")).toHaveCount(2);
   await expect(page.getByTestId("eval-row")).toHaveCount(4);
   await page.screenshot({ path: screenshotPath("evals-run-desktop"), fullPage: true });

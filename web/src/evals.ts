@@ -42,6 +42,8 @@ export type ModeSummary = {
   mean_wall_ms: number;
   median_wall_ms: number;
   stops: Record<string, number>;
+  /** How often the spine held to the end; absent for a mode that runs none (plain). */
+  engaged?: { turns: number; engaged: number; asked_again: number };
 };
 
 export type Paired = {

@@ -441,6 +441,9 @@ function ReportTables(props: { detail: EvalDetail }) {
               <th scope="col">{t("evals.col.tokens")}</th>
               <th scope="col">{t("evals.col.time")}</th>
               <th scope="col">{t("evals.col.stops")}</th>
+              <th scope="col" title={t("evals.col.engaged.title")}>
+                {t("evals.col.engaged")}
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -460,7 +463,10 @@ function ReportTables(props: { detail: EvalDetail }) {
                   {Math.round(m.mean_prompt_tokens)} + {Math.round(m.mean_completion_tokens)}
                 </td>
                 <td>{seconds(m.mean_wall_ms)}</td>
-                <td>{stops(m)}</td>
+                <td class="eval-stops">{stops(m)}</td>
+                <td data-testid="eval-engaged">
+                  {m.engaged ? `${m.engaged.engaged}/${m.engaged.turns}` : "—"}
+                </td>
               </tr>
             ))}
           </tbody>
