@@ -514,14 +514,15 @@ pub(crate) struct Grammar {
 /// at the colon, so the text the grammar is handed back is always one it admits.
 pub(crate) const CALL_OPENS: &str = r#"(\{\s*"name"\s*:)"#;
 
-/// Text in which no call opens: every `{` is followed (after blanks) by something other than
-/// `"name"`, and every `<` by something other than `tool_c` (Qwen's `<tool_call>` token is
-/// matched by its text). The character after a checked opening is not itself checked, which
-/// lets `{{"name"` through; no model writes a call that way.
+/// Text in which no call opens: every `{` is followed (after blanks) by something other than a
+/// key that starts with `name` (held off `"name"`, the 1.5B model wrote `"name "`), and every
+/// `<` by something other than `tool_c` (Qwen's `<tool_call>` token is matched by its text).
+/// The character after a checked opening is not itself checked, which lets `{{"name"`
+/// through; no model writes a call that way.
 const TEXT_WITHOUT_CALLS: &str = r#"root ::= (plain | brace | angle)*
 plain ::= [^{<]
-brace ::= "{" [ \t\n]* ([^" \t\n] | "\"" not-name)
-not-name ::= [^n] | "n" ([^a] | "a" ([^m] | "m" ([^e] | "e" [^"])))
+brace ::= "{" [ \t\n]* ([^" \t\n] | "\"" [ ]* not-name)
+not-name ::= [^n ] | "n" ([^a] | "a" ([^m] | "m" [^e]))
 angle ::= "<" ([^t] | "t" ([^o] | "o" ([^o] | "o" ([^l] | "l" ([^_] | "_" [^c])))))
 "#;
 

@@ -356,9 +356,11 @@ fn without_written_protocol(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// A JSON object that is a tool call (`name` and `arguments`) or a spine tool's result
-/// (`status` and `instruction`) written out as text: the protocol, never an answer (the 0.5B
-/// model's final round wrote its `solve_finish_step` call and the result it had been shown).
+/// A JSON object that is a tool call (`name` and `arguments`, or `arguments` alone) or a spine
+/// tool's result (`status` and `instruction`) written out as text: the protocol, never an
+/// answer (the 0.5B model's final round wrote its `solve_finish_step` call and the result it
+/// had been shown). Keys count with blanks around them: held off `"name"` by the in-process
+/// grammar, the 1.5B model wrote `"name "`.
 fn is_protocol_json(text: &str) -> bool {
     let text = text.trim();
     if !text.starts_with('{') {
@@ -367,10 +369,11 @@ fn is_protocol_json(text: &str) -> bool {
     let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text) else {
         return false;
     };
-    let is_call = object.get("name").is_some_and(Value::is_string)
-        && (object.contains_key("arguments") || object.contains_key("parameters"));
-    let is_spine_result = object.get("status").is_some_and(Value::is_string)
-        && object.get("instruction").is_some_and(Value::is_string);
+    let get = |key: &str| (object.iter()).find_map(|(k, v)| (k.trim() == key).then_some(v));
+    let has_arguments = get("arguments").or_else(|| get("parameters")).is_some();
+    let is_call = has_arguments && (object.len() == 1 || get("name").is_some_and(Value::is_string));
+    let is_spine_result = get("status").is_some_and(Value::is_string)
+        && get("instruction").is_some_and(Value::is_string);
     is_call || is_spine_result
 }
 
@@ -780,9 +783,19 @@ mod tests {
             answer(&fenced),
             Vetted::Answer("So the answer is 40.".into())
         );
+        // Held off `"name"` by the in-process grammar, the 1.5B model wrote `"name "` (its
+        // answer round, build dd3988c); a call's arguments alone are a call too.
+        let dodged = "**Step S3**: The total number of DVDs sold is 7 DVDs.\n\n**Call `solve_finish_step` with the step's result**:\n```json\n{\n  \"name \": \"solve_finish_step\",\n  \"arguments\": {\n    \"step_id\": \"S3\",\n    \"summary\": \"7 DVDs.\"\n  }\n}\n```";
+        assert_eq!(
+            answer(dodged),
+            Vetted::Answer("**Step S3**: The total number of DVDs sold is 7 DVDs.".into())
+        );
+        let nameless = r#"{"arguments": {"step_id": "S3", "summary": "7 DVDs."}}"#;
+        assert_eq!(answer(nameless), Vetted::NotAnAnswer);
         // JSON that is the answer's own content stays.
         for own in [
             r#"{"x": 2, "y": 3}"#,
+            r#"{"arguments": 2, "verdict": "sound"}"#,
             "The pair is:\n```json\n{\"name\": \"Ann\", \"age\": 12}\n```",
         ] {
             assert_eq!(answer(own), Vetted::Answer(own.into()), "{own}");
