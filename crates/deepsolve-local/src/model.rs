@@ -35,8 +35,8 @@ pub enum Constraint {
     Free,
     /// Text that opens no call (`tool_choice: none` with tools offered, which stay in the
     /// prompt so that its prefix is byte-stable): neither a `<tool_call>` block nor a JSON
-    /// object whose first key is `"name"`. Asked for its answer that way, the 1.5B model wrote
-    /// its last `solve_finish_step` call again.
+    /// object whose first key starts with `name` (`TEXT_WITHOUT_CALLS`). Asked for its
+    /// answer without it, the 1.5B model wrote its last `solve_finish_step` call again.
     Text,
     /// Free text until a call opens (`{"name":`, bare, fenced or in a `<tool_call>` block);
     /// from there a call of one of these offered tools (all of them when empty), well
