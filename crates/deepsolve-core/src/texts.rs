@@ -134,6 +134,7 @@ catalog! {
     FinishAlreadyDone => "finish_already_done",
     FinishSkipped => "finish_skipped",
     FinishEmptySummary => "finish_empty_summary",
+    FinishRepeatedSummary => "finish_repeated_summary",
     FinishInstructionDone => "finish_instruction_done",
     FinishInstructionNext => "finish_instruction_next",
     ReplanBudgetSpent => "replan_budget_spent",

@@ -9,6 +9,8 @@ pub struct SolveSession {
     pub session_id: String,
     pub max_steps: usize,
     pub record: SolveRecord,
+    /// The step (id and goal) whose summary, copied from an earlier step's, was refused once.
+    pub repeat_refused: Option<(String, String)>,
 }
 
 impl SolveSession {
@@ -20,6 +22,7 @@ impl SolveSession {
                 replans_max: max_replans,
                 ..Default::default()
             },
+            repeat_refused: None,
         }
     }
 

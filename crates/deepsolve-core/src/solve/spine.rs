@@ -191,15 +191,18 @@ pub fn plan(session: &mut SolveSession, args: &Value, texts: &Texts) -> SpineRes
 }
 
 pub fn finish_step(session: &mut SolveSession, args: &Value, texts: &Texts) -> SpineResult {
-    let record = &mut session.record;
     let step_id = str_arg(args, "step_id");
     // Reasoning never reaches a folded summary.
     let summary = crate::wire::markup::split_think(str_arg(args, "summary")).visible;
     let summary = summary.trim();
-    match finishable(record, step_id, summary, texts) {
-        Ok(index) => close_step(record, index, summary, texts),
-        Err(refusal) => SpineResult::refused(refusal),
+    let index = match finishable(&session.record, step_id, summary, texts) {
+        Ok(index) => index,
+        Err(refusal) => return SpineResult::refused(refusal),
+    };
+    if let Some(refusal) = repeats_once(session, index, summary, texts) {
+        return SpineResult::refused(refusal);
     }
+    close_step(&mut session.record, index, summary, texts)
 }
 
 /// The index of the step `step_id` when it may be finished with `summary`, or the refusal.
@@ -232,6 +235,32 @@ fn finishable(
         return Err(texts.get(Text::FinishEmptySummary).to_string());
     }
     Ok(index)
+}
+
+/// A summary copied word for word from an earlier step's is refused once per step: the 1.5B
+/// model closed step after step with an earlier step's summary, copied from the progress
+/// block, and the answer was built on it. Sent again, it stands: where a step truly ends
+/// with the same result (a model that solved the whole problem in S1), refusing it every
+/// time made the model send the same call until the repetition guard ended the turn.
+fn repeats_once(
+    session: &mut SolveSession,
+    index: usize,
+    summary: &str,
+    texts: &Texts,
+) -> Option<String> {
+    let step = &session.record.steps[index];
+    let key = (step.id.clone(), step.goal.clone());
+    let earlier =
+        (session.record.steps.iter()).find(|s| s.done && s.summary.as_deref() == Some(summary))?;
+    if session.repeat_refused.as_ref() == Some(&key) {
+        return None;
+    }
+    let refusal = texts.render(
+        Text::FinishRepeatedSummary,
+        &[("step_id", &step.id), ("earlier", &earlier.id)],
+    );
+    session.repeat_refused = Some(key);
+    Some(refusal)
 }
 
 /// Mark step `index` done with `summary`; the result names the next step.
@@ -446,6 +475,35 @@ mod tests {
         assert!(!r.output.ok);
         assert!(r.output.content.contains("solve_replan"));
         assert_eq!(s.record.steps[0].goal, "a");
+    }
+
+    #[test]
+    fn a_summary_copied_from_an_earlier_step_is_refused() {
+        let mut s = planned(&["count the hours", "count the pieces", "halve the rest"]);
+        let hours = "He is at school for 8 hours.";
+        let r = finish_step(&mut s, &json!({"step_id": "S1", "summary": hours}));
+        assert!(r.output.ok, "{}", r.output.content);
+        let r = finish_step(
+            &mut s,
+            &json!({"step_id": "S2", "summary": format!(" {hours}\n")}),
+        );
+        assert!(!r.output.ok);
+        assert_eq!(
+            r.output.content,
+            "This is the summary of step S1, word for word. Summarise what step S2 itself established: its key results and values. If S2 truly ends with the same result, send this summary again."
+        );
+        assert!(!s.record.steps[1].done);
+        let r = finish_step(
+            &mut s,
+            &json!({"step_id": "S2", "summary": "He chews 4 pieces."}),
+        );
+        assert!(r.output.ok, "{}", r.output.content);
+        // Refused once, the same summary sent again stands: the step may truly end there.
+        let r = finish_step(&mut s, &json!({"step_id": "S3", "summary": hours}));
+        assert!(!r.output.ok);
+        let r = finish_step(&mut s, &json!({"step_id": "S3", "summary": hours}));
+        assert!(r.output.ok, "{}", r.output.content);
+        assert_eq!(s.record.steps[2].summary.as_deref(), Some(hours));
     }
 
     #[test]

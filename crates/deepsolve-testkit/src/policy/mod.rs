@@ -39,8 +39,8 @@ pub use showcase::{
     HOSTILE_MARKUP, SHOWCASE_CODE, SHOWCASE_PROBLEM, SHOWCASE_ROOTS_LINE, Showcase, ShowcaseVariant,
 };
 pub use small_model::{
-    AnswersWithACall, CopiesItsTail, FencedJsonCalls, FinishesOneThenProbes, HermesInContent,
-    IgnoresToolChoice, InventedOutput, LoopsInForcedCall, NudgeEcho, ProsePlanner,
+    AnswersWithACall, CopiesItsTail, CopiesSummaries, FencedJsonCalls, FinishesOneThenProbes,
+    HermesInContent, IgnoresToolChoice, InventedOutput, LoopsInForcedCall, NudgeEcho, ProsePlanner,
     SMALL_MODEL_RESULT, ThinksBeforeCalls,
 };
 pub use solver::WellBehaved;
@@ -171,6 +171,7 @@ pub const SMALL_MODEL_POLICY_NAMES: &[&str] = &[
     "loops-in-forced-call",
     "copies-its-tail",
     "answers-with-a-call",
+    "copies-summaries",
 ];
 
 /// Policies [`by_name`] also knows that exist for benchmarks, the web UI's browser tests and
@@ -234,6 +235,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "loops-in-forced-call" => Box::new(LoopsInForcedCall),
         "copies-its-tail" => Box::new(CopiesItsTail { then: base }),
         "answers-with-a-call" => Box::new(AnswersWithACall { then: base }),
+        "copies-summaries" => Box::new(CopiesSummaries { then: base }),
         "ignores-tool-choice" => Box::new(IgnoresToolChoice {
             inner: FinishesOneThenProbes::new(base),
         }),

@@ -396,6 +396,39 @@ impl Policy for AnswersWithACall {
     }
 }
 
+/// A small model that closes every step after the first with the first step's summary,
+/// copied from the progress block, as the 1.5B model did in-process, and sends the same call
+/// again when it is refused; otherwise `then`'s moves.
+///
+/// **Engine:** each copied summary is refused once, then stands; the turn goes on to its
+/// answer. **Ending:** `answered`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CopiesSummaries {
+    pub then: WellBehaved,
+}
+
+impl Policy for CopiesSummaries {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if let Some(reply) = common(req) {
+            return reply;
+        }
+        let first =
+            (req.plan()).and_then(|plan| plan.done_steps().next().and_then(|s| s.summary.clone()));
+        let copy = |(name, arguments): (String, String)| {
+            let Some(first) = first.as_deref().filter(|_| name == SOLVE_FINISH_STEP) else {
+                return (name, arguments);
+            };
+            let mut args: Value = serde_json::from_str(&arguments).unwrap_or_default();
+            args["summary"] = Value::String(first.to_string());
+            (name, args.to_string())
+        };
+        self.then.next_move(req).map_turn(|mut turn| {
+            turn.tool_calls = turn.tool_calls.into_iter().map(copy).collect();
+            turn
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

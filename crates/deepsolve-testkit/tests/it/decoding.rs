@@ -573,6 +573,29 @@ async fn a_call_written_where_the_answer_was_due_is_asked_again_not_replaced_by_
 }
 
 #[tokio::test]
+async fn a_summary_copied_from_an_earlier_step_is_refused_once_then_stands() {
+    for language in [Language::En, Language::Zh] {
+        let played = play_decoding("copies-summaries", language).await;
+        let turn = format!("copies-summaries {}", language.code());
+        assert_eq!(played.outcome.stop_reason, StopReason::Answered, "{turn}");
+        let summaries: Vec<_> = (played.outcome.solve.steps.iter())
+            .map(|s| s.summary.clone())
+            .collect();
+        assert_eq!(summaries.len(), 2, "{turn}");
+        assert_eq!(
+            summaries[0], summaries[1],
+            "{turn}: the copy stands when sent again"
+        );
+        let refusals = (played.events.iter())
+            .filter(|e| matches!(&e.kind, EventKind::ToolResult { name, ok: false, .. } if name == "solve_finish_step"))
+            .count();
+        assert_eq!(refusals, 1, "{turn}: refused once");
+        let found = problems(&turn, &played, &engine_pieces());
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+}
+
+#[tokio::test]
 async fn a_step_has_one_free_round_and_the_reasoning_before_the_plan_leaves_with_it() {
     // The 1.5B model, given a free round after every result, wrote the reasoning it had
     // written before its plan again, word for word, round after round, until the repetition
