@@ -249,9 +249,10 @@ fn repeats_once(
     texts: &Texts,
 ) -> Option<String> {
     let step = &session.record.steps[index];
-    let key = (step.id.clone(), step.goal.clone());
     let earlier =
         (session.record.steps.iter()).find(|s| s.done && s.summary.as_deref() == Some(summary))?;
+    // The key is built only for a copied summary, the rare case.
+    let key = (step.id.clone(), step.goal.clone());
     if session.repeat_refused.as_ref() == Some(&key) {
         return None;
     }
