@@ -35,8 +35,9 @@ pub enum Constraint {
     Free,
     /// Text that opens no call (`tool_choice: none` with tools offered, which stay in the
     /// prompt so that its prefix is byte-stable): neither a `<tool_call>` block nor a JSON
-    /// object whose first key starts with `name` (`TEXT_WITHOUT_CALLS`). Asked for its
-    /// answer without it, the 1.5B model wrote its last `solve_finish_step` call again.
+    /// object whose first key starts with `name` (`TEXT_WITHOUT_CALLS`), and no JSON object
+    /// first. Asked for its answer without it, the 1.5B model wrote its last
+    /// `solve_finish_step` call again, or the spine's result to it.
     Text,
     /// Free text until a call opens (`{"name":`, bare, fenced or in a `<tool_call>` block);
     /// from there a call of one of these offered tools (all of them when empty), well
@@ -518,8 +519,10 @@ pub(crate) const CALL_OPENS: &str = r#"(\{\s*"name"\s*:)"#;
 /// key that starts with `name` (held off `"name"`, the 1.5B model wrote `"name "`), and every
 /// `<` by something other than `tool_c` (Qwen's `<tool_call>` token is matched by its text).
 /// The character after a checked opening is not itself checked, which lets `{{"name"`
-/// through; no model writes a call that way.
-const TEXT_WITHOUT_CALLS: &str = r#"root ::= (plain | brace | angle)*
+/// through; no model writes a call that way. Nor does the text open with `{`: asked for its
+/// answer, the 1.5B model copied the spine's last result (`{"all_done":true,…}`) instead.
+const TEXT_WITHOUT_CALLS: &str = r#"root ::= [ \t\n]* (lead (plain | brace | angle)*)?
+lead ::= [^{< \t\n] | angle
 plain ::= [^{<]
 brace ::= "{" [ \t\n]* ([^" \t\n] | "\"" [ ]* not-name)
 not-name ::= [^n ] | "n" ([^a] | "a" ([^m] | "m" [^e]))

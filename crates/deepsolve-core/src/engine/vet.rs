@@ -17,7 +17,7 @@ use crate::event::{EventKind, WarningKind};
 use crate::message::ToolCall;
 use crate::outcome::{AnswerSource, StopReason};
 use crate::progress::{STEP_DONE, STEP_OPEN};
-use crate::solve::spine::{SOLVE_FINISH_STEP, SOLVE_TOOL_NAMES};
+use crate::solve::spine::{SOLVE_FINISH_STEP, SOLVE_TOOL_NAMES, are_solve_arguments};
 use crate::texts::{Text, Texts};
 use crate::wire::history::{Block, blocks, may_hold_a_call};
 
@@ -358,8 +358,9 @@ fn without_written_protocol(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// A JSON object that is a tool call (`name` and `arguments`, or `arguments` alone) or a spine
-/// tool's result (`status` and `instruction`) written out as text: the protocol, never an
+/// A JSON object that is a tool call (`name` and `arguments`, or `arguments` alone), a solve
+/// call's arguments alone, or a spine tool's result (`status` and `instruction`) written out
+/// as text: the protocol, never an
 /// answer (the 0.5B model's final round wrote its `solve_finish_step` call and the result it
 /// had been shown). Keys count with blanks around them: held off `"name"` by the in-process
 /// grammar, the 1.5B model wrote `"name "`.
@@ -376,7 +377,8 @@ fn is_protocol_json(text: &str) -> bool {
     let is_call = has_arguments && (object.len() == 1 || get("name").is_some_and(Value::is_string));
     let is_spine_result = get("status").is_some_and(Value::is_string)
         && get("instruction").is_some_and(Value::is_string);
-    is_call || is_spine_result
+    let keys: Vec<&str> = object.keys().map(|k| k.trim()).collect();
+    is_call || is_spine_result || are_solve_arguments(&keys)
 }
 
 /// A template's fixed text, split at its placeholders (empty pieces where a placeholder
@@ -794,10 +796,21 @@ mod tests {
         );
         let nameless = r#"{"arguments": {"step_id": "S3", "summary": "7 DVDs."}}"#;
         assert_eq!(answer(nameless), Vetted::NotAnAnswer);
+        // A solve call's arguments alone, after the answer (the 1.5B model, build 6c13cd1).
+        let trailed = "The average age is 37.\n\n```\n{\"step_id\": \"S4\", \"summary\": \"The average age is 37.\"}\n```";
+        assert_eq!(
+            answer(trailed),
+            Vetted::Answer("The average age is 37.".into())
+        );
+        assert_eq!(
+            answer(r#"{"analysis": "Add them.", "steps": [{"goal": "Add"}]}"#),
+            Vetted::NotAnAnswer
+        );
         // JSON that is the answer's own content stays.
         for own in [
             r#"{"x": 2, "y": 3}"#,
             r#"{"arguments": 2, "verdict": "sound"}"#,
+            r#"{"summary": "sound", "steps": 3}"#,
             "The pair is:\n```json\n{\"name\": \"Ann\", \"age\": 12}\n```",
         ] {
             assert_eq!(answer(own), Vetted::Answer(own.into()), "{own}");

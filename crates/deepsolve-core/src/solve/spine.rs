@@ -74,6 +74,30 @@ pub fn solve_tool_specs(texts: &Texts) -> Vec<ToolSpec> {
     ]
 }
 
+/// `keys` are a solve call's arguments: every parameter its tool requires and none it does
+/// not take (the 1.5B model's answer round wrote `{"step_id": "S4", "summary": …}`, its last
+/// call's arguments without the call around them). Keys are the same in every language.
+pub fn are_solve_arguments(keys: &[&str]) -> bool {
+    let names = |v: Option<&Value>| -> Vec<String> {
+        match v {
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
+            Some(Value::Object(o)) => o.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
+    };
+    let texts = Texts::builtin(super::Language::En);
+    solve_tool_specs(&texts).iter().any(|spec| {
+        let taken = names(spec.parameters.get("properties"));
+        let required = names(spec.parameters.get("required"));
+        required.iter().all(|r| keys.contains(&r.as_str()))
+            && keys.iter().all(|k| taken.iter().any(|t| t == k))
+    })
+}
+
 /// What a successful solve call did, for the loop (events, folding).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpineEffect {

@@ -354,6 +354,38 @@ async fn asked_for_text_with_tools_offered_the_model_opens_no_call() {
     assert!(!c.text.contains("<tool_call>"), "{:?}", c.text);
 }
 
+/// Asked for its answer after the last step, the 1.5B model copied the spine's result JSON;
+/// a reply asked for as text does not open with a JSON object, whatever the prompt says.
+#[tokio::test]
+async fn asked_for_text_the_model_does_not_open_with_a_json_object() {
+    let Some((model, _serial)) =
+        model("asked_for_text_the_model_does_not_open_with_a_json_object").await
+    else {
+        return;
+    };
+    let mut req = request(
+        vec![Message::user(
+            r#"Reply with exactly this JSON object and nothing else: {"status": "step_done", "all_done": true}"#,
+        )],
+        48,
+    );
+    let (free, _) = model
+        .complete_constrained(&req, &Constraint::Free, &mut |_| {})
+        .await
+        .unwrap();
+    assert!(
+        free.text.trim_start().starts_with('{'),
+        "free: {:?}",
+        free.text
+    );
+    req.tools = vec![weather_tool()];
+    req.tool_choice = ToolChoice::None;
+    let c = model.complete(&req, &mut |_| {}).await.unwrap();
+    assert!(c.tool_calls.is_empty(), "{c:?}");
+    assert!(!c.text.trim().is_empty(), "{c:?}");
+    assert!(!c.text.trim_start().starts_with('{'), "{:?}", c.text);
+}
+
 #[tokio::test]
 async fn a_prompt_beyond_the_context_is_a_context_length_error() {
     let Some((model, _serial)) =
