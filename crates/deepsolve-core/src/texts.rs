@@ -135,6 +135,7 @@ catalog! {
     FinishSkipped => "finish_skipped",
     FinishEmptySummary => "finish_empty_summary",
     FinishRepeatedSummary => "finish_repeated_summary",
+    FinishUnprintedResult => "finish_unprinted_result",
     FinishInstructionDone => "finish_instruction_done",
     FinishInstructionNext => "finish_instruction_next",
     ReplanBudgetSpent => "replan_budget_spent",

@@ -18,6 +18,7 @@ use crate::message::ToolCall;
 use crate::solve::{SessionHandle, SpineEffect, spine};
 use crate::texts::Texts;
 use crate::tool::{ToolContext, ToolOutput};
+use crate::wire::history::CODE_TOOL;
 
 use judge::{Candidate, Round, Verdict};
 use run::{Bounds, Ran, run_work};
@@ -115,9 +116,27 @@ pub(crate) async fn run_batch(
     let runs = judged
         .into_iter()
         .map(|j| execute(j, input.base_ctx, &bounds, on_done));
+    let results = futures::future::join_all(runs).await;
+    note_printed(input.session, &results);
     BatchOutput {
-        results: futures::future::join_all(runs).await,
+        results,
         force_answer,
+    }
+}
+
+/// What the round's programs printed goes to the open step, whose summary is checked
+/// against it (a failed run's output is a traceback, not a result).
+fn note_printed(session: &SessionHandle, results: &[CallResult]) {
+    let mut printed = results
+        .iter()
+        .filter(|r| r.call.name == CODE_TOOL && r.output.ok)
+        .peekable();
+    if printed.peek().is_none() {
+        return;
+    }
+    let mut session = session.lock().unwrap_or_else(|e| e.into_inner());
+    for result in printed {
+        session.note_printed(&result.output.content);
     }
 }
 

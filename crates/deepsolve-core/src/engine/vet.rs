@@ -124,6 +124,7 @@ const ECHOED: &[Text] = &[
     Text::RefuseNoImplementation,
     Text::RefuseFinishBatched,
     Text::FinishRepeatedSummary,
+    Text::FinishUnprintedResult,
     // The solve tools' descriptions: the 0.5B model filled a summary with its parameter's
     // description ("这一步的结论：关键结果与数值。").
     Text::SolvePlanDescription,

@@ -7,7 +7,7 @@ mod store;
 
 pub use prompt::{Language, playbook_for};
 pub(crate) use prompt::{ToolLine, playbook};
-pub use session::{PlanVersion, SolveRecord, SolveSession, SolveStep};
+pub use session::{OnceRule, PlanVersion, SolveRecord, SolveSession, SolveStep};
 pub use spine::{SpineEffect, is_solve_tool, solve_tool_specs};
 pub(crate) use store::SessionHandle;
 pub use store::{SolveSessionStore, StoreError};

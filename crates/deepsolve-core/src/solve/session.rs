@@ -1,5 +1,7 @@
 //! `SolveSession`: the plan and its bookkeeping for one turn.
 
+use std::collections::BTreeSet;
+
 /// The solve record is a wire type (events, checkpoints, the turn record).
 pub use deepsolve_protocol::{PlanVersion, SolveRecord, SolveStep};
 
@@ -9,8 +11,22 @@ pub struct SolveSession {
     pub session_id: String,
     pub max_steps: usize,
     pub record: SolveRecord,
-    /// The step (id and goal) whose summary, copied from an earlier step's, was refused once.
-    pub repeat_refused: Option<(String, String)>,
+    /// The summaries refused once per step (the rule, the step's id and goal): sent again,
+    /// they stand.
+    pub refused_once: BTreeSet<(OnceRule, String, String)>,
+    /// What the open step's programs printed (`code_execution` runs that succeeded), which
+    /// its summary is checked against.
+    pub printed: Vec<String>,
+}
+
+/// A rule that refuses a step's summary once: the model may know better, and a rule that
+/// refuses every time makes it send the same call until the repetition guard ends the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OnceRule {
+    /// Copied word for word from an earlier step's summary.
+    RepeatedSummary,
+    /// None of the numbers the step's programs printed.
+    UnprintedResult,
 }
 
 impl SolveSession {
@@ -22,7 +38,15 @@ impl SolveSession {
                 replans_max: max_replans,
                 ..Default::default()
             },
-            repeat_refused: None,
+            refused_once: BTreeSet::new(),
+            printed: Vec::new(),
+        }
+    }
+
+    /// A program run while a step is open printed `output` (kept for that step's summary).
+    pub fn note_printed(&mut self, output: &str) {
+        if self.record.current().is_some() && !output.trim().is_empty() {
+            self.printed.push(output.to_string());
         }
     }
 

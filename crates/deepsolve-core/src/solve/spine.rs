@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::session::{NewSteps, PlanVersion, SolveRecord, SolveSession, SolveStep};
+use super::session::{NewSteps, OnceRule, PlanVersion, SolveRecord, SolveSession, SolveStep};
 use crate::model::ToolSpec;
 use crate::texts::{Text, Texts};
 use crate::tool::ToolOutput;
@@ -197,6 +197,7 @@ pub fn plan(session: &mut SolveSession, args: &Value, texts: &Texts) -> SpineRes
     }
     session.record.analysis = str_arg(args, "analysis").to_string();
     session.record.steps = steps;
+    session.printed.clear();
     let next = step_json(&session.record.steps[0]);
     let mut body = json!({
         "status": "planned",
@@ -223,9 +224,12 @@ pub fn finish_step(session: &mut SolveSession, args: &Value, texts: &Texts) -> S
         Ok(index) => index,
         Err(refusal) => return SpineResult::refused(refusal),
     };
-    if let Some(refusal) = repeats_once(session, index, summary, texts) {
+    let refusal = repeats_once(session, index, summary, texts)
+        .or_else(|| leaves_out_printed_once(session, index, summary, texts));
+    if let Some(refusal) = refusal {
         return SpineResult::refused(refusal);
     }
+    session.printed.clear();
     close_step(&mut session.record, index, summary, texts)
 }
 
@@ -275,17 +279,82 @@ fn repeats_once(
     let step = &session.record.steps[index];
     let earlier =
         (session.record.steps.iter()).find(|s| s.done && s.summary.as_deref() == Some(summary))?;
-    // The key is built only for a copied summary, the rare case.
-    let key = (step.id.clone(), step.goal.clone());
-    if session.repeat_refused.as_ref() == Some(&key) {
-        return None;
-    }
     let refusal = texts.render(
         Text::FinishRepeatedSummary,
         &[("step_id", &step.id), ("earlier", &earlier.id)],
     );
-    session.repeat_refused = Some(key);
-    Some(refusal)
+    first_refusal(session, OnceRule::RepeatedSummary, index).then_some(refusal)
+}
+
+/// A summary that keeps none of the numbers the step's programs printed is refused once per
+/// step, the last output quoted: the 1.5B model's program printed the right result (109,
+/// 30) and its summary said another number or only what the step set out to do, and the
+/// answer was built on the summary. The model may know better (a program it found wrong):
+/// sent again, the summary stands.
+fn leaves_out_printed_once(
+    session: &mut SolveSession,
+    index: usize,
+    summary: &str,
+    texts: &Texts,
+) -> Option<String> {
+    let printed: Vec<f64> = session.printed.iter().flat_map(|p| numbers(p)).collect();
+    if printed.is_empty()
+        || numbers(summary)
+            .iter()
+            .any(|n| printed.iter().any(|p| same(*n, *p)))
+    {
+        return None;
+    }
+    let last = session.printed.last()?;
+    let output = crate::truncate::clip(last.trim().to_string(), PRINTED_QUOTED_BYTES);
+    let refusal = texts.render(
+        Text::FinishUnprintedResult,
+        &[
+            ("step_id", &session.record.steps[index].id),
+            ("printed", &output),
+        ],
+    );
+    first_refusal(session, OnceRule::UnprintedResult, index).then_some(refusal)
+}
+
+/// How much of a program's output a refusal quotes.
+const PRINTED_QUOTED_BYTES: usize = 400;
+
+/// Whether `rule` has not yet refused step `index` (and now has).
+fn first_refusal(session: &mut SolveSession, rule: OnceRule, index: usize) -> bool {
+    let step = &session.record.steps[index];
+    session
+        .refused_once
+        .insert((rule, step.id.clone(), step.goal.clone()))
+}
+
+/// The numbers written in `text` (`1,200` is 1200; a sign, a decimal point).
+fn numbers(text: &str) -> Vec<f64> {
+    let mut found = Vec::new();
+    let mut current = String::new();
+    let mut flush = |current: &mut String| {
+        let digits = current.trim_end_matches(['.', ',']).replace(',', "");
+        if let Ok(n) = digits.parse::<f64>() {
+            found.push(n);
+        }
+        current.clear();
+    };
+    for c in text.chars() {
+        match c {
+            '0'..='9' => current.push(c),
+            '.' | ',' if !current.is_empty() => current.push(c),
+            '-' if current.is_empty() => current.push(c),
+            _ => flush(&mut current),
+        }
+    }
+    flush(&mut current);
+    found
+}
+
+/// Two numbers are the same result when they agree to two decimals (a program prints
+/// `109.00000000000001`, a summary says 109; it prints 0.3333333, the summary 0.33).
+fn same(a: f64, b: f64) -> bool {
+    (a - b).abs() < 0.005 + 1e-9 * b.abs()
 }
 
 /// Mark step `index` done with `summary`; the result names the next step.
@@ -338,6 +407,7 @@ pub fn replan(session: &mut SolveSession, args: &Value, texts: &Texts) -> SpineR
     if steps.is_empty() {
         return SpineResult::refused(texts.get(Text::ReplanEmptySteps));
     }
+    session.printed.clear();
     let record = &mut session.record;
     let old_steps = std::mem::replace(&mut record.steps, steps);
     if !old_steps.is_empty() {
@@ -529,6 +599,62 @@ mod tests {
         let r = finish_step(&mut s, &json!({"step_id": "S3", "summary": hours}));
         assert!(r.output.ok, "{}", r.output.content);
         assert_eq!(s.record.steps[2].summary.as_deref(), Some(hours));
+    }
+
+    /// The 1.5B model's `line-31` (sixth measurement): the program printed the answer, the
+    /// summary said what the step set out to do.
+    #[test]
+    fn a_summary_without_the_printed_result_is_refused_once_then_stands() {
+        let mut s = planned(&["find Allen's age", "add ten years"]);
+        s.note_printed("[stdout]\n99.00000000000001");
+        let vague = "We need to find Allen's age from the ratio.";
+        let r = finish_step(&mut s, &json!({"step_id": "S1", "summary": vague}));
+        assert!(!r.output.ok);
+        assert_eq!(
+            r.output.content,
+            "Step S1's program printed:\n```\n[stdout]\n99.00000000000001\n```\nand this summary gives none of those numbers. A summary states what the step established, with its values. If the printed result is right, put it in the summary; if it is not, say why and what the result is, or send this summary again."
+        );
+        assert!(!s.record.steps[0].done);
+        // Sent again, it stands; the next step starts with nothing printed.
+        let r = finish_step(&mut s, &json!({"step_id": "S1", "summary": vague}));
+        assert!(r.output.ok, "{}", r.output.content);
+        assert!(s.printed.is_empty());
+        // A summary with a printed number (to two decimals, thousands separated) passes.
+        s.note_printed("[stdout]\n1200.0\n0.3333333");
+        let r = finish_step(
+            &mut s,
+            &json!({"step_id": "S2", "summary": "He has $1,200."}),
+        );
+        assert!(r.output.ok, "{}", r.output.content);
+    }
+
+    #[test]
+    fn a_summary_is_checked_only_against_its_own_steps_programs() {
+        // Printed before the plan: no step was open.
+        let mut s = SolveSession::new("t", 2, 12);
+        s.note_printed("[stdout]\n5");
+        assert!(s.printed.is_empty());
+        let mut s = planned(&["a", "b"]);
+        let r = finish_step(&mut s, &json!({"step_id": "S1", "summary": "x is 0.33"}));
+        assert!(r.output.ok, "{}", r.output.content);
+        s.note_printed("[stdout]\n0.3333333");
+        let r = finish_step(&mut s, &json!({"step_id": "S2", "summary": "y is 0.33"}));
+        assert!(r.output.ok, "{}", r.output.content);
+        // A replan starts afresh.
+        let mut s = planned(&["a", "b"]);
+        s.note_printed("[stdout]\n7");
+        let r = replan(&mut s, &json!({"reason": "r", "steps": [{"goal": "c"}]}));
+        assert!(r.output.ok, "{}", r.output.content);
+        let r = finish_step(&mut s, &json!({"step_id": "S1", "summary": "done"}));
+        assert!(r.output.ok, "{}", r.output.content);
+    }
+
+    #[test]
+    fn numbers_are_read_as_written() {
+        assert_eq!(numbers("He has $1,200.50, then -3."), vec![1200.5, -3.0]);
+        assert_eq!(numbers("S1: 7:11 and 162."), vec![1.0, 7.0, 11.0, 162.0]);
+        assert!(same(109.00000000000001, 109.0));
+        assert!(!same(109.0, 110.0));
     }
 
     #[test]

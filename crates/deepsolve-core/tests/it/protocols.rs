@@ -235,6 +235,46 @@ async fn fence_plans_runs_code_finishes_and_answers() {
     }));
 }
 
+/// What a step's program printed is held against its summary: one that keeps none of its
+/// numbers is refused once, the output quoted; a summary with the result then closes the step.
+#[tokio::test]
+async fn a_summary_without_what_the_program_printed_is_refused_once() {
+    let vague = json!({"step_id": "S1", "summary": "We multiply the two numbers."});
+    let (run, python) = scripted(
+        Protocol::Fence,
+        vec![
+            fenced_call("solve_plan", plan_args()),
+            fenced_call("code_execution", json!({"code": "print(6 * 8)"})),
+            fenced_call("solve_finish_step", vague),
+            fenced_call("solve_finish_step", finish_args()),
+            "6 times 8 is **48**.".into(),
+        ],
+    )
+    .await;
+    assert_solved(&run, &python, "6 times 8 is **48**.");
+    let refusals: Vec<&str> = (run.events.iter())
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                name,
+                ok: false,
+                content,
+                ..
+            } if name == "solve_finish_step" => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert!(
+        refusals[0].starts_with("Step S1's program printed:\n```\n48\n```"),
+        "{}",
+        refusals[0]
+    );
+    assert_eq!(
+        run.outcome.solve.steps[0].summary.as_deref(),
+        Some("6 * 8 = 48")
+    );
+}
+
 #[tokio::test]
 async fn fence_never_shows_an_invented_output() {
     let (run, python) = scripted(
