@@ -18,8 +18,8 @@ use deepsolve_eval::grade::{DEFAULT_SYMPY_TIMEOUT, SandboxSympy};
 use deepsolve_eval::mode::{DEEPSOLVE, PLAIN};
 use deepsolve_eval::report::ReportError;
 use deepsolve_eval::{
-    DataError, Grader, Mode, PlainOptions, Problem, Progress, ReportFiles, RunConfig, RunSummary,
-    Runner, Selection,
+    DataError, Grader, Mode, PlainOptions, Problem, Progress, RegradeError, ReportFiles, RunConfig,
+    RunSummary, Runner, Selection,
 };
 use deepsolve_settings::Loaded;
 use deepsolve_store::Store;
@@ -65,6 +65,9 @@ enum EvalAction {
     /// Print the report of a run directory (written again to DIR/report/), or compare two
     /// runs (written to DIR/compare-<name of DIR2>/).
     Report { dir: PathBuf, dir2: Option<PathBuf> },
+    /// Grade a run's stored outputs again with this build's grader, into a new run directory
+    /// OUT (the models are not asked again); `eval report DIR OUT` then shows what changed.
+    Regrade { dir: PathBuf, out: PathBuf },
 }
 
 #[derive(Args)]
@@ -121,6 +124,7 @@ struct RunEvalArgs {
 pub(crate) async fn run(args: EvalArgs) -> anyhow::Result<Exit> {
     match args.action {
         Some(EvalAction::Report { dir, dir2 }) => print_report(&dir, dir2.as_deref()),
+        Some(EvalAction::Regrade { dir, out }) => regrade(&dir, &out).await,
         None => evaluate(args.run).await,
     }
 }
@@ -540,6 +544,48 @@ fn shell_quote(arg: &str) -> String {
     } else {
         format!("'{}'", arg.replace('\'', r"'\''"))
     }
+}
+
+/// A run graded again into `out`: each changed verdict on stdout, the counts on stderr.
+async fn regrade(dir: &Path, out: &Path) -> anyhow::Result<Exit> {
+    let grader = grader().await;
+    let done = deepsolve_eval::regrade(dir, out, &grader)
+        .await
+        .map_err(|e| match e {
+            RegradeError::NoResults(_) | RegradeError::Exists(_) => {
+                UsageError::error(e.to_string())
+            }
+            other => anyhow::Error::new(other),
+        })?;
+    let verdict = |correct: bool| if correct { "right" } else { "wrong" };
+    let shown = |answer: &Option<String>| match answer {
+        Some(a) => format!("{a:?}"),
+        None => "no answer".to_string(),
+    };
+    for change in &done.changes {
+        outln!(
+            "{} {}: {} → {} ({} → {})",
+            change.id,
+            change.mode,
+            verdict(change.was_correct),
+            verdict(change.is_correct),
+            shown(&change.was_answer),
+            shown(&change.is_answer)
+        );
+    }
+    errln!(
+        "eval: graded {} outputs again ({} records without one copied as they were): {} changed; the run is in {}",
+        done.graded,
+        done.copied,
+        done.changes.len(),
+        out.display()
+    );
+    errln!(
+        "  deepsolve eval report {} {}   compares the two gradings",
+        dir.display(),
+        out.display()
+    );
+    Ok(Exit::Answer)
 }
 
 /// A run's report (or two runs compared): the Markdown on stdout, the files on stderr.

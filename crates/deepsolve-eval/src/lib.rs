@@ -10,6 +10,7 @@
 //!   caller implements for `deepsolve` (a recorded turn per problem).
 //! - [`runner`]: problems × modes with bounded concurrency, each result appended and synced
 //!   as it finishes, resumable, cancellable, with progress callbacks.
+//! - [`regrade`]: a finished run's stored outputs graded again by this build's grader.
 //! - [`report`]: accuracy with Wilson intervals, paired McNemar tests, per-level and
 //!   per-subject rows, plots; Markdown, JSON, CSV, SVG, PNG.
 
@@ -18,6 +19,7 @@ pub mod grade;
 pub mod mode;
 pub mod problem;
 pub mod record;
+pub mod regrade;
 pub mod report;
 pub mod runner;
 pub mod stats;
@@ -27,6 +29,7 @@ pub use grade::{AnswerStyle, Extraction, Graded, Grader, Judged, Verdict};
 pub use mode::{Attempt, Mode, PlainOptions, PlainSolver, SolveError, Solver};
 pub use problem::{Layout, Problem, detect_language};
 pub use record::{Prices, RESULTS_FILE, ResultRecord, SpineRecord};
+pub use regrade::{Change, RegradeError, Regraded, regrade};
 pub use report::{Report, ReportFiles, compare, compare_into, report};
 pub use runner::{ModeTally, Progress, ProgressFn, RunConfig, RunError, RunSummary, Runner};
 

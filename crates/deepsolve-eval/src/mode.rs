@@ -66,7 +66,7 @@ impl Attempt {
 /// Where a turn's answer states its result: first in the model's own answer (the playbook asks
 /// for it), but at the end of one assembled from the step summaries, under the engine's header
 /// line — the last step's summary holds the result.
-fn answer_style(source: Option<AnswerSource>) -> AnswerStyle {
+pub(crate) fn answer_style(source: Option<AnswerSource>) -> AnswerStyle {
     match source {
         Some(AnswerSource::StepSummaries) => AnswerStyle::Reasoned,
         Some(AnswerSource::Model | AnswerSource::Forced) | None => AnswerStyle::ResultFirst,

@@ -341,3 +341,88 @@ fn a_killed_run_resumes_without_running_a_finished_problem_again() {
     // The resume asked the model only for the problems that had no result.
     assert_eq!(server.call_count() - calls_before, 6 - before.len());
 }
+
+/// `eval regrade DIR OUT` grades the stored outputs again into a new run: a verdict an
+/// older grader got wrong (here written into the record) comes out right, and is listed.
+#[test]
+fn regrade_grades_stored_outputs_again_into_a_new_run() {
+    let home = Isolated::new();
+    let server = mock();
+    let set = write_set(home.path(), "small.jsonl", 2);
+    let run = home.path().join("run");
+    let done = eval(&home, &server)
+        .arg(&set)
+        .args(["--mode", "plain", "--out"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let mut records = results(&run);
+    records[0]["correct"] = Value::Bool(false);
+    records[0]["answer"] = Value::String("an older reading".into());
+    let lines: Vec<String> = records.iter().map(Value::to_string).collect();
+    std::fs::write(run.join("results.jsonl"), lines.join("\n") + "\n").unwrap();
+
+    let out = home.path().join("regraded");
+    let regraded = home
+        .command()
+        .args(["eval", "regrade"])
+        .arg(&run)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&regraded.stdout);
+    let stderr = String::from_utf8_lossy(&regraded.stderr);
+    assert!(regraded.status.success(), "{stderr}");
+    assert_eq!(
+        stdout.trim(),
+        r#"p1 plain: wrong → right ("an older reading" → "42")"#,
+        "{stderr}"
+    );
+    assert!(stderr.contains("graded 2 outputs again"), "{stderr}");
+    let again = results(&out);
+    assert_eq!(again.len(), 2);
+    assert!(again.iter().all(|r| r["correct"] == true), "{again:#?}");
+    assert!(out.join("run.json").exists());
+    // The source run is left as it was.
+    assert_eq!(results(&run)[0]["correct"], false);
+
+    // The two gradings compare like two runs.
+    let compared = home
+        .command()
+        .args(["eval", "report"])
+        .arg(&run)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        compared.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compared.stderr)
+    );
+
+    // Never over a run's results, never from a directory without any: exit 2, named.
+    for (from, to, says) in [
+        (&run, &out, "already holds results"),
+        (
+            &home.path().join("nothing"),
+            &home.path().join("x"),
+            "holds no results.jsonl",
+        ),
+    ] {
+        let refused = home
+            .command()
+            .args(["eval", "regrade"])
+            .arg(from)
+            .arg(to)
+            .output()
+            .unwrap();
+        assert_eq!(refused.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}

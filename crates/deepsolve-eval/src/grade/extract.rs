@@ -127,17 +127,51 @@ static ANSWER_IS: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
-/// The last stated answer, cut at the end of its sentence.
+/// The last stated answer that gives a value, else the last stated answer, cut at the end of
+/// its sentence. A sentence about the answer is not one ("The final answer is: 7 DVDs. This
+/// answer is derived from the plan…", the 1.5B model).
 fn answer_is(text: &str) -> Option<String> {
     let re = ANSWER_IS.as_ref()?;
-    let caps = re.captures_iter(text).last()?;
-    let mut rest = caps.get(1)?.as_str();
-    // "Final Answer: The final answer is $5$.": the innermost statement.
+    let stated: Vec<String> = (re.captures_iter(text))
+        .filter_map(|caps| statement(re, caps.get(1)?.as_str()))
+        .collect();
+    let valued = stated.iter().rev().find(|s| gives_a_value(s));
+    valued.or(stated.last()).cloned()
+}
+
+/// What one "the answer is" says: the innermost statement ("Final Answer: The final answer
+/// is $5$."), cut at the end of its sentence.
+fn statement(re: &Regex, mut rest: &str) -> Option<String> {
     while let Some(inner) = re.captures(rest).and_then(|c| c.get(1)) {
         rest = inner.as_str();
     }
     let cut = cut_sentence(rest);
     (!cut.is_empty()).then_some(cut)
+}
+
+/// A statement with a number or mathematics in it.
+fn gives_a_value(statement: &str) -> bool {
+    statement.chars().any(|c| {
+        c.is_ascii_digit()
+            || matches!(
+                c,
+                '\\' | '='
+                    | '零'
+                    | '一'
+                    | '二'
+                    | '三'
+                    | '四'
+                    | '五'
+                    | '六'
+                    | '七'
+                    | '八'
+                    | '九'
+                    | '十'
+                    | '百'
+                    | '千'
+                    | '万'
+            )
+    })
 }
 
 /// `$x$. I hope it is correct.` → `x`; `18 dollars.` → `18 dollars`.

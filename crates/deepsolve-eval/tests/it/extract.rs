@@ -32,6 +32,13 @@ fn a_stated_answer_is_taken_when_nothing_is_boxed() {
         ("**Answer:** 18 dollars", "18 dollars"),
         ("所以小明还剩 60 张。\n答案是 60 张。", "60 张"),
         ("答：一共 32 元。", "一共 32 元"),
+        // A later sentence about the answer is not the answer (the 1.5B model).
+        (
+            "The final answer is: 7 DVDs\n\nThis answer is derived from the plan and the steps.",
+            "7 DVDs",
+        ),
+        // Without a value anywhere, the last statement stands.
+        ("The answer is no. So the answer is yes.", "yes"),
     ];
     for (out, want) in cases {
         assert_eq!(
