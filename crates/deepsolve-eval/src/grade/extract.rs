@@ -139,40 +139,29 @@ fn answer_is(text: &str) -> Option<String> {
     valued.or(stated.last()).cloned()
 }
 
-/// What one "the answer is" says: the innermost statement ("Final Answer: The final answer
-/// is $5$."), cut at the end of its sentence.
-fn statement(re: &Regex, mut rest: &str) -> Option<String> {
-    while let Some(inner) = re.captures(rest).and_then(|c| c.get(1)) {
-        rest = inner.as_str();
+/// What one "the answer is" says, cut at the end of its sentence: the innermost statement
+/// ("Final Answer: The final answer is $5$.") that gives a value, else the innermost. A
+/// statement about the answer may follow on the same line ("…is 7. This answer is derived…").
+fn statement(re: &Regex, rest: &str) -> Option<String> {
+    let mut levels = Vec::new();
+    let mut rest = Some(rest);
+    while let Some(text) = rest {
+        levels.push(cut_sentence(text));
+        rest = re.captures(text).and_then(|c| c.get(1)).map(|m| m.as_str());
     }
-    let cut = cut_sentence(rest);
-    (!cut.is_empty()).then_some(cut)
+    let levels: Vec<String> = levels.into_iter().filter(|l| !l.is_empty()).collect();
+    let valued = levels.iter().rev().find(|l| gives_a_value(l));
+    valued.or(levels.last()).cloned()
 }
 
 /// A statement with a number or mathematics in it.
 fn gives_a_value(statement: &str) -> bool {
-    statement.chars().any(|c| {
-        c.is_ascii_digit()
-            || matches!(
-                c,
-                '\\' | '='
-                    | '零'
-                    | '一'
-                    | '二'
-                    | '三'
-                    | '四'
-                    | '五'
-                    | '六'
-                    | '七'
-                    | '八'
-                    | '九'
-                    | '十'
-                    | '百'
-                    | '千'
-                    | '万'
-            )
-    })
+    statement
+        .chars()
+        .any(|c| c.is_ascii_digit() || "\\=".contains(c) || CHINESE_NUMERALS.contains(c))
 }
+
+const CHINESE_NUMERALS: &str = "零一二三四五六七八九十百千万";
 
 /// `$x$. I hope it is correct.` → `x`; `18 dollars.` → `18 dollars`.
 fn cut_sentence(rest: &str) -> String {

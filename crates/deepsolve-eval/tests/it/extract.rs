@@ -37,6 +37,11 @@ fn a_stated_answer_is_taken_when_nothing_is_boxed() {
             "The final answer is: 7 DVDs\n\nThis answer is derived from the plan and the steps.",
             "7 DVDs",
         ),
+        ("答案是六十张。这个答案是根据计划得出的。", "六十张"),
+        (
+            "So the answer is 12 apples. This answer is based on the plan.",
+            "12 apples",
+        ),
         // Without a value anywhere, the last statement stands.
         ("The answer is no. So the answer is yes.", "yes"),
     ];
