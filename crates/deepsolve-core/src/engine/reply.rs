@@ -199,16 +199,26 @@ impl TurnRun<'_> {
         }
     }
 
-    /// A reply without calls: cut off, silent, or an answer.
-    fn absorb_text(&mut self, c: Completion) -> Option<Ending> {
+    /// A reply without calls: cut off, silent, or an answer. Text cut off by the output limit
+    /// is continued, unless it was going round in a loop: then it ends where the loop began
+    /// (asked to go on, the 1.5B model's answer round wrote the same paragraphs again, round
+    /// after round, its context growing by a thousand tokens each time).
+    fn absorb_text(&mut self, mut c: Completion) -> Option<Ending> {
         let visible = !c.text.trim().is_empty();
         if c.finish_reason == FinishReason::Length {
-            if visible {
+            if !visible {
+                if !self.reply.retried_output {
+                    self.retry_with_more_output();
+                    return None;
+                }
+            } else if repeats_itself(&c.text) {
+                self.emit.emit(EventKind::Warning {
+                    kind: WarningKind::Length,
+                    message: "the reply was cut off by the output limit going round in a loop: it ends where the loop began".into(),
+                });
+                c.text = before_loop(&c.text).to_string();
+            } else {
                 self.ask_to_continue(c.text);
-                return None;
-            }
-            if !self.reply.retried_output {
-                self.retry_with_more_output();
                 return None;
             }
         }

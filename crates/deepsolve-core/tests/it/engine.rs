@@ -655,6 +655,36 @@ async fn length_with_text_asks_to_continue_and_joins_the_parts() {
     assert!(run.last_prompt().contains("[deepsolve:continue]"));
 }
 
+/// The 1.5B model's answer round (`line-535`, build 9d74d0d) wrote the same paragraphs over
+/// and over until the output limit; asked to go on, it did so again, round after round.
+#[tokio::test]
+async fn an_answer_cut_off_in_a_loop_ends_where_the_loop_began() {
+    let lap = "To verify this, the total is 180 shells. The correct explanation should be: ";
+    let looping = format!("The total number of shells is 180.\n\n{}", lap.repeat(8));
+    let cut = Step::Reply(Completion {
+        finish_reason: FinishReason::Length,
+        ..match text(&looping) {
+            Step::Reply(c) => c,
+            _ => unreachable!(),
+        }
+    });
+    let model = Fake::seq(vec![plan(&["a"]), finish("S1", "180 shells"), cut]);
+    let run = run_with(model, vec![], |_| {}).await;
+    assert_eq!(run.outcome.stop_reason, StopReason::Answered);
+    assert_eq!(run.requests.len(), 3, "not asked to go on");
+    let answer = run.outcome.answer.as_deref().unwrap_or_default();
+    assert!(
+        answer.starts_with("The total number of shells is 180."),
+        "{answer}"
+    );
+    assert_eq!(
+        answer.matches("The correct explanation").count(),
+        1,
+        "{answer}"
+    );
+    assert!(!run.last_prompt().contains("[deepsolve:continue]"));
+}
+
 #[tokio::test]
 async fn reasoning_only_length_retries_once_with_double_budget() {
     let thinking = Step::Reply(Completion {
