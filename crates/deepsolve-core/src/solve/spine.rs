@@ -1,6 +1,8 @@
 //! The three solve tools: their schemas and their effect on the session.
 //! Pure functions over `SolveSession`; the loop decides when they may run.
 
+use std::sync::LazyLock;
+
 use serde_json::{Value, json};
 
 use super::session::{NewSteps, OnceRule, PlanVersion, SolveRecord, SolveSession, SolveStep};
@@ -78,6 +80,14 @@ pub fn solve_tool_specs(texts: &Texts) -> Vec<ToolSpec> {
 /// not take (the 1.5B model's answer round wrote `{"step_id": "S4", "summary": …}`, its last
 /// call's arguments without the call around them). Keys are the same in every language.
 pub fn are_solve_arguments(keys: &[&str]) -> bool {
+    SOLVE_PARAMETERS.iter().any(|(taken, required)| {
+        required.iter().all(|r| keys.contains(&r.as_str()))
+            && keys.iter().all(|k| taken.iter().any(|t| t == k))
+    })
+}
+
+/// Each solve tool's parameter names and required ones, read once from its schema.
+static SOLVE_PARAMETERS: LazyLock<Vec<(Vec<String>, Vec<String>)>> = LazyLock::new(|| {
     let names = |v: Option<&Value>| -> Vec<String> {
         match v {
             Some(Value::Array(a)) => a
@@ -90,13 +100,13 @@ pub fn are_solve_arguments(keys: &[&str]) -> bool {
         }
     };
     let texts = Texts::builtin(super::Language::En);
-    solve_tool_specs(&texts).iter().any(|spec| {
-        let taken = names(spec.parameters.get("properties"));
-        let required = names(spec.parameters.get("required"));
-        required.iter().all(|r| keys.contains(&r.as_str()))
-            && keys.iter().all(|k| taken.iter().any(|t| t == k))
-    })
-}
+    (solve_tool_specs(&texts).iter())
+        .map(|spec| {
+            let p = &spec.parameters;
+            (names(p.get("properties")), names(p.get("required")))
+        })
+        .collect()
+});
 
 /// What a successful solve call did, for the loop (events, folding).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -276,14 +286,18 @@ fn repeats_once(
     summary: &str,
     texts: &Texts,
 ) -> Option<String> {
-    let step = &session.record.steps[index];
-    let earlier =
-        (session.record.steps.iter()).find(|s| s.done && s.summary.as_deref() == Some(summary))?;
-    let refusal = texts.render(
+    let earlier = (session.record.steps.iter())
+        .find(|s| s.done && s.summary.as_deref() == Some(summary))?
+        .id
+        .clone();
+    first_refusal(session, OnceRule::RepeatedSummary, index)?;
+    Some(texts.render(
         Text::FinishRepeatedSummary,
-        &[("step_id", &step.id), ("earlier", &earlier.id)],
-    );
-    first_refusal(session, OnceRule::RepeatedSummary, index).then_some(refusal)
+        &[
+            ("step_id", &session.record.steps[index].id),
+            ("earlier", &earlier),
+        ],
+    ))
 }
 
 /// A summary that keeps none of the numbers the step's programs printed is refused once per
@@ -305,27 +319,26 @@ fn leaves_out_printed_once(
     {
         return None;
     }
+    first_refusal(session, OnceRule::UnprintedResult, index)?;
     let last = session.printed.last()?;
     let output = crate::truncate::clip(last.trim().to_string(), PRINTED_QUOTED_BYTES);
-    let refusal = texts.render(
+    Some(texts.render(
         Text::FinishUnprintedResult,
         &[
             ("step_id", &session.record.steps[index].id),
             ("printed", &output),
         ],
-    );
-    first_refusal(session, OnceRule::UnprintedResult, index).then_some(refusal)
+    ))
 }
 
 /// How much of a program's output a refusal quotes.
 const PRINTED_QUOTED_BYTES: usize = 400;
 
-/// Whether `rule` has not yet refused step `index` (and now has).
-fn first_refusal(session: &mut SolveSession, rule: OnceRule, index: usize) -> bool {
+/// `Some` when `rule` has not yet refused step `index` (and now has).
+fn first_refusal(session: &mut SolveSession, rule: OnceRule, index: usize) -> Option<()> {
     let step = &session.record.steps[index];
-    session
-        .refused_once
-        .insert((rule, step.id.clone(), step.goal.clone()))
+    let key = (rule, step.id.clone(), step.goal.clone());
+    session.refused_once.insert(key).then_some(())
 }
 
 /// The numbers written in `text` (`1,200` is 1200; a sign, a decimal point).
