@@ -549,10 +549,14 @@ impl Member {
     }
 
     /// At the end of a call: the last word on whether a budget stopped it. Besides what the
-    /// watchdog already decided, the cgroup's events and one more walk of the workspace are
-    /// judged now, so a call too short for the watcher's next walk is held to the quota too.
-    /// The verdict is this call's alone: the turn's other sandboxes are the watchdog's to judge.
+    /// watchdog already decided, the turn's memory and tasks (one more sample, or the
+    /// cgroup's events) and one more walk of the workspace are judged now, so a call too short
+    /// for the watcher's next look is held to the budgets too. The verdict is this call's
+    /// alone: the turn's other sandboxes are the watchdog's to judge.
     pub(crate) fn settle(&self) -> Option<Stopped> {
+        if self.turn.cgroup.is_none() {
+            watchdog::sample_now(&self.turn);
+        }
         if let Some(why) = self.reason() {
             return Some(why);
         }

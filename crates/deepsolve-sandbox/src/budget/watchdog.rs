@@ -81,6 +81,13 @@ pub(super) fn retire(cgroup: TurnCgroup) {
     }
 }
 
+/// Sample `turn` once now, off the sampler's clock. A call's end is judged on what the turn
+/// holds then: a cell that grew past the budget and returned between two ticks (or while a
+/// loaded host kept the sampler waiting) would otherwise be reported as fine.
+pub(super) fn sample_now(turn: &TurnBudget) {
+    turn.sample(&mut Reader::default(), true);
+}
+
 /// How long the watcher waits before walking a workspace again, given the last walk's cost
 /// and whether the workspace grew since the walk before.
 pub(super) fn walk_interval(cost: Duration, growing: bool) -> Duration {
