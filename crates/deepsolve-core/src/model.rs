@@ -21,6 +21,38 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
+/// The largest length bound (`maxLength`, `maxItems`) a schema shown to a model keeps. A
+/// decoding grammar holds such a bound by repeating a rule, and llama.cpp refuses more than
+/// 2 000 repetitions; its server then decodes with no grammar at all (`code_execution`'s
+/// 200 000-character bound let a `"required"` call come back as prose).
+pub const OFFERED_MAX_LENGTH: u64 = 2_000;
+
+impl ToolSpec {
+    /// The tool as a model is offered it: length bounds above [`OFFERED_MAX_LENGTH`] are left
+    /// out of its schema. A call is still checked against the whole schema before it runs.
+    pub fn as_offered(&self) -> ToolSpec {
+        ToolSpec {
+            parameters: without_long_bounds(&self.parameters),
+            ..self.clone()
+        }
+    }
+}
+
+fn without_long_bounds(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => map
+            .iter()
+            .filter(|(key, value)| {
+                let bound = matches!(key.as_str(), "maxLength" | "maxItems");
+                !(bound && value.as_u64().is_some_and(|n| n > OFFERED_MAX_LENGTH))
+            })
+            .map(|(key, value)| (key.clone(), without_long_bounds(value)))
+            .collect(),
+        Value::Array(items) => items.iter().map(without_long_bounds).collect(),
+        other => other.clone(),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolChoice {
@@ -251,5 +283,49 @@ impl<T: ChatModel + ?Sized> ChatModel for std::sync::Arc<T> {
 
     fn honours(&self) -> Honours {
         (**self).honours()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_tool_is_offered_without_the_bounds_no_grammar_can_hold() {
+        let spec = ToolSpec {
+            name: "code_execution".into(),
+            description: "Run Python.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "code": {"type": "string", "minLength": 1, "maxLength": 200_000},
+                    "label": {"type": "string", "maxLength": 80},
+                    "lines": {"type": "array", "items": {"type": "string", "maxLength": 100_000}, "maxItems": 5_000},
+                    "maxLength": {"type": "integer", "maxLength": 3}
+                },
+                "required": ["code"],
+                "additionalProperties": false
+            }),
+        };
+        let offered = spec.as_offered();
+        assert_eq!(
+            offered.parameters,
+            json!({
+                "type": "object",
+                "properties": {
+                    "code": {"type": "string", "minLength": 1},
+                    "label": {"type": "string", "maxLength": 80},
+                    "lines": {"type": "array", "items": {"type": "string"}},
+                    "maxLength": {"type": "integer", "maxLength": 3}
+                },
+                "required": ["code"],
+                "additionalProperties": false
+            })
+        );
+        assert_eq!(
+            (offered.name, offered.description),
+            (spec.name, spec.description)
+        );
     }
 }

@@ -176,7 +176,7 @@ impl OpenAiClient {
             .is_none_or(|v| v.stale.is_some())
     }
 
-    /// Probe the endpoint (see [`crate::probe`]): five requests as a solve makes them, one
+    /// Probe the endpoint (see [`crate::probe`]): six requests as a solve makes them, one
     /// attempt each, and the server's context window. The verdict is taken up and kept (see
     /// [`OpenAiClient::keep_verdicts_in`]). An endpoint that cannot be reached, or refuses the
     /// credentials, is an error: nothing is learnt, nothing kept.
@@ -197,11 +197,21 @@ impl OpenAiClient {
             let required = self
                 .run_check(&probe::required_check(spec), spec.check_timeout)
                 .await?;
+            // Not held even where the model would call: nothing more to learn.
+            let against_text = if called(&required) {
+                let check = probe::required_against_text_check(spec);
+                Some(self.run_check(&check, spec.check_timeout).await?)
+            } else {
+                None
+            };
             let named = self
                 .run_check(&probe::named_check(spec), spec.check_timeout)
                 .await?;
             native |= called(&required) || called(&named);
-            (probe::judge_required(&required), probe::judge_named(&named))
+            (
+                probe::judge_required(&required, against_text.as_ref()),
+                probe::judge_named(&named),
+            )
         };
         let native_detail = if native && !probe::judge_plan(&plan).0 {
             format!("calls come back when forced ({plan_detail})")

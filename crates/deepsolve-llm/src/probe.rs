@@ -6,7 +6,10 @@
 //! 1. a problem, `tool_choice: "auto"`: does a native call come back (and does the model plan
 //!    unasked)?
 //! 2. the same after a `solve_plan` call and its real result, `tool_choice: "required"`: does
-//!    a call come back?
+//!    a call come back? And a question the model would answer in a sentence, with the solve
+//!    tools and `"required"`: does a call come back there too? A model calls after a tool
+//!    result on its own, so the first alone cannot tell a server that holds the choice from
+//!    one that drops it (llama.cpp's pinned server with Qwen2.5-Coder: seen by hand).
 //! 3. the same history with `solve_replan` named (a call the model would not pick itself, so
 //!    that a server treating any named choice as "required" is told apart): is that tool
 //!    called?
@@ -43,6 +46,9 @@ pub(crate) const CANARY_AFTER: &str = "deepsolve-canary-after";
 
 /// How long one check may take by default: a small model on a busy CPU prefills the
 /// playbook in tens of seconds.
+/// A question any model answers in a sentence when left free (checks 2 and 4).
+const SENTENCE_QUESTION: &str = "What is 2 + 3? Answer in one short sentence.";
+
 pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How long a context-window lookup may take.
@@ -66,7 +72,7 @@ impl ProbeSpec {
     /// solve tools are always offered).
     pub fn new(texts: &Texts, work_tools: &[ToolSpec]) -> ProbeSpec {
         let mut tools = solve_tool_specs(texts);
-        tools.extend(work_tools.iter().cloned());
+        tools.extend(work_tools.iter().map(ToolSpec::as_offered));
         let mut session = SolveSession::new("probe", 2, 6);
         let plan_result = spine::plan(&mut session, &plan_arguments(), texts)
             .output
@@ -271,6 +277,16 @@ pub(crate) fn required_check(spec: &ProbeSpec) -> Check {
     tool_check(spec, after_plan(spec), ToolChoice::Required, 160)
 }
 
+/// Check 2, its second half: a question the model would answer in a sentence, the solve
+/// tools offered and `"required"`. Only a server that holds the choice gets a call here.
+pub(crate) fn required_against_text_check(spec: &ProbeSpec) -> Check {
+    let messages = vec![
+        Message::system("Answer briefly."),
+        Message::user(SENTENCE_QUESTION),
+    ];
+    tool_check(spec, messages, ToolChoice::Required, 200)
+}
+
 /// Check 3: after the plan and its result, `solve_replan` named.
 pub(crate) fn named_check(spec: &ProbeSpec) -> Check {
     let choice = ToolChoice::Named(SOLVE_REPLAN.to_string());
@@ -328,7 +344,7 @@ pub(crate) fn json_schema_check() -> Check {
         request: ChatRequest {
             messages: vec![
                 Message::system("Answer briefly."),
-                Message::user("What is 2 + 3? Answer in one short sentence."),
+                Message::user(SENTENCE_QUESTION),
             ],
             tools: Vec::new(),
             tool_choice: ToolChoice::Auto,
@@ -423,18 +439,47 @@ pub(crate) fn judge_plan(outcome: &Outcome) -> (bool, Option<bool>, String) {
     (!completion.tool_calls.is_empty(), Some(planned), detail)
 }
 
-/// The judgement on check 2: a call came back.
-pub(crate) fn judge_required(outcome: &Outcome) -> (bool, String) {
-    if let Some(why) = refused_or_slow(outcome) {
+/// The judgement on check 2: a call came back after the tool result, and for the question
+/// the model would answer in a sentence.
+pub(crate) fn judge_required(
+    after_result: &Outcome,
+    against_text: Option<&Outcome>,
+) -> (bool, String) {
+    if let Some(why) = refused_or_slow(after_result) {
         return (false, why);
     }
-    match outcome {
-        Outcome::Replied(c) if !c.tool_calls.is_empty() => {
-            (true, format!("after a tool result: {}", calls_named(c)))
-        }
+    let Outcome::Replied(after) = after_result else {
+        return (false, String::new());
+    };
+    if after.tool_calls.is_empty() {
+        return (
+            false,
+            format!("forced, it still answered with {}", calls_named(after)),
+        );
+    }
+    let Some(against_text) = against_text else {
+        return (false, "not asked for a sentence".to_string());
+    };
+    if let Some(why) = refused_or_slow(against_text) {
+        return (false, format!("asked for a sentence: {why}"));
+    }
+    match against_text {
+        Outcome::Replied(c) if !c.tool_calls.is_empty() => (
+            true,
+            format!(
+                "after a tool result: {}; asked for a sentence: {}",
+                calls_named(after),
+                calls_named(c)
+            ),
+        ),
         Outcome::Replied(c) => (
             false,
-            format!("forced, it still answered with {}", calls_named(c)),
+            format!(
+                "after a tool result: {} (the model's own choice); asked for a sentence, it \
+                 answered with {}: the choice is not held",
+                calls_named(after),
+                calls_named(c)
+            ),
         ),
         _ => (false, String::new()),
     }

@@ -23,7 +23,10 @@ struct Kept {
     verdicts: Vec<Verdict>,
 }
 
-const VERSION: u32 = 1;
+/// 2: the `"required"` check also asks where the model would answer in text (a version-1
+/// verdict may have taken a model calling on its own for a server holding the choice), so
+/// older verdicts are probed again.
+const VERSION: u32 = 2;
 
 /// The verdict kept in `file` for `endpoint` and `model`, stale or not.
 pub fn read(file: &Path, endpoint: &str, model: &str) -> Option<Verdict> {

@@ -78,8 +78,10 @@ impl Toolbox {
         Toolbox { mounted }
     }
 
+    /// The tools as the model is offered them ([`ToolSpec::as_offered`]); calls are checked
+    /// against the tools' whole schemas.
     pub(crate) fn specs(&self) -> Vec<ToolSpec> {
-        self.mounted.iter().map(|m| m.spec.clone()).collect()
+        self.mounted.iter().map(|m| m.spec.as_offered()).collect()
     }
 
     /// The work tools' implementations (for turn start/finish hooks).

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use deepsolve_core::{ChatModel, ChatRequest, Language, Message, Texts, ToolChoice};
+use deepsolve_core::{ChatModel, ChatRequest, Language, Message, Texts, ToolChoice, ToolSpec};
 use deepsolve_llm::{
     Capability, ClientConfig, OpenAiClient, ProbeSpec, Verdict, WindowSource, verdicts,
 };
@@ -96,6 +96,24 @@ fn llama_like(req: &PolicyRequest) -> Reply {
         return call("solve_finish_step");
     }
     Reply::text("To solve this, I will first find the cost of the pencils.")
+}
+
+/// A model that calls after a tool result on its own, on a server that drops `tool_choice`:
+/// asked for a sentence under `"required"`, it answers in a sentence.
+fn complies_on_its_own(req: &PolicyRequest) -> Reply {
+    if req.raw.get("response_format").is_some() {
+        return Reply::text(r#"{"answer": 5}"#);
+    }
+    if !req.stop.is_empty() {
+        return Reply::text("deepsolve-canary-before ");
+    }
+    let after_a_result = req.raw["messages"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+    if after_a_result {
+        return call("solve_finish_step");
+    }
+    Reply::text("2 + 3 = 5.")
 }
 
 async fn probe(server: &MockServer) -> Verdict {
@@ -191,6 +209,28 @@ async fn a_server_that_forces_a_call_but_not_the_named_one() {
 }
 
 #[tokio::test]
+async fn a_model_that_calls_on_its_own_is_not_taken_for_a_server_that_holds_required() {
+    let server = MockServer::policy(FnPolicy(complies_on_its_own));
+    let verdict = probe(&server).await;
+    let honours = verdict.honours();
+    assert!(honours.native_tools, "{verdict:?}");
+    assert!(!honours.tool_choice_required, "{verdict:?}");
+    assert!(!honours.tool_choice_named, "{verdict:?}");
+    let required = verdict.finding(Capability::ToolChoiceRequired).unwrap();
+    assert!(required.detail.contains("not held"), "{required:?}");
+    // The second half asked what a free model answers in a sentence, with the tools and
+    // "required".
+    let asked = server.requests().into_iter().any(|r| {
+        r.body["tool_choice"] == "required"
+            && r.body["tools"].as_array().is_some_and(|t| !t.is_empty())
+            && r.body["messages"][1]["content"]
+                .as_str()
+                .is_some_and(|q| q.contains("one short sentence"))
+    });
+    assert!(asked, "the sentence was asked under required");
+}
+
+#[tokio::test]
 async fn a_kept_verdict_is_reused_and_a_contradiction_marks_it_stale() {
     let refuse_named = Arc::new(AtomicBool::new(false));
     let refusing = refuse_named.clone();
@@ -270,12 +310,27 @@ async fn llama_cpp_s_own_server_as_probed() {
         ..ClientConfig::new(server.url(), "test-model")
     };
     let client = OpenAiClient::new(config).expect("client");
-    let spec = ProbeSpec::new(&Texts::builtin(Language::En), &[])
+    // Offered with a work tool whose schema bounds its code at 200 000 characters, as
+    // `code_execution`'s does: sent as it is, that bound is more than llama.cpp's grammar
+    // holds, and the server then holds nothing (seen by hand: under `"required"`, asked for a
+    // poem, the model wrote the poem).
+    let code = ToolSpec {
+        name: "code_execution".into(),
+        description: "Run Python, like a notebook cell.".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"code": {"type": "string", "minLength": 1, "maxLength": 200_000}},
+            "required": ["code"],
+            "additionalProperties": false
+        }),
+    };
+    let spec = ProbeSpec::new(&Texts::builtin(Language::En), &[code])
         .with_check_timeout(Duration::from_secs(300));
     let verdict = client.probe(&spec).await.expect("probe");
     eprintln!("{verdict:#?}");
     let honours = verdict.honours();
     assert!(honours.native_tools, "{verdict:#?}");
+    // Held where the model would answer in a sentence too.
     assert!(honours.tool_choice_required, "{verdict:#?}");
     // The pinned server forces *a* call for a named choice, of whichever tool the model
     // picks (seen by hand: `solve_finish_step` named, `solve_plan` called).
