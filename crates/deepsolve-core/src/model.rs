@@ -25,10 +25,10 @@ pub struct ToolSpec {
 /// decoding grammar holds such a bound by repeating a rule, and llama.cpp refuses more than
 /// 2 000 repetitions; its server then decodes with no grammar at all (`code_execution`'s
 /// 200 000-character bound let a `"required"` call come back as prose).
-pub const OFFERED_MAX_LENGTH: u64 = 2_000;
+const OFFERED_MAX_LENGTH: u64 = 2_000;
 
 impl ToolSpec {
-    /// The tool as a model is offered it: length bounds above [`OFFERED_MAX_LENGTH`] are left
+    /// The tool as a model is offered it: length bounds above 2 000 (`OFFERED_MAX_LENGTH`) are left
     /// out of its schema. A call is still checked against the whole schema before it runs.
     pub fn as_offered(&self) -> ToolSpec {
         ToolSpec {
