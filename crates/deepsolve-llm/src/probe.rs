@@ -44,11 +44,11 @@ const PROBLEM: &str = "A shop sells pencils at 3 for $1 and erasers at $0.40 eac
 pub(crate) const CANARY_BEFORE: &str = "deepsolve-canary-before";
 pub(crate) const CANARY_AFTER: &str = "deepsolve-canary-after";
 
-/// How long one check may take by default: a small model on a busy CPU prefills the
-/// playbook in tens of seconds.
 /// A question any model answers in a sentence when left free (checks 2 and 4).
 const SENTENCE_QUESTION: &str = "What is 2 + 3? Answer in one short sentence.";
 
+/// How long one check may take by default: a small model on a busy CPU prefills the
+/// playbook in tens of seconds.
 pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How long a context-window lookup may take.
