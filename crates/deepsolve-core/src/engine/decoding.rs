@@ -52,6 +52,15 @@ pub(super) struct Decoding {
     /// is made it leaves the context, as a finished step's work does. Kept, it was the text
     /// the 1.5B model copied into every later free round and into its answer.
     reasoning_before_plan: bool,
+    /// What the round being answered admits, where a narrowed required call went out as
+    /// plain `required` (`ToolChoice::Among`: llama.cpp's server, for one, then lets the model
+    /// call any tool offered).
+    admitted: Option<Vec<String>>,
+    /// The last reply called only outside what its round admitted: this round offers just
+    /// the tools it admits (one prefill of the prompt from the tools on, paid only then).
+    offer_only_admitted: bool,
+    /// This round offers just the tools it admits.
+    offers_only_admitted: bool,
 }
 
 /// Whether `enforce` holds the spine at decoding time for a model that honours `honours`.
@@ -74,6 +83,9 @@ impl Decoding {
             ran_written_program: false,
             thought_step: None,
             reasoning_before_plan: false,
+            admitted: None,
+            offer_only_admitted: false,
+            offers_only_admitted: false,
         }
     }
 
@@ -120,8 +132,12 @@ impl Decoding {
     /// `solve_replan`, which stays the free round's to choose: made to call something, the
     /// 1.5B model replanned with the current step alone as the new plan, dropping the steps
     /// after it (5 of 17 turns, every replan in a required round), and its answer lost their
-    /// results. The tool list stays, and the choice names the tools that remain.
-    pub(super) fn narrow(&self, request: &mut ChatRequest, record: &SolveRecord) {
+    /// results. The tool list stays, and the choice names the tools that remain; only after
+    /// a reply that called nothing the round admits is the list narrowed to them
+    /// ([`TurnRun::set_aside_strays`]).
+    pub(super) fn narrow(&mut self, request: &mut ChatRequest, record: &SolveRecord) {
+        self.admitted = None;
+        self.offers_only_admitted = std::mem::take(&mut self.offer_only_admitted);
         let offers_plan = request.tools.iter().any(|t| t.name == SOLVE_PLAN);
         if !self.on || !offers_plan {
             return;
@@ -154,6 +170,10 @@ impl Decoding {
                 .filter(|n| n != SOLVE_PLAN && n != SOLVE_REPLAN)
                 .collect();
             if !rest.is_empty() {
+                if self.offers_only_admitted {
+                    request.tools.retain(|t| rest.contains(&t.name));
+                }
+                self.admitted = Some(rest.clone());
                 request.tool_choice = ToolChoice::Among(rest);
             }
         }
@@ -268,6 +288,44 @@ impl TurnRun<'_> {
             message: why.to_string(),
         });
         reasoning
+    }
+
+    /// Calls outside what the round admitted are not run: an endpoint sent plain `required`
+    /// for a narrowed choice let the model call any tool it was offered, and made to call
+    /// something, the 1.5B model on llama.cpp's server called `solve_replan` or `solve_plan`
+    /// in 7 of 50 such rounds (one turn replanned until its round budget was spent). A reply
+    /// with nothing else is set aside, and `true` asks the round again offering only the
+    /// tools it admits; a reply that strays even then has its calls run, and refused, as
+    /// before.
+    pub(super) fn set_aside_strays(&mut self, reply: &mut Interpreted) -> bool {
+        let Some(admitted) = self.decoding.admitted.take() else {
+            return false;
+        };
+        let calls = &mut reply.completion.tool_calls;
+        let strays: Vec<String> = (calls.iter())
+            .filter(|c| !admitted.contains(&c.name))
+            .map(|c| c.name.clone())
+            .collect();
+        if strays.is_empty() || self.decoding.offers_only_admitted {
+            return false;
+        }
+        calls.retain(|c| admitted.contains(&c.name));
+        let again = calls.is_empty() && reply.unreadable.is_empty();
+        self.decoding.offer_only_admitted = again;
+        let then = if again {
+            "; the round is asked again, offering only those tools"
+        } else {
+            ""
+        };
+        self.emit.emit(EventKind::Warning {
+            kind: WarningKind::Protocol,
+            message: format!(
+                "the model called {} where this round admits only {}: not run{then}",
+                strays.join(", "),
+                admitted.join(", "),
+            ),
+        });
+        again
     }
 
     /// A reply with calls: nothing is due any more.

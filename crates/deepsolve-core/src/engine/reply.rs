@@ -72,6 +72,10 @@ impl TurnRun<'_> {
     /// Take in one completion. `Some` ends the loop.
     pub(super) async fn absorb(&mut self, c: Completion) -> Option<Ending> {
         let mut reply = self.interpret(c);
+        if self.set_aside_strays(&mut reply) {
+            self.record_round(&reply.completion, RoundRole::Narration);
+            return None;
+        }
         // The spine as this reply found it: nothing below changes it before the calls run.
         let record = self.record();
         if self.decoding.asked_for_call(&record)

@@ -41,7 +41,7 @@ pub use showcase::{
 pub use small_model::{
     AnswersWithACall, CopiesItsTail, CopiesSummaries, FencedJsonCalls, FinishesOneThenProbes,
     HermesInContent, IgnoresToolChoice, InventedOutput, LoopsInForcedCall, NudgeEcho, ProsePlanner,
-    SMALL_MODEL_RESULT, ThinksBeforeCalls,
+    ReplansWhenForced, SMALL_MODEL_RESULT, ThinksBeforeCalls,
 };
 pub use solver::WellBehaved;
 pub use vision::{
@@ -172,6 +172,7 @@ pub const SMALL_MODEL_POLICY_NAMES: &[&str] = &[
     "copies-its-tail",
     "answers-with-a-call",
     "copies-summaries",
+    "replans-when-forced",
 ];
 
 /// Policies [`by_name`] also knows that exist for benchmarks, the web UI's browser tests and
@@ -236,6 +237,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "copies-its-tail" => Box::new(CopiesItsTail { then: base }),
         "answers-with-a-call" => Box::new(AnswersWithACall { then: base }),
         "copies-summaries" => Box::new(CopiesSummaries { then: base }),
+        "replans-when-forced" => Box::new(ReplansWhenForced { then: base }),
         "ignores-tool-choice" => Box::new(IgnoresToolChoice {
             inner: FinishesOneThenProbes::new(base),
         }),

@@ -3,7 +3,7 @@
 //! is tested without the model. Every one answers a forced-answer request (`tool_choice:
 //! "none"`) with a final text, except [`IgnoresToolChoice`].
 
-use deepsolve_core::solve::spine::{SOLVE_FINISH_STEP, SOLVE_PLAN};
+use deepsolve_core::solve::spine::{SOLVE_FINISH_STEP, SOLVE_PLAN, SOLVE_REPLAN};
 use serde_json::Value;
 
 use crate::policy::markup::{as_plain_text, push_line};
@@ -288,6 +288,37 @@ impl Policy for ThinksBeforeCalls {
         match req.tool_choice.as_deref() {
             Some("auto") | None => Reply::text(ThinksBeforeCalls::thinking(req)),
             Some(_) => self.then.next_move(req),
+        }
+    }
+}
+
+/// A small model on an endpoint that reads a narrowed required choice as plain `required`
+/// (llama.cpp's server): asked with `auto`, it thinks aloud towards [`SMALL_MODEL_RESULT`];
+/// asked for a call once it has a plan, it replans with the current step alone whenever
+/// `solve_replan` is offered, as the 1.5B model did there; offered only the step's tools,
+/// it makes `then`'s move.
+///
+/// **Engine:** under `solve.enforce: decoding`, the replan is not run: the round is asked
+/// again offering only the tools it admits, and the plan keeps its steps. **Ending:**
+/// `answered`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplansWhenForced {
+    pub then: WellBehaved,
+}
+
+impl Policy for ReplansWhenForced {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if let Some(reply) = common(req) {
+            return reply;
+        }
+        let current = req.current_step();
+        match (req.tool_choice.as_deref(), current) {
+            (Some("auto") | None, _) => Reply::text(ThinksBeforeCalls::thinking(req)),
+            (Some("required"), Some(step)) if req.offers(SOLVE_REPLAN) => Reply::calls(vec![(
+                SOLVE_REPLAN,
+                serde_json::json!({"reason": "do this step first", "steps": [{"goal": step.goal}]}),
+            )]),
+            _ => self.then.next_move(req),
         }
     }
 }

@@ -655,3 +655,61 @@ async fn a_step_has_one_free_round_and_the_reasoning_before_the_plan_leaves_with
         );
     }
 }
+
+#[tokio::test]
+async fn a_call_outside_what_a_required_round_admits_is_not_run_and_the_round_is_asked_again() {
+    // Sent plain `required`, llama.cpp's server let the 1.5B model call `solve_replan` where
+    // the spine wanted the step's work or its finish: the plan lost the steps after the
+    // current one.
+    for language in [Language::En, Language::Zh] {
+        let played = play_decoding("replans-when-forced", language).await;
+        let turn = format!("replans-when-forced {}", language.code());
+        assert_eq!(played.outcome.stop_reason, StopReason::Answered, "{turn}");
+        assert_eq!(
+            played.outcome.solve.steps.len(),
+            2,
+            "{turn}: the plan kept its steps"
+        );
+        assert!(played.outcome.solve.steps.iter().all(|s| s.done), "{turn}");
+        let replans_run = (played.events.iter())
+            .filter(
+                |e| matches!(&e.kind, EventKind::ToolCall { name, .. } if name == "solve_replan"),
+            )
+            .count();
+        assert_eq!(replans_run, 0, "{turn}: no replan ran");
+        let offers = |r: &ChatRequest, name: &str| r.tools.iter().any(|t| t.name == name);
+        let mut asked_again = 0;
+        for pair in played.requests.windows(2) {
+            let (before, again) = (&pair[0], &pair[1]);
+            if offers(again, "solve_replan") || !matches!(again.tool_choice, ToolChoice::Among(_)) {
+                continue;
+            }
+            asked_again += 1;
+            assert!(
+                matches!(before.tool_choice, ToolChoice::Among(_))
+                    && offers(before, "solve_replan"),
+                "{turn}: only a round whose reply strayed is asked with fewer tools"
+            );
+            // The stray reply left nothing: only the tail (its round count) differs.
+            let kept = before.messages.len() - 1;
+            assert_eq!(
+                before.messages[..kept],
+                again.messages[..again.messages.len() - 1],
+                "{turn}: the stray reply left nothing"
+            );
+            let admitted: Vec<&str> = again.tools.iter().map(|t| t.name.as_str()).collect();
+            assert!(
+                matches!(&again.tool_choice, ToolChoice::Among(names) if names.iter().map(String::as_str).eq(admitted.iter().copied())),
+                "{turn}: the narrowed list is what the round admits"
+            );
+        }
+        assert!(asked_again >= 2, "{turn}: {:?}", choices(&played));
+        let warned = (played.events.iter()).any(|e| {
+            matches!(&e.kind, EventKind::Warning { message, .. }
+                if message.contains("solve_replan") && message.contains("not run"))
+        });
+        assert!(warned, "{turn}");
+        let found = problems(&turn, &played, &engine_pieces());
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+}
