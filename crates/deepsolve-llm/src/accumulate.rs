@@ -480,6 +480,17 @@ impl StreamAccumulator {
         self.finish_reason.is_some()
     }
 
+    /// Whether a named call has begun in the reply so far.
+    pub fn has_calls(&self) -> bool {
+        self.calls.has_calls()
+    }
+
+    /// The reply ends here, cut by the output limit (the server said so other than with a
+    /// `finish_reason`).
+    pub fn cut_by_output_limit(&mut self) {
+        self.finish_reason = Some(FinishReason::Length);
+    }
+
     /// The finish reason seen so far, if any.
     pub fn finish_reason(&self) -> Option<&FinishReason> {
         self.finish_reason.as_ref()

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::accumulate::{ReplyTooLarge, StreamAccumulator};
 use crate::classify::{
-    Failure, RetryKind, classify_status, classify_stream_error, rejected_capability,
+    Failure, Retry, RetryKind, classify_status, classify_stream_error, rejected_capability,
 };
 use crate::config::{ClientConfig, ClientError, normalize_base_url};
 use crate::probe::{self, Capability, Check, Finding, Outcome, ProbeSpec, Verdict, WindowSource};
@@ -555,7 +555,7 @@ impl OpenAiClient {
             return Ok(Flow::Done);
         }
         if event.event.as_deref() == Some("error") {
-            return Err(self.stream_error(data));
+            return self.error_in_stream(data, acc);
         }
         let chunk: ChatChunk = serde_json::from_str(data).map_err(|e| {
             protocol(format!(
@@ -564,7 +564,7 @@ impl OpenAiClient {
             ))
         })?;
         if chunk.error.as_ref().is_some_and(|e| !e.is_null()) {
-            return Err(self.stream_error(data));
+            return self.error_in_stream(data, acc);
         }
         // The chunk holds what it carries; the raw text is not needed any more.
         drop(event);
@@ -581,6 +581,28 @@ impl OpenAiClient {
             on_delta(delta);
         }
         Ok(Flow::Continue)
+    }
+
+    /// An error inside the stream. A server error once a call has begun is that call cut
+    /// off: llama.cpp's server answers a call cut by `max_tokens` with `{"error": {"code":
+    /// 500, "message": "Invalid diff: now finding less tool calls!"}}` in place of
+    /// `finish_reason: "length"` (it cannot read the cut call), and the same request is cut
+    /// the same way again. The reply so far comes back cut by the output limit, for the
+    /// loop's own handling of a cut call and the probe's reading of a call begun.
+    fn error_in_stream(&self, data: &str, acc: &mut StreamAccumulator) -> Result<Flow, Failure> {
+        let failure = self.stream_error(data);
+        let server_error = matches!(
+            &failure,
+            Failure::Retry(Retry {
+                kind: RetryKind::Server(_),
+                ..
+            })
+        );
+        if server_error && acc.has_calls() && !acc.saw_finish() {
+            acc.cut_by_output_limit();
+            return Ok(Flow::Done);
+        }
+        Err(failure)
     }
 
     fn stream_error(&self, data: &str) -> Failure {

@@ -79,11 +79,17 @@ impl TurnRun<'_> {
         // The spine as this reply found it: nothing below changes it before the calls run.
         let record = self.record();
         if self.decoding.asked_for_call(&record)
-            && reply.completion.tool_calls.is_empty()
             && reply.completion.finish_reason == FinishReason::Length
         {
-            self.record_round(&reply.completion, RoundRole::Narration);
-            return self.after_cut_call(&reply.completion.text);
+            let cut = take_cut_call(&mut reply.completion);
+            if reply.completion.tool_calls.is_empty() {
+                self.record_round(&reply.completion, RoundRole::Narration);
+                let written = match cut {
+                    Some(call) => format!("{}{}", reply.completion.text, call.arguments),
+                    None => std::mem::take(&mut reply.completion.text),
+                };
+                return self.after_cut_call(&written);
+            }
         }
         self.run_written_program(&mut reply);
         let cut = reply.completion.finish_reason == FinishReason::Length;
@@ -298,6 +304,16 @@ impl TurnRun<'_> {
             .push(Message::user(format!("{NUDGE_MARKER} {nudge}")));
         None
     }
+}
+
+/// The reply's last call, taken out when the output limit cut its arguments short (they do
+/// not read as JSON): a native call cut off, as a call written in text is.
+fn take_cut_call(completion: &mut Completion) -> Option<ToolCall> {
+    let last = completion.tool_calls.last()?;
+    if serde_json::from_str::<serde_json::Value>(&last.arguments).is_ok() {
+        return None;
+    }
+    completion.tool_calls.pop()
 }
 
 /// Characters at the end of a cut reply that, found three times in it, show a loop.

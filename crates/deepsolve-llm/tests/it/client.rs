@@ -584,6 +584,40 @@ async fn an_error_chunk_mid_stream_is_typed() {
 }
 
 #[tokio::test]
+async fn a_server_error_once_a_call_has_begun_is_the_call_cut_by_the_output_limit() {
+    // llama.cpp's server, its forced call cut by `max_tokens`: the call's opening, then an
+    // error in place of `finish_reason: "length"`. The same request again would be cut again.
+    let cut = json!({"error": {"code": 500, "message": "Invalid diff: now finding less tool calls!", "type": "server_error"}});
+    let server = TestServer::start(vec![
+        Reply::chunks(&[
+            tool_delta(Some(0), Some("call_a"), Some("solve_plan"), ""),
+            tool_delta(Some(0), None, None, "{\"analysis\": \"split"),
+            cut.clone(),
+        ]),
+        // Before any call began, the same error is the server failing.
+        Reply::chunks(&[delta_chunk(json!({"content": ""})), cut]),
+    ])
+    .await;
+    let config = ClientConfig {
+        max_attempts: 1,
+        ..config(&server)
+    };
+    let client = OpenAiClient::new(config).expect("client");
+    let (first, _) = run(&client, &request()).await;
+    let completion = first.expect("the reply so far");
+    assert_eq!(completion.finish_reason, FinishReason::Length);
+    assert_eq!(
+        completion.tool_calls,
+        [call("call_a", "solve_plan", "{\"analysis\": \"split")]
+    );
+    let (second, _) = run(&client, &request()).await;
+    assert!(
+        matches!(&second, Err(ModelError::Server { message, .. }) if message.contains("Invalid diff")),
+        "{second:?}"
+    );
+}
+
+#[tokio::test]
 async fn connection_refused_is_a_transport_error_after_all_attempts() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use deepsolve_core::{ChatModel, ChatRequest, Language, Message, Texts, ToolChoice, ToolSpec};
+use deepsolve_core::{
+    ChatModel, ChatRequest, FinishReason, Language, Message, Texts, ToolChoice, ToolSpec,
+};
 use deepsolve_llm::{
     Capability, ClientConfig, OpenAiClient, ProbeSpec, Verdict, WindowSource, verdicts,
 };
@@ -341,4 +343,42 @@ async fn llama_cpp_s_own_server_as_probed() {
         "{verdict:#?}"
     );
     assert_eq!(verdict.window_source, Some(WindowSource::LlamaCppProps));
+
+    // A forced call cut by `max_tokens`: the server sends an error in place of
+    // `finish_reason: "length"`; the client reads it as the call cut off, not a failure.
+    let request = ChatRequest {
+        messages: vec![Message::user(
+            "Plan how to compute 17 * 23 and then 5 + 9, in three steps.",
+        )],
+        tools: vec![plan_tool()],
+        tool_choice: ToolChoice::Required,
+        max_tokens: 12,
+        temperature: 0.0,
+        stop: Vec::new(),
+        response_format: None,
+    };
+    let cut = client.complete(&request, &mut |_| {}).await;
+    let cut = cut.expect("the cut call, not an error");
+    assert_eq!(cut.finish_reason, FinishReason::Length, "{cut:?}");
+    assert_eq!(cut.tool_calls.len(), 1, "{cut:?}");
+}
+
+/// `solve_plan`, as a turn offers it.
+fn plan_tool() -> ToolSpec {
+    ToolSpec {
+        name: "solve_plan".into(),
+        description: "Commit to a plan.".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "analysis": {"type": "string"},
+                "steps": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {"goal": {"type": "string"}},
+                    "required": ["goal"]
+                }}
+            },
+            "required": ["analysis", "steps"]
+        }),
+    }
 }

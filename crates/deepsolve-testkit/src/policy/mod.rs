@@ -40,8 +40,8 @@ pub use showcase::{
 };
 pub use small_model::{
     AnswersWithACall, CopiesItsTail, CopiesSummaries, FencedJsonCalls, FinishesOneThenProbes,
-    HermesInContent, IgnoresToolChoice, InventedOutput, LoopsInForcedCall, NudgeEcho, ProsePlanner,
-    ReplansWhenForced, SMALL_MODEL_RESULT, ThinksBeforeCalls,
+    HermesInContent, IgnoresToolChoice, InventedOutput, LoopsInForcedCall, LoopsInForcedNativeCall,
+    NudgeEcho, ProsePlanner, ReplansWhenForced, SMALL_MODEL_RESULT, ThinksBeforeCalls,
 };
 pub use solver::WellBehaved;
 pub use vision::{
@@ -169,6 +169,7 @@ pub const SMALL_MODEL_POLICY_NAMES: &[&str] = &[
     "ignores-tool-choice",
     "thinks-before-calls",
     "loops-in-forced-call",
+    "loops-in-forced-native-call",
     "copies-its-tail",
     "answers-with-a-call",
     "copies-summaries",
@@ -234,6 +235,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "hermes-in-content" => Box::new(HermesInContent { inner: base }),
         "thinks-before-calls" => Box::new(ThinksBeforeCalls { then: base }),
         "loops-in-forced-call" => Box::new(LoopsInForcedCall),
+        "loops-in-forced-native-call" => Box::new(LoopsInForcedNativeCall),
         "copies-its-tail" => Box::new(CopiesItsTail { then: base }),
         "answers-with-a-call" => Box::new(AnswersWithACall { then: base }),
         "copies-summaries" => Box::new(CopiesSummaries { then: base }),

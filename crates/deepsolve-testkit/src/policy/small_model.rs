@@ -360,6 +360,31 @@ impl Policy for LoopsInForcedCall {
     }
 }
 
+/// [`LoopsInForcedCall`] through llama.cpp's server: the looping call comes back as a native
+/// call whose arguments the output limit cut short (the client reads the server's error in
+/// place of `finish_reason: "length"` as that cut).
+///
+/// **Engine:** as for [`LoopsInForcedCall`]: the cut call is not run, and being a loop, not
+/// asked again. **Ending:** `answered_without_plan`, with the reasoning as the answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopsInForcedNativeCall;
+
+impl Policy for LoopsInForcedNativeCall {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        match req.tool_choice.as_deref() {
+            Some("auto" | "none") | None => LoopsInForcedCall.reply(req),
+            Some(_) => {
+                let written = LoopsInForcedCall::looping_call();
+                let arguments = written
+                    .split_once(r#""arguments": "#)
+                    .map_or(written.as_str(), |(_, arguments)| arguments);
+                Reply::raw_calls(vec![(SOLVE_PLAN, arguments)])
+                    .map_turn(|t| t.with_finish("length"))
+            }
+        }
+    }
+}
+
 /// A small model that, once it has a plan, answers a free round by copying the tail it was
 /// shown (the progress block and its notices) over and over until the output limit, as the
 /// 0.5B model did in-process; asked for a call, it makes `then`'s move.

@@ -442,9 +442,13 @@ async fn under_decoding_no_answer_of_any_policy_carries_engine_text() {
 
 #[tokio::test]
 async fn a_required_call_that_loops_to_the_output_limit_is_dropped_and_the_reasoning_stands() {
-    for language in [Language::En, Language::Zh] {
-        let played = play_decoding("loops-in-forced-call", language).await;
-        let turn = format!("loops-in-forced-call {}", language.code());
+    // Written as text (in-process), or a native call cut short (llama.cpp's server).
+    let plays = ["loops-in-forced-call", "loops-in-forced-native-call"]
+        .into_iter()
+        .flat_map(|name| [(name, Language::En), (name, Language::Zh)]);
+    for (name, language) in plays {
+        let played = play_decoding(name, language).await;
+        let turn = format!("{name} {}", language.code());
         let outcome = &played.outcome;
         assert_eq!(
             outcome.stop_reason,
