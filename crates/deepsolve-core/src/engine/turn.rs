@@ -110,11 +110,12 @@ pub(super) struct Given<'a> {
 }
 
 /// The system prompt: the playbook, the material manifest (when the turn has material), the
-/// images (when it has any), and the protocol's tools manifest. Each mounted work tool is
-/// listed with its own line in the turn's language.
+/// images (when it has any), and the protocol's tools manifest of `specs` (the toolbox's, as
+/// offered). Each mounted work tool is listed with its own line in the turn's language.
 pub(super) fn system_prompt(
     texts: &Texts,
     toolbox: &Toolbox,
+    specs: &[ToolSpec],
     protocol: &dyn ToolProtocol,
     given: Given<'_>,
 ) -> String {
@@ -145,7 +146,7 @@ pub(super) fn system_prompt(
     {
         prompt.push_str(&manifest);
     }
-    if let Some(manifest) = protocol.manifest(&toolbox.specs(), texts) {
+    if let Some(manifest) = protocol.manifest(specs, texts) {
         prompt.push_str(&manifest);
     }
     prompt
@@ -239,6 +240,7 @@ impl<'a> TurnRun<'a> {
         let mut prefix = vec![Message::system(system_prompt(
             &texts,
             &toolbox,
+            &specs,
             wire.protocol(),
             given,
         ))];
@@ -386,7 +388,13 @@ impl<'a> TurnRun<'a> {
                 images: &self.tool_ctx.images,
                 sees_images: self.sees_images,
             };
-            let prompt = system_prompt(&self.texts, &self.toolbox, self.wire.protocol(), given);
+            let prompt = system_prompt(
+                &self.texts,
+                &self.toolbox,
+                &self.specs,
+                self.wire.protocol(),
+                given,
+            );
             self.ctx.set_system(prompt);
         }
     }
