@@ -56,11 +56,11 @@ pub(super) struct Decoding {
     /// plain `required` (`ToolChoice::Among`: llama.cpp's server, for one, then lets the model
     /// call any tool offered).
     admitted: Option<Vec<String>>,
-    /// The last reply called only outside what its round admitted: this round offers just
-    /// the tools it admits (one prefill of the prompt from the tools on, paid only then).
-    offer_only_admitted: bool,
-    /// This round offers just the tools it admits.
-    offers_only_admitted: bool,
+    /// The last reply called only outside what its round admitted: the next round offers
+    /// just the tools it admits (one prefill of the prompt from the tools on, paid only then).
+    narrow_list_next: bool,
+    /// This round's tool list was narrowed to what it admits.
+    list_narrowed: bool,
 }
 
 /// Whether `enforce` holds the spine at decoding time for a model that honours `honours`.
@@ -84,8 +84,8 @@ impl Decoding {
             thought_step: None,
             reasoning_before_plan: false,
             admitted: None,
-            offer_only_admitted: false,
-            offers_only_admitted: false,
+            narrow_list_next: false,
+            list_narrowed: false,
         }
     }
 
@@ -137,7 +137,7 @@ impl Decoding {
     /// ([`TurnRun::set_aside_strays`]).
     pub(super) fn narrow(&mut self, request: &mut ChatRequest, record: &SolveRecord) {
         self.admitted = None;
-        self.offers_only_admitted = std::mem::take(&mut self.offer_only_admitted);
+        self.list_narrowed = std::mem::take(&mut self.narrow_list_next);
         let offers_plan = request.tools.iter().any(|t| t.name == SOLVE_PLAN);
         if !self.on || !offers_plan {
             return;
@@ -170,7 +170,7 @@ impl Decoding {
                 .filter(|n| n != SOLVE_PLAN && n != SOLVE_REPLAN)
                 .collect();
             if !rest.is_empty() {
-                if self.offers_only_admitted {
+                if self.list_narrowed {
                     request.tools.retain(|t| rest.contains(&t.name));
                 }
                 self.admitted = Some(rest.clone());
@@ -306,12 +306,12 @@ impl TurnRun<'_> {
             .filter(|c| !admitted.contains(&c.name))
             .map(|c| c.name.clone())
             .collect();
-        if strays.is_empty() || self.decoding.offers_only_admitted {
+        if strays.is_empty() || self.decoding.list_narrowed {
             return false;
         }
         calls.retain(|c| admitted.contains(&c.name));
         let again = calls.is_empty() && reply.unreadable.is_empty();
-        self.decoding.offer_only_admitted = again;
+        self.decoding.narrow_list_next = again;
         let then = if again {
             "; the round is asked again, offering only those tools"
         } else {
