@@ -79,6 +79,15 @@ fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
     }
 }
 
+/// A client that makes one attempt per request (no retries).
+fn one_attempt_client(server: &TestServer) -> OpenAiClient {
+    let config = ClientConfig {
+        max_attempts: 1,
+        ..config(server)
+    };
+    OpenAiClient::new(config).expect("client")
+}
+
 fn tool_delta(index: Option<u64>, id: Option<&str>, name: Option<&str>, args: &str) -> Value {
     let mut function = json!({"arguments": args});
     if let Some(name) = name {
@@ -566,11 +575,7 @@ async fn an_error_chunk_mid_stream_is_typed() {
         ]),
     ])
     .await;
-    let config = ClientConfig {
-        max_attempts: 1,
-        ..config(&server)
-    };
-    let client = OpenAiClient::new(config).expect("client");
+    let client = one_attempt_client(&server);
     let (first, _) = run(&client, &request()).await;
     assert!(
         matches!(&first, Err(ModelError::Server { attempts: 1, message, .. }) if message.contains("backend crashed")),
@@ -598,11 +603,7 @@ async fn a_server_error_once_a_call_has_begun_is_the_call_cut_by_the_output_limi
         Reply::chunks(&[delta_chunk(json!({"content": ""})), cut]),
     ])
     .await;
-    let config = ClientConfig {
-        max_attempts: 1,
-        ..config(&server)
-    };
-    let client = OpenAiClient::new(config).expect("client");
+    let client = one_attempt_client(&server);
     let (first, _) = run(&client, &request()).await;
     let completion = first.expect("the reply so far");
     assert_eq!(completion.finish_reason, FinishReason::Length);
