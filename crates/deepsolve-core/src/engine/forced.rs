@@ -1,6 +1,13 @@
 //! The one forced-answer path: when a budget or a guard ends the turn, the model is asked
 //! once more, without tools, under the ultimatum; failing that, the finished steps'
 //! summaries are the answer.
+//!
+//! The tool list stays in that request (`tool_choice: "none"`), so the prompt's prefix is the
+//! one the endpoint has cached, unless the model's own answer was refused: a model that wrote
+//! a call where its answer was due is asked without the list (one prefill of the prompt from
+//! the tools on, at the end of the turn). Llama.cpp's server holds no grammar beside tools,
+//! and while the tools were shown, the 1.5B model answered `"none"` with a `solve_finish_step`
+//! call written as JSON (3 of 20 turns).
 
 use super::ULTIMATUM_MARKER;
 use super::call::CallFailure;
@@ -13,6 +20,15 @@ use crate::texts::{Text, Texts};
 
 impl TurnRun<'_> {
     pub(super) async fn force_answer(&mut self, stop: StopReason) -> Final {
+        self.force_answer_offering(stop, Offer::ToolList).await
+    }
+
+    /// The forced answer after the model's own was refused: the tools are not offered.
+    pub(super) async fn force_answer_again(&mut self, stop: StopReason) -> Final {
+        self.force_answer_offering(stop, Offer::Nothing).await
+    }
+
+    async fn force_answer_offering(&mut self, stop: StopReason, offer: Offer) -> Final {
         if stop == StopReason::Cancelled || self.cancel.is_cancelled() {
             return Final::without_answer(StopReason::Cancelled);
         }
@@ -32,7 +48,10 @@ impl TurnRun<'_> {
             tool_choice: self.decoding.is_on().then(|| "none".to_string()),
         });
         let max_tokens = self.budget.forced_answer_tokens();
-        let request = self.request(Some(tail), tail_tokens, ToolChoice::None, max_tokens);
+        let mut request = self.request(Some(tail), tail_tokens, ToolChoice::None, max_tokens);
+        if offer == Offer::Nothing {
+            request.tools.clear();
+        }
         let deadline = self.budget.forced_answer_deadline();
         match self.call_model(&request, deadline).await {
             Ok(c) => {
@@ -91,6 +110,15 @@ impl TurnRun<'_> {
             error: None,
         }
     }
+}
+
+/// What the forced answer's request offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Offer {
+    /// The turn's tool list, with `tool_choice: "none"`: the prefix stays as cached.
+    ToolList,
+    /// No tools at all.
+    Nothing,
 }
 
 /// The finished steps' summaries, labelled as such.

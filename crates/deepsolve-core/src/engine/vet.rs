@@ -48,13 +48,13 @@ impl TurnRun<'_> {
     }
 
     /// What follows an answer that was not one: the model is asked once more, under the
-    /// ultimatum (the 1.5B model, every step finished, wrote its last `solve_finish_step`
-    /// call again where its answer was due, and the step summaries stood in for the answer
-    /// the model had in it); a forced reply that is not one either gives way to the step
-    /// summaries.
+    /// ultimatum and offered no tools (the 1.5B model, every step finished, wrote its last
+    /// `solve_finish_step` call again where its answer was due, and the step summaries stood
+    /// in for the answer the model had in it); a forced reply that is not one either gives way
+    /// to the step summaries.
     async fn instead_of(&mut self, refused: Final) -> Final {
         match refused.source {
-            Some(AnswerSource::Model) => self.force_answer(StopReason::EmptyRounds).await,
+            Some(AnswerSource::Model) => self.force_answer_again(StopReason::EmptyRounds).await,
             Some(AnswerSource::Forced) => Final {
                 error: refused.error,
                 ..self.summaries_answer(refused.stop)

@@ -418,12 +418,12 @@ impl Policy for CopiesItsTail {
 
 /// A small model that, every step finished, answers the answer round (`tool_choice: "none"`)
 /// by writing its last `solve_finish_step` call again as bare JSON, as the 1.5B model did
-/// in-process; asked once more under the ultimatum, it answers in prose. Until then it makes
-/// `then`'s moves.
+/// in-process and on llama.cpp's server; while the tools are offered it does so under the
+/// ultimatum too, and offered none, it answers in prose. Until then it makes `then`'s moves.
 ///
-/// **Engine:** the call is not an answer; the model is asked again under the ultimatum, and
-/// its prose answer stands. **Ending:** `empty_rounds`, with a forced answer holding
-/// [`SMALL_MODEL_RESULT`].
+/// **Engine:** the call is not an answer; the model is asked again under the ultimatum,
+/// offered no tools, and its prose answer stands. **Ending:** `empty_rounds`, with a forced
+/// answer holding [`SMALL_MODEL_RESULT`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AnswersWithACall {
     pub then: WellBehaved,
@@ -431,24 +431,22 @@ pub struct AnswersWithACall {
 
 impl Policy for AnswersWithACall {
     fn reply(&self, req: &PolicyRequest) -> Reply {
+        let all_done = req.plan().is_some_and(|plan| plan.all_done());
+        if all_done && req.tool_choice.as_deref() == Some("none") {
+            let summary = format!("The result is {SMALL_MODEL_RESULT}.");
+            let last = req
+                .plan()
+                .and_then(|plan| plan.steps.last().map(|s| s.id.clone()));
+            let arguments = serde_json::json!({
+                "step_id": last.unwrap_or_default(),
+                "summary": summary,
+            });
+            return Reply::text(call_object(SOLVE_FINISH_STEP, &arguments.to_string()));
+        }
         if req.last_user_text().contains(ULTIMATUM_MARKER) {
             return Reply::text(prose_answer(req));
         }
-        let all_done = req.plan().is_some_and(|plan| plan.all_done());
-        match (req.tool_choice.as_deref(), all_done) {
-            (Some("none"), true) => {
-                let summary = format!("The result is {SMALL_MODEL_RESULT}.");
-                let last = req
-                    .plan()
-                    .and_then(|plan| plan.steps.last().map(|s| s.id.clone()));
-                let arguments = serde_json::json!({
-                    "step_id": last.unwrap_or_default(),
-                    "summary": summary,
-                });
-                Reply::text(call_object(SOLVE_FINISH_STEP, &arguments.to_string()))
-            }
-            _ => common(req).unwrap_or_else(|| self.then.next_move(req)),
-        }
+        common(req).unwrap_or_else(|| self.then.next_move(req))
     }
 }
 

@@ -551,7 +551,9 @@ async fn a_free_round_that_copies_its_tail_to_the_output_limit_is_not_continued_
 #[tokio::test]
 async fn a_call_written_where_the_answer_was_due_is_asked_again_not_replaced_by_summaries() {
     // The 1.5B model, every step finished, wrote its last `solve_finish_step` call again as
-    // the answer round's text (3 of 17 turns); the step summaries stood as the answer.
+    // the answer round's text (3 of 17 turns in-process, 3 of 20 on llama.cpp's server); the
+    // step summaries stood as the answer. While tools are offered the policy writes the call
+    // under the ultimatum too: the forced answer offers none.
     for language in [Language::En, Language::Zh] {
         let played = play_decoding("answers-with-a-call", language).await;
         let turn = format!("answers-with-a-call {}", language.code());
@@ -571,6 +573,22 @@ async fn a_call_written_where_the_answer_was_due_is_asked_again_not_replaced_by_
         assert!(!answer.contains("solve_finish_step"), "{turn}: {answer:?}");
         let asked: Vec<ToolChoice> = choices(&played).into_iter().rev().take(2).collect();
         assert_eq!(asked, [ToolChoice::None, ToolChoice::None], "{turn}");
+        let [.., answer_round, forced] = played.requests.as_slice() else {
+            panic!("{turn}: fewer than two requests");
+        };
+        assert!(
+            !answer_round.tools.is_empty(),
+            "{turn}: the answer round keeps the list"
+        );
+        assert!(
+            forced.tools.is_empty(),
+            "{turn}: the forced answer offers no tools"
+        );
+        assert_eq!(
+            forced.messages[..answer_round.messages.len() - 1],
+            answer_round.messages[..answer_round.messages.len() - 1],
+            "{turn}: the forced answer's messages follow the answer round's"
+        );
         let found = problems(&turn, &played, &engine_pieces());
         assert!(found.is_empty(), "{}", found.join("\n"));
     }
