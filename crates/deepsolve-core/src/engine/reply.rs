@@ -35,12 +35,19 @@ pub(super) struct ReplyState {
     answer_parts: Vec<String>,
     /// Calls read from text so far (for their ids).
     calls_read: u64,
+    /// The model wrote a tool result of its own in this turn.
+    invented_result: bool,
 }
 
 impl ReplyState {
     /// The next round's output budget (`configured` unless a retry asked for more).
     pub(super) fn take_max_tokens(&mut self, configured: u32) -> u32 {
         self.next_max_tokens.take().unwrap_or(configured)
+    }
+
+    /// The model has written a tool result of its own in this turn.
+    pub(super) fn invented_result(&self) -> bool {
+        self.invented_result
     }
 
     /// Text held back from replies cut off by the output limit, emptied.
@@ -140,6 +147,7 @@ impl TurnRun<'_> {
     pub(super) fn interpret(&mut self, mut c: Completion) -> Interpreted {
         let parsed = self.wire.protocol().read_reply(std::mem::take(&mut c.text));
         if parsed.cut_invented {
+            self.reply.invented_result = true;
             self.emit.emit(EventKind::Warning {
                 kind: WarningKind::InventedToolResponse,
                 message: "the model wrote its own tool result; it was cut before anything saw it"

@@ -98,6 +98,8 @@ pub(super) struct TurnRun<'a> {
     /// Every line of the tails the model was shown (progress blocks, notices): an answer that
     /// copies one back carries engine text (see `vet`).
     pub(super) shown_tail_lines: BTreeSet<String>,
+    /// The endpoint ends a reply at a stop sequence (the probe's verdict).
+    stops_honoured: bool,
 }
 
 /// What a turn was given besides its problem's text, as the system prompt lists it.
@@ -272,6 +274,7 @@ impl<'a> TurnRun<'a> {
             guard: RepetitionGuard::default(),
             artifacts: Vec::new(),
             shown_tail_lines: BTreeSet::new(),
+            stops_honoured: honours.stop_sequences,
         }
     }
 
@@ -438,8 +441,25 @@ impl<'a> TurnRun<'a> {
             tool_choice,
             max_tokens,
             temperature: self.cfg.temperature as f32,
-            stop: wire.stop,
+            stop: self.stops_for(wire.stop),
             response_format: wire.response_format,
         }
+    }
+
+    /// The protocol's stop sequences, and where a result would begin once the model has
+    /// written one of its own in this turn: a small model that invents one goes on doing so
+    /// (the 1.5B model on llama.cpp's server opened a free round with `<tool_response>` and
+    /// wrote a result for 100–200 tokens, 3 times in its first 23 rounds), and what it wrote
+    /// from there was cut anyway. Only then, so the requests of a model that never invents
+    /// one are unchanged.
+    fn stops_for(&self, mut stop: Vec<String>) -> Vec<String> {
+        let open = crate::wire::markup::RESPONSE_OPEN;
+        if self.stops_honoured
+            && self.reply.invented_result()
+            && !stop.iter().any(|s| s.starts_with(open))
+        {
+            stop.push(open.to_string());
+        }
+        stop
     }
 }

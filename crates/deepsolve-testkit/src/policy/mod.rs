@@ -40,8 +40,9 @@ pub use showcase::{
 };
 pub use small_model::{
     AnswersWithACall, CopiesItsTail, CopiesSummaries, FencedJsonCalls, FinishesOneThenProbes,
-    HermesInContent, IgnoresToolChoice, InventedOutput, LoopsInForcedCall, LoopsInForcedNativeCall,
-    NudgeEcho, ProsePlanner, ReplansWhenForced, SMALL_MODEL_RESULT, ThinksBeforeCalls,
+    HermesInContent, IgnoresToolChoice, InventedOutput, InventsToolResponses, LoopsInForcedCall,
+    LoopsInForcedNativeCall, NudgeEcho, ProsePlanner, ReplansWhenForced, SMALL_MODEL_RESULT,
+    ThinksBeforeCalls,
 };
 pub use solver::WellBehaved;
 pub use vision::{
@@ -174,6 +175,7 @@ pub const SMALL_MODEL_POLICY_NAMES: &[&str] = &[
     "answers-with-a-call",
     "copies-summaries",
     "replans-when-forced",
+    "invents-tool-responses",
 ];
 
 /// Policies [`by_name`] also knows that exist for benchmarks, the web UI's browser tests and
@@ -240,6 +242,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "answers-with-a-call" => Box::new(AnswersWithACall { then: base }),
         "copies-summaries" => Box::new(CopiesSummaries { then: base }),
         "replans-when-forced" => Box::new(ReplansWhenForced { then: base }),
+        "invents-tool-responses" => Box::new(InventsToolResponses { then: base }),
         "ignores-tool-choice" => Box::new(IgnoresToolChoice {
             inner: FinishesOneThenProbes::new(base),
         }),

@@ -323,6 +323,41 @@ impl Policy for ReplansWhenForced {
     }
 }
 
+/// A small model that opens each step's free round with a tool result of its own, as the
+/// 1.5B model did on llama.cpp's server: asked with `auto` once it has a plan, it writes
+/// `<tool_response>` and a result nothing produced; asked for a call, it makes `then`'s move.
+/// A request that stops at `<tool_response` is honoured as a server would: the reply ends
+/// where the invention would begin, with nothing written.
+///
+/// **Engine:** the invented result is cut; from then on every request of the turn stops where
+/// a result would begin. **Ending:** `answered`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InventsToolResponses {
+    pub then: WellBehaved,
+}
+
+impl Policy for InventsToolResponses {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if let Some(reply) = common(req) {
+            return reply;
+        }
+        let step_open = req.plan().is_some_and(|plan| !plan.all_done());
+        if req.tool_choice.as_deref() != Some("auto") || !step_open {
+            return self.then.next_move(req);
+        }
+        if req
+            .stop
+            .iter()
+            .any(|s| "<tool_response>".starts_with(s.as_str()))
+        {
+            return Reply::text("");
+        }
+        Reply::text(format!(
+            "<tool_response>\n{{\"stdout\": \"{SMALL_MODEL_RESULT}\"}}\n</tool_response>"
+        ))
+    }
+}
+
 /// A small model whose required calls go round in a loop inside their JSON: asked with
 /// `auto`, it thinks aloud towards [`SMALL_MODEL_RESULT`]; asked for a call, it opens a
 /// `solve_plan` call and repeats one step until the output limit (`finish_reason: length`),

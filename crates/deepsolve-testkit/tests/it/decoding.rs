@@ -3,6 +3,7 @@
 //! that ignores `tool_choice` falls back to the nudges, and no answer carries engine text.
 
 use deepsolve_core::config::Enforce;
+use deepsolve_core::event::{TurnEvent, WarningKind};
 use deepsolve_core::{
     AnswerSource, ChatRequest, EventKind, Honours, Language, Protocol, Role, StopReason,
     ToolChoice, TurnSpec,
@@ -733,5 +734,64 @@ async fn a_call_outside_what_a_required_round_admits_is_not_run_and_the_round_is
         assert!(warned, "{turn}");
         let found = problems(&turn, &played, &engine_pieces());
         assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+}
+
+#[tokio::test]
+async fn once_the_model_invents_a_tool_result_every_request_stops_where_one_would_begin() {
+    // The 1.5B model on llama.cpp's server opened step rounds with `<tool_response>` and
+    // wrote a result nothing produced, 100–200 tokens each time, all of it cut.
+    let stops = |r: &ChatRequest| r.stop.iter().any(|s| s == "<tool_response");
+    for language in [Language::En, Language::Zh] {
+        let honours = Honours {
+            stop_sequences: true,
+            ..honouring()
+        };
+        let played = play_enforced(
+            "invents-tool-responses",
+            Protocol::Native,
+            language,
+            Enforce::Decoding,
+            honours,
+        )
+        .await;
+        let turn = format!("invents-tool-responses {}", language.code());
+        assert_eq!(played.outcome.stop_reason, StopReason::Answered, "{turn}");
+        let invented = |e: &&TurnEvent| {
+            matches!(
+                &e.kind,
+                EventKind::Warning {
+                    kind: WarningKind::InventedToolResponse,
+                    ..
+                }
+            )
+        };
+        assert_eq!(
+            played.events.iter().filter(invented).count(),
+            1,
+            "{turn}: invented once, then stopped before it"
+        );
+        let first = (played.requests.iter())
+            .position(stops)
+            .expect("a request stops at <tool_response");
+        assert!(first > 0, "{turn}: not before the model invented one");
+        assert!(
+            played.requests[first..].iter().all(stops),
+            "{turn}: every later request stops there"
+        );
+        assert!(
+            played.requests[first - 1].tool_choice == ToolChoice::Auto
+                || matches!(
+                    played.requests[first - 1].tool_choice,
+                    ToolChoice::AutoAmong(_)
+                ),
+            "{turn}: the round before was a free one"
+        );
+        let found = problems(&turn, &played, &engine_pieces());
+        assert!(found.is_empty(), "{}", found.join("\n"));
+
+        // An endpoint not known to honour stop sequences is not sent one.
+        let played = play_decoding("invents-tool-responses", language).await;
+        assert!(!played.requests.iter().any(stops), "{turn}: not probed");
     }
 }
