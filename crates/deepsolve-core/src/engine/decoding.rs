@@ -61,6 +61,11 @@ pub(super) struct Decoding {
     narrow_list_next: bool,
     /// This round's tool list was narrowed to what it admits.
     list_narrowed: bool,
+    /// The answer round's reply was a call, set aside: the next round is the answer round
+    /// again, offering no tools.
+    bare_answer_next: bool,
+    /// The answer round was asked offering no tools (once a turn).
+    bare_answer_asked: bool,
 }
 
 /// Whether `enforce` holds the spine at decoding time for a model that honours `honours`.
@@ -86,6 +91,8 @@ impl Decoding {
             admitted: None,
             narrow_list_next: false,
             list_narrowed: false,
+            bare_answer_next: false,
+            bare_answer_asked: false,
         }
     }
 
@@ -138,6 +145,10 @@ impl Decoding {
     pub(super) fn narrow(&mut self, request: &mut ChatRequest, record: &SolveRecord) {
         self.admitted = None;
         self.list_narrowed = std::mem::take(&mut self.narrow_list_next);
+        if std::mem::take(&mut self.bare_answer_next) {
+            request.tools.clear();
+            return;
+        }
         let offers_plan = request.tools.iter().any(|t| t.name == SOLVE_PLAN);
         if !self.on || !offers_plan {
             return;
@@ -326,6 +337,34 @@ impl TurnRun<'_> {
             ),
         });
         again
+    }
+
+    /// The answer round (`tool_choice: "none"`, every step finished) answered with a call:
+    /// native, in markup, or written out as JSON. An endpoint without a grammar beside tools
+    /// does not hold `"none"` to text, and while the tools were shown the 1.5B model on
+    /// llama.cpp's server wrote its last `solve_finish_step` call again there (3 of 20
+    /// turns). Once a turn, such a reply is set aside and the round asked again offering no
+    /// tools (one prefill, paid only then; a forced answer after it reuses that prefix).
+    pub(super) fn set_aside_call_for_answer(&mut self, reply: &Interpreted) -> bool {
+        let record = self.record();
+        if !self.decoding.on || self.decoding.bare_answer_asked || wants_call(&record) {
+            return false;
+        }
+        let text = &reply.completion.text;
+        let a_call = reply.has_calls()
+            || (text.contains('{')
+                && vet(text, &self.texts, &self.shown_tail_lines, &self.problem)
+                    == Vetted::NotAnAnswer);
+        if !a_call {
+            return false;
+        }
+        self.decoding.bare_answer_asked = true;
+        self.decoding.bare_answer_next = true;
+        self.emit.emit(EventKind::Warning {
+            kind: WarningKind::Protocol,
+            message: "the model answered with a call where its answer was due: not run; the round is asked again, offering no tools".into(),
+        });
+        true
     }
 
     /// A reply with calls: nothing is due any more.

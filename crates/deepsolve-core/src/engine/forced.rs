@@ -4,10 +4,11 @@
 //!
 //! The tool list stays in that request (`tool_choice: "none"`), so the prompt's prefix is the
 //! one the endpoint has cached, unless the model's own answer was refused: a model that wrote
-//! a call where its answer was due is asked without the list (one prefill of the prompt from
-//! the tools on, at the end of the turn). Llama.cpp's server holds no grammar beside tools,
-//! and while the tools were shown, the 1.5B model answered `"none"` with a `solve_finish_step`
-//! call written as JSON (3 of 20 turns).
+//! a call where its answer was due is asked without the list. Llama.cpp's server holds no
+//! grammar beside tools, and while the tools were shown, the 1.5B model answered `"none"`
+//! with a `solve_finish_step` call written as JSON (3 of 20 turns). Under decoding the answer
+//! round has then already been asked again offering no tools (`decoding.rs`), so this
+//! request reuses that prefix.
 
 use super::ULTIMATUM_MARKER;
 use super::call::CallFailure;

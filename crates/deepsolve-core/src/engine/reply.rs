@@ -79,7 +79,7 @@ impl TurnRun<'_> {
     /// Take in one completion. `Some` ends the loop.
     pub(super) async fn absorb(&mut self, c: Completion) -> Option<Ending> {
         let mut reply = self.interpret(c);
-        if self.set_aside_strays(&mut reply) {
+        if self.set_aside_strays(&mut reply) || self.set_aside_call_for_answer(&reply) {
             self.record_round(&reply.completion, RoundRole::Narration);
             return None;
         }

@@ -173,6 +173,7 @@ pub const SMALL_MODEL_POLICY_NAMES: &[&str] = &[
     "loops-in-forced-native-call",
     "copies-its-tail",
     "answers-with-a-call",
+    "answers-with-a-call-stubborn",
     "copies-summaries",
     "replans-when-forced",
     "invents-tool-responses",
@@ -239,7 +240,14 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "loops-in-forced-call" => Box::new(LoopsInForcedCall),
         "loops-in-forced-native-call" => Box::new(LoopsInForcedNativeCall),
         "copies-its-tail" => Box::new(CopiesItsTail { then: base }),
-        "answers-with-a-call" => Box::new(AnswersWithACall { then: base }),
+        "answers-with-a-call" => Box::new(AnswersWithACall {
+            then: base,
+            stubborn: false,
+        }),
+        "answers-with-a-call-stubborn" => Box::new(AnswersWithACall {
+            then: base,
+            stubborn: true,
+        }),
         "copies-summaries" => Box::new(CopiesSummaries { then: base }),
         "replans-when-forced" => Box::new(ReplansWhenForced { then: base }),
         "invents-tool-responses" => Box::new(InventsToolResponses { then: base }),

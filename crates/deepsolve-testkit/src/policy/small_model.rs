@@ -453,21 +453,31 @@ impl Policy for CopiesItsTail {
 
 /// A small model that, every step finished, answers the answer round (`tool_choice: "none"`)
 /// by writing its last `solve_finish_step` call again as bare JSON, as the 1.5B model did
-/// in-process and on llama.cpp's server; while the tools are offered it does so under the
-/// ultimatum too, and offered none, it answers in prose. Until then it makes `then`'s moves.
+/// in-process and on llama.cpp's server, for as long as the tools are offered; offered none,
+/// it answers in prose. `stubborn`, it writes the call offered none too, and only under the
+/// ultimatum answers in prose. Until then it makes `then`'s moves.
 ///
-/// **Engine:** the call is not an answer; the model is asked again under the ultimatum,
-/// offered no tools, and its prose answer stands. **Ending:** `empty_rounds`, with a forced
-/// answer holding [`SMALL_MODEL_RESULT`].
+/// **Engine:** the call is set aside and the answer round asked again, offering no tools: the
+/// prose answer stands (`answered`). Stubborn, that reply is not an answer either: the model
+/// is asked once more under the ultimatum, offered no tools, and its prose answer stands
+/// (`empty_rounds`, a forced answer holding [`SMALL_MODEL_RESULT`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AnswersWithACall {
     pub then: WellBehaved,
+    pub stubborn: bool,
 }
 
 impl Policy for AnswersWithACall {
     fn reply(&self, req: &PolicyRequest) -> Reply {
         let all_done = req.plan().is_some_and(|plan| plan.all_done());
-        if all_done && req.tool_choice.as_deref() == Some("none") {
+        let offered_none = req.tools.is_empty();
+        let under_ultimatum = req.last_user_text().contains(ULTIMATUM_MARKER);
+        let writes_call = if offered_none {
+            self.stubborn && !under_ultimatum
+        } else {
+            req.tool_choice.as_deref() == Some("none")
+        };
+        if all_done && writes_call {
             let summary = format!("The result is {SMALL_MODEL_RESULT}.");
             let last = req
                 .plan()
@@ -478,7 +488,7 @@ impl Policy for AnswersWithACall {
             });
             return Reply::text(call_object(SOLVE_FINISH_STEP, &arguments.to_string()));
         }
-        if req.last_user_text().contains(ULTIMATUM_MARKER) {
+        if all_done && (offered_none || under_ultimatum) {
             return Reply::text(prose_answer(req));
         }
         common(req).unwrap_or_else(|| self.then.next_move(req))

@@ -550,14 +550,51 @@ async fn a_free_round_that_copies_its_tail_to_the_output_limit_is_not_continued_
 }
 
 #[tokio::test]
-async fn a_call_written_where_the_answer_was_due_is_asked_again_not_replaced_by_summaries() {
+async fn a_call_written_where_the_answer_was_due_is_set_aside_and_the_round_asked_without_tools() {
     // The 1.5B model, every step finished, wrote its last `solve_finish_step` call again as
     // the answer round's text (3 of 17 turns in-process, 3 of 20 on llama.cpp's server); the
-    // step summaries stood as the answer. While tools are offered the policy writes the call
-    // under the ultimatum too: the forced answer offers none.
+    // step summaries, or a forced answer, stood as the answer. While tools are offered the
+    // policy writes the call; offered none, it answers.
     for language in [Language::En, Language::Zh] {
         let played = play_decoding("answers-with-a-call", language).await;
         let turn = format!("answers-with-a-call {}", language.code());
+        assert_eq!(played.outcome.stop_reason, StopReason::Answered, "{turn}");
+        assert_eq!(
+            played.outcome.answer_source,
+            Some(AnswerSource::Model),
+            "{turn}"
+        );
+        let answer = played.outcome.answer.as_deref().unwrap_or_default();
+        assert!(answer.contains(SMALL_MODEL_RESULT), "{turn}: {answer:?}");
+        assert!(!answer.contains("solve_finish_step"), "{turn}: {answer:?}");
+        let [.., answer_round, again] = played.requests.as_slice() else {
+            panic!("{turn}: fewer than two requests");
+        };
+        assert_eq!(answer_round.tool_choice, ToolChoice::None, "{turn}");
+        assert!(
+            !answer_round.tools.is_empty(),
+            "{turn}: the answer round keeps the list"
+        );
+        assert!(
+            again.tools.is_empty(),
+            "{turn}: asked again offering no tools"
+        );
+        let kept = answer_round.messages.len() - 1;
+        assert_eq!(
+            again.messages[..again.messages.len() - 1],
+            answer_round.messages[..kept],
+            "{turn}: the call set aside left nothing"
+        );
+        let found = problems(&turn, &played, &engine_pieces());
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+}
+
+#[tokio::test]
+async fn a_call_written_again_offered_no_tools_leads_to_the_forced_answer_without_tools() {
+    for language in [Language::En, Language::Zh] {
+        let played = play_decoding("answers-with-a-call-stubborn", language).await;
+        let turn = format!("answers-with-a-call-stubborn {}", language.code());
         assert_eq!(
             played.outcome.stop_reason,
             StopReason::EmptyRounds,
@@ -568,27 +605,19 @@ async fn a_call_written_where_the_answer_was_due_is_asked_again_not_replaced_by_
             Some(AnswerSource::Forced),
             "{turn}"
         );
-        assert!(played.outcome.solve.open_steps().next().is_none(), "{turn}");
         let answer = played.outcome.answer.as_deref().unwrap_or_default();
         assert!(answer.contains(SMALL_MODEL_RESULT), "{turn}: {answer:?}");
-        assert!(!answer.contains("solve_finish_step"), "{turn}: {answer:?}");
-        let asked: Vec<ToolChoice> = choices(&played).into_iter().rev().take(2).collect();
-        assert_eq!(asked, [ToolChoice::None, ToolChoice::None], "{turn}");
-        let [.., answer_round, forced] = played.requests.as_slice() else {
-            panic!("{turn}: fewer than two requests");
+        let [.., answer_round, again, forced] = played.requests.as_slice() else {
+            panic!("{turn}: fewer than three requests");
         };
-        assert!(
-            !answer_round.tools.is_empty(),
-            "{turn}: the answer round keeps the list"
-        );
-        assert!(
-            forced.tools.is_empty(),
-            "{turn}: the forced answer offers no tools"
-        );
+        assert!(!answer_round.tools.is_empty(), "{turn}");
+        assert!(again.tools.is_empty() && forced.tools.is_empty(), "{turn}");
+        let asked_bare = (played.requests.iter())
+            .filter(|r| r.tools.is_empty())
+            .count();
         assert_eq!(
-            forced.messages[..answer_round.messages.len() - 1],
-            answer_round.messages[..answer_round.messages.len() - 1],
-            "{turn}: the forced answer's messages follow the answer round's"
+            asked_bare, 2,
+            "{turn}: the answer round is asked again once"
         );
         let found = problems(&turn, &played, &engine_pieces());
         assert!(found.is_empty(), "{}", found.join("\n"));
