@@ -238,6 +238,24 @@ def _name_value(stmt):
     return ast.fix_missing_locations(ast.Expression(name))
 
 
+def _parse(code, name):
+    """The cell's syntax tree, and the source it was read from. A one-line program whose line
+    breaks are written as the two characters `\\n` (its JSON escaped twice: the 1.5B model did
+    so in 3 of 14 programs, each a SyntaxError) is read with them as line breaks, but only when
+    it does not parse as written and does once they are: nothing has run yet, and a program
+    that parses is never changed."""
+    try:
+        return ast.parse(code, name, "exec"), code
+    except SyntaxError as broken:
+        if "\n" in code.strip() or "\\n" not in code:
+            raise
+        fixed = code.replace("\\r\\n", "\n").replace("\\n", "\n").replace("\\t", "\t")
+        try:
+            return ast.parse(fixed, name, "exec"), fixed
+        except SyntaxError:
+            raise broken from None
+
+
 def run_cell(msg):
     global _running, _armed
     cell_id = msg.get("id")
@@ -249,7 +267,8 @@ def run_cell(msg):
     with _state:
         _running = cell_id
     try:
-        tree = ast.parse(code, name, "exec")
+        tree, code = _parse(code, name)
+        linecache.cache[name] = (len(code), None, code.splitlines(True), name)
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
             last = ast.Expression(tree.body.pop().value)

@@ -108,6 +108,25 @@ async fn tracebacks_show_only_the_users_code() {
 }
 
 #[tokio::test]
+async fn a_one_line_program_with_its_line_breaks_escaped_runs_as_meant() {
+    let sb = sandbox().await;
+    let (_d, ws) = workspace();
+    let mut py = python(&sb, &ws).await;
+    // Its JSON escaped twice: `\n` arrives as a backslash and an `n` (the 1.5B model).
+    let out = cell(&mut py, r"left = 16\nhip_hop = left - left * 0.25\nprint(hip_hop)").await;
+    assert_eq!(out.status, CellStatus::Ok, "{out:?}");
+    assert_eq!(out.stdout.text, "12.0\n");
+    // A program that parses as written is never changed: `\n` in its string stays one.
+    let out = cell(&mut py, r#"print("a\nb".count("\n"))"#).await;
+    assert_eq!(out.stdout.text, "1\n", "{out:?}");
+    // Still broken once read with line breaks: the error is the program's own, as written.
+    let out = cell(&mut py, r"def f(:\n    pass").await;
+    assert_eq!(out.status, CellStatus::Error);
+    let tb = out.error.unwrap_or_default();
+    assert!(tb.contains("SyntaxError") && tb.contains(r"def f(:\n"), "{tb}");
+}
+
+#[tokio::test]
 async fn a_saved_figure_is_one_file_and_a_changed_one_is_saved_again() {
     let sb = sandbox().await;
     let (_d, ws) = workspace();
