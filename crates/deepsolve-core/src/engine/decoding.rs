@@ -16,7 +16,7 @@
 
 use super::reply::Interpreted;
 use super::turn::TurnRun;
-use super::vet::{Vetted, vet};
+use super::vet::{Vetted, vet, writes_a_call};
 use crate::config::Enforce;
 use crate::event::{EventKind, WarningKind};
 use crate::message::{Message, ToolCall};
@@ -340,7 +340,8 @@ impl TurnRun<'_> {
     }
 
     /// The answer round (`tool_choice: "none"`, every step finished) answered with a call:
-    /// native, in markup, or written out as JSON. An endpoint without a grammar beside tools
+    /// native, in markup, or written out as JSON (alone, or fenced after some prose, which
+    /// stood as a useless answer). An endpoint without a grammar beside tools
     /// does not hold `"none"` to text, and while the tools were shown the 1.5B model on
     /// llama.cpp's server wrote its last `solve_finish_step` call again there (3 of 20
     /// turns). Once a turn, such a reply is set aside and the round asked again offering no
@@ -352,6 +353,7 @@ impl TurnRun<'_> {
         }
         let text = &reply.completion.text;
         let a_call = reply.has_calls()
+            || writes_a_call(text)
             || (text.contains('{')
                 && vet(text, &self.texts, &self.shown_tail_lines, &self.problem)
                     == Vetted::NotAnAnswer);

@@ -339,6 +339,13 @@ impl Echoes {
     }
 }
 
+/// `text` writes out a tool call or a spine result: as the whole reply, or in a fenced block
+/// (the 1.5B model on llama.cpp's server answered with a sentence and a ```` ```json ````
+/// `solve_finish_step` call).
+pub(crate) fn writes_a_call(text: &str) -> bool {
+    is_protocol_json(text) || matches!(without_written_protocol(text), std::borrow::Cow::Owned(_))
+}
+
 /// `text` without the fenced blocks that hold a tool call or a spine result written out
 /// (borrowed when it has none).
 fn without_written_protocol(text: &str) -> std::borrow::Cow<'_, str> {

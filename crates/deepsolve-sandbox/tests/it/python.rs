@@ -113,7 +113,11 @@ async fn a_one_line_program_with_its_line_breaks_escaped_runs_as_meant() {
     let (_d, ws) = workspace();
     let mut py = python(&sb, &ws).await;
     // Its JSON escaped twice: `\n` arrives as a backslash and an `n` (the 1.5B model).
-    let out = cell(&mut py, r"left = 16\nhip_hop = left - left * 0.25\nprint(hip_hop)").await;
+    let out = cell(
+        &mut py,
+        r"left = 16\nhip_hop = left - left * 0.25\nprint(hip_hop)",
+    )
+    .await;
     assert_eq!(out.status, CellStatus::Ok, "{out:?}");
     assert_eq!(out.stdout.text, "12.0\n");
     // A program that parses as written is never changed: `\n` in its string stays one.
@@ -123,7 +127,10 @@ async fn a_one_line_program_with_its_line_breaks_escaped_runs_as_meant() {
     let out = cell(&mut py, r"def f(:\n    pass").await;
     assert_eq!(out.status, CellStatus::Error);
     let tb = out.error.unwrap_or_default();
-    assert!(tb.contains("SyntaxError") && tb.contains(r"def f(:\n"), "{tb}");
+    assert!(
+        tb.contains("SyntaxError") && tb.contains(r"def f(:\n"),
+        "{tb}"
+    );
 }
 
 #[tokio::test]

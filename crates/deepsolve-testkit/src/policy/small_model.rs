@@ -452,9 +452,10 @@ impl Policy for CopiesItsTail {
 }
 
 /// A small model that, every step finished, answers the answer round (`tool_choice: "none"`)
-/// by writing its last `solve_finish_step` call again as bare JSON, as the 1.5B model did
-/// in-process and on llama.cpp's server, for as long as the tools are offered; offered none,
-/// it answers in prose. `stubborn`, it writes the call offered none too, and only under the
+/// by writing its last `solve_finish_step` call again, for as long as the tools are offered:
+/// after a sentence of prose, in a ```` ```json ```` block, as the 1.5B model did on
+/// llama.cpp's server; offered none, it answers in prose. `stubborn`, it writes the call as
+/// bare JSON, as the 1.5B model did in-process, offered none too, and only under the
 /// ultimatum answers in prose. Until then it makes `then`'s moves.
 ///
 /// **Engine:** the call is set aside and the answer round asked again, offering no tools: the
@@ -486,7 +487,13 @@ impl Policy for AnswersWithACall {
                 "step_id": last.unwrap_or_default(),
                 "summary": summary,
             });
-            return Reply::text(call_object(SOLVE_FINISH_STEP, &arguments.to_string()));
+            let call = call_object(SOLVE_FINISH_STEP, &arguments.to_string());
+            if self.stubborn {
+                return Reply::text(call);
+            }
+            return Reply::text(format!(
+                "To sum up, we can use the `code_execution` tool to check it.\n```json\n{call}\n```"
+            ));
         }
         if all_done && (offered_none || under_ultimatum) {
             return Reply::text(prose_answer(req));
