@@ -200,25 +200,22 @@ async fn filling_the_workspace_stops_at_the_quota_and_cleaning_up_is_allowed() {
         "{:?}",
         one.status
     );
-    // …and many files may not either.
+    // …and many files may not either: writing without end is stopped by the workspace walk,
+    // long before the time limit. (How far past the quota it got depends on how fast the disk
+    // takes writes between two walks, so that is not asserted.)
+    let started = Instant::now();
     let fill = cell_with(
         &mut py,
-        "import os\nchunk = os.urandom(1 << 20) * 8\nfor i in range(40):\n    with open(f'fill_{i}.bin', 'wb') as f:\n        f.write(chunk)\nprint('all written')",
-        Duration::from_secs(30),
+        "import os, itertools\nchunk = os.urandom(1 << 20) * 8\nfor i in itertools.count():\n    with open(f'fill_{i}.bin', 'wb') as f:\n        f.write(chunk)",
+        Duration::from_secs(60),
     )
     .await;
     let CellStatus::Stopped(Stopped::WorkspaceBytes { limit_mb, used_mb }) = fill.status else {
         panic!("not stopped at the quota: {fill:?}");
     };
     assert_eq!(limit_mb, quota_mb);
-    assert!(used_mb > quota_mb && used_mb < 4 * quota_mb, "{used_mb}");
-    assert!(!fill.stdout.text.contains("all written"));
-    let on_disk = dir_bytes(&ws);
-    assert!(
-        on_disk < 4 * quota_mb * MIB,
-        "{} MiB written",
-        on_disk / MIB
-    );
+    assert!(used_mb > quota_mb, "{used_mb}");
+    assert!(started.elapsed() < Duration::from_secs(30));
     // The next interpreter may delete (shrink), then write within the quota again.
     py.shutdown().await;
     let mut py = python(&sb, &ws).await;
@@ -250,15 +247,18 @@ async fn a_command_too_quick_for_the_watcher_is_still_held_to_the_quota() {
     );
 }
 
+/// A program that never stops making files is stopped by the workspace walk, long before its
+/// time limit. (It never ends on its own: a bounded burst may finish between two walks on a
+/// fast machine, and is then named at the call's end — see the next test.)
 #[tokio::test]
-async fn creating_too_many_files_stops_at_the_file_limit() {
+async fn creating_files_without_end_stops_at_the_file_limit() {
     let sb = sandbox_with(limits(2048, 64, 1024, 10_000)).await;
     let (_d, ws) = workspace();
     let mut py = python(&sb, &ws).await;
     let started = Instant::now();
     let out = cell_with(
         &mut py,
-        "import os\nos.mkdir('many')\nfor i in range(20000):\n    open(f'many/{i}', 'w').close()\nprint('all created')",
+        "import os, itertools\nos.mkdir('many')\nfor i in itertools.count():\n    open(f'many/{i}', 'w').close()",
         Duration::from_secs(60),
     )
     .await;
@@ -267,10 +267,27 @@ async fn creating_too_many_files_stops_at_the_file_limit() {
     };
     assert_eq!(limit, 10_000);
     assert!(found > limit, "{found}");
-    assert!(!out.stdout.text.contains("all created"));
-    let on_disk = std::fs::read_dir(ws.join("many")).unwrap().count();
-    assert!(on_disk < 20_000, "{on_disk} files");
     assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+/// A burst that is over the limit when the call ends is named then, whether or not a walk
+/// caught it on the way.
+#[tokio::test]
+async fn a_burst_of_files_over_the_limit_is_named_when_the_call_ends() {
+    let sb = sandbox_with(limits(2048, 64, 1024, 10_000)).await;
+    let (_d, ws) = workspace();
+    let mut py = python(&sb, &ws).await;
+    let out = cell_with(
+        &mut py,
+        "import os\nos.mkdir('many')\nfor i in range(12000):\n    open(f'many/{i}', 'w').close()",
+        Duration::from_secs(60),
+    )
+    .await;
+    let CellStatus::Stopped(Stopped::WorkspaceFiles { limit, found }) = out.status else {
+        panic!("not stopped at the file limit: {out:?}");
+    };
+    assert_eq!(limit, 10_000);
+    assert!(found > limit, "{found}");
 }
 
 #[tokio::test]
@@ -313,18 +330,4 @@ async fn normal_work_passes_under_the_default_limits() {
     );
     assert_eq!(out.figures, ["figure_1.png"]);
     assert_eq!(py.stopped_by(), None);
-}
-
-/// Bytes of the regular files under `dir` (not following symlinks).
-fn dir_bytes(dir: &std::path::Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter_map(|e| e.metadata().ok())
-                .filter(|m| m.is_file())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
 }
