@@ -15,6 +15,8 @@ struct Entry {
     tokens: u64,
     /// A tool output already replaced by the snipped stub.
     snipped: bool,
+    /// Kept through every fold of the turn (see [`Context::push_kept`]).
+    kept: bool,
 }
 
 impl Entry {
@@ -85,6 +87,16 @@ impl Context {
     }
 
     pub(crate) fn push(&mut self, message: Message) {
+        self.push_entry(message, false);
+    }
+
+    /// Push `message` to stay for the rest of the turn: no fold drops it, nor the results of
+    /// its calls.
+    pub(crate) fn push_kept(&mut self, message: Message) {
+        self.push_entry(message, true);
+    }
+
+    fn push_entry(&mut self, message: Message, kept: bool) {
         let tokens = tokens::message_tokens(&message);
         self.messages_tokens += tokens;
         if let Some(anchor) = self.anchor.as_mut().filter(|a| a.reply_pending) {
@@ -97,6 +109,7 @@ impl Context {
             message,
             tokens,
             snipped: false,
+            kept,
         });
     }
 
@@ -159,14 +172,26 @@ impl Context {
 
     /// The fold: drop the finished step's chatter, keeping only the last exchange (the
     /// `solve_finish_step` call and its result), so the model still sees its step accepted and
-    /// what comes next; the progress block carries the rest.
+    /// what comes next; the progress block carries the rest. A message pushed to be kept
+    /// stays, with the results of its calls.
     pub(crate) fn fold(&mut self) {
         let keep_from = self
             .working
             .iter()
             .rposition(|e| e.message.role == Role::Assistant)
             .unwrap_or(self.working.len());
-        let dropped: u64 = self.working.drain(..keep_from).map(|e| e.tokens).sum();
+        let mut dropped = 0;
+        let mut index = 0;
+        let mut answers_kept = false;
+        self.working.retain(|e| {
+            answers_kept = e.kept || (answers_kept && e.message.role == Role::Tool);
+            let keep = answers_kept || index >= keep_from;
+            index += 1;
+            if !keep {
+                dropped += e.tokens;
+            }
+            keep
+        });
         self.messages_tokens -= dropped;
     }
 
@@ -279,5 +304,35 @@ mod tests {
         let dropped: u64 = ctx.working[..2].iter().map(|e| e.tokens).sum();
         ctx.fold();
         assert_eq!(ctx.estimate_with_sent_tail(), 2000 - dropped);
+    }
+
+    #[test]
+    fn a_message_pushed_to_be_kept_stays_through_every_fold() {
+        let mut ctx = context();
+        ctx.push_kept(Message::assistant_with_calls(
+            "my working: 2+2 is 4",
+            vec![call()],
+            None,
+        ));
+        ctx.push(Message::tool_result(&call(), "planned"));
+        for step in ["S1", "S2"] {
+            ctx.push(Message::assistant_with_calls("", vec![call()], None));
+            ctx.push(Message::tool_result(&call(), "chatter"));
+            ctx.push(Message::assistant_with_calls(step, vec![call()], None));
+            ctx.push(Message::tool_result(&call(), format!("{step} accepted")));
+            ctx.fold();
+        }
+        let contents: Vec<String> = ctx
+            .working
+            .iter()
+            .map(|e| e.message.content.clone())
+            .collect();
+        assert_eq!(
+            contents,
+            ["my working: 2+2 is 4", "planned", "S2", "S2 accepted"]
+        );
+        let whole: u64 = ctx.prefix.iter().map(tokens::message_tokens).sum::<u64>()
+            + ctx.working.iter().map(|e| e.tokens).sum::<u64>();
+        assert_eq!(ctx.messages_tokens, whole);
     }
 }

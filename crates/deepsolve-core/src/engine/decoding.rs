@@ -11,8 +11,10 @@
 //! the prompt and its nudges hold the spine for the rest of the turn.
 //!
 //! Each step has one free round; its later rounds ask for calls, and the step's result goes
-//! into `solve_finish_step`. The reasoning before the plan leaves the context once the plan
-//! is made, as a finished step's work does: the plan sums it up.
+//! into `solve_finish_step`. The reasoning before the plan stays for the whole turn, joined
+//! to the plan's call: it is the model's first working of the whole problem, and every step
+//! and the answer work from it. (Dropped once the plan was made, a right first working was
+//! lost: the 1.5B model's steps then computed it again, worse.)
 
 use super::reply::Interpreted;
 use super::turn::TurnRun;
@@ -48,9 +50,9 @@ pub(super) struct Decoding {
     /// wrote the same reasoning again, round after round (the 1.5B model copied one reply
     /// six times until the repetition guard ended the turn).
     thought_step: Option<(String, String)>,
-    /// The reasoning kept now came before the plan: the plan sums it up, and once the plan
-    /// is made it leaves the context, as a finished step's work does. Kept, it was the text
-    /// the 1.5B model copied into every later free round and into its answer.
+    /// The reasoning kept now came before the plan: the message that joins it to the plan's
+    /// call stays, with the call's result, for the rest of the turn (no fold drops it), so
+    /// every step and the answer work from it.
     reasoning_before_plan: bool,
     /// What the round being answered admits, where a narrowed required call went out as
     /// plain `required` (`ToolChoice::Among`: llama.cpp's server, for one, then lets the model
@@ -248,20 +250,20 @@ impl Decoding {
 impl TurnRun<'_> {
     /// `text` after the reasoning kept for the call it goes with, in one assistant message
     /// (content beside the calls): the reasoning's tokens stay where they were in the prompt.
-    pub(super) fn joined_to_reasoning(&mut self, text: String) -> String {
+    /// Whether that message stays for the rest of the turn: it carries the reasoning that
+    /// came before the plan it made.
+    pub(super) fn joined_to_reasoning(&mut self, text: String) -> (String, bool) {
         if !self.decoding.call_due {
-            return text;
+            return (text, false);
         }
         let before_plan = std::mem::take(&mut self.decoding.reasoning_before_plan);
-        if before_plan && self.record().has_plan() {
-            self.ctx.take_trailing_assistant_text();
-            return text;
-        }
-        match self.ctx.take_trailing_assistant_text() {
+        let keep = before_plan && self.record().has_plan();
+        let joined = match self.ctx.take_trailing_assistant_text() {
             Some(reasoning) if text.is_empty() => reasoning,
             Some(reasoning) => format!("{reasoning}\n\n{text}"),
-            None => text,
-        }
+            None => return (text, false),
+        };
+        (joined, keep)
     }
 
     /// Keep `text` as the model's reasoning and ask for the call in the next round. Text

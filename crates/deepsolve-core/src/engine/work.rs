@@ -67,9 +67,13 @@ impl TurnRun<'_> {
             trimmed if trimmed.len() == c.text.len() => c.text,
             trimmed => trimmed.to_string(),
         };
-        let text = self.joined_to_reasoning(text);
-        self.ctx
-            .push(Message::assistant_with_calls(text, calls, reasoning));
+        let (text, kept) = self.joined_to_reasoning(text);
+        let message = Message::assistant_with_calls(text, calls, reasoning);
+        if kept {
+            self.ctx.push_kept(message);
+        } else {
+            self.ctx.push(message);
+        }
     }
 
     /// The batch, with an event as each call starts, reports progress and ends; `None` when
