@@ -20,13 +20,17 @@ use super::reply::Interpreted;
 use super::turn::TurnRun;
 use super::vet::{Vetted, vet, writes_a_call};
 use crate::config::Enforce;
+use crate::dispatch::{Signature, signature};
 use crate::event::{EventKind, WarningKind};
+use crate::json_repair::parse_lenient;
 use crate::message::{Message, ToolCall};
 use crate::model::{ChatRequest, FinishReason, Honours, ToolChoice};
 use crate::solve::SolveRecord;
-use crate::solve::spine::{SOLVE_PLAN, SOLVE_REPLAN};
+use crate::solve::is_solve_tool;
+use crate::solve::spine::{SOLVE_FINISH_STEP, SOLVE_PLAN, SOLVE_REPLAN};
 use crate::wire::first_program;
 use crate::wire::history::{CODE_TOOL, code_arguments};
+use serde_json::Value;
 
 /// How the turn holds the spine, and what its last reply left due.
 #[derive(Debug, Default)]
@@ -68,6 +72,11 @@ pub(super) struct Decoding {
     bare_answer_next: bool,
     /// The answer round was asked offering no tools (once a turn).
     bare_answer_asked: bool,
+    /// The open step's work calls so far (the step, and each call's signature).
+    step_work: Option<((String, String), Vec<Signature>)>,
+    /// A work call of the open step was made again: the step's next rounds admit only
+    /// `solve_finish_step`.
+    finish_due: bool,
 }
 
 /// Whether `enforce` holds the spine at decoding time for a model that honours `honours`.
@@ -95,6 +104,8 @@ impl Decoding {
             list_narrowed: false,
             bare_answer_next: false,
             bare_answer_asked: false,
+            step_work: None,
+            finish_due: false,
         }
     }
 
@@ -178,9 +189,11 @@ impl Decoding {
                 request.tools.retain(|t| t.name == SOLVE_PLAN);
             }
         } else {
+            let finish_only = self.finish_due && self.step_worked(record);
             let rest: Vec<String> = (request.tools.iter())
                 .map(|t| t.name.clone())
                 .filter(|n| n != SOLVE_PLAN && n != SOLVE_REPLAN)
+                .filter(|n| !finish_only || n == SOLVE_FINISH_STEP)
                 .collect();
             if !rest.is_empty() {
                 if self.list_narrowed {
@@ -189,6 +202,44 @@ impl Decoding {
                 self.admitted = Some(rest.clone());
                 request.tool_choice = ToolChoice::Among(rest);
             }
+        }
+    }
+}
+
+impl Decoding {
+    /// The open step is the one whose work calls are recorded.
+    fn step_worked(&self, record: &SolveRecord) -> bool {
+        let open = open_step(record);
+        open.is_some() && self.step_work.as_ref().map(|(step, _)| step) == open.as_ref()
+    }
+
+    /// Record the work calls a round made in the open step of `record`; a call the step had
+    /// made already (the same tool and arguments) leaves only `solve_finish_step` for the
+    /// step's next rounds: its result is in the context, and the model is going round. (The
+    /// 1.5B model on llama.cpp's server ran `zack_age = 21 / 2` eight times in one step, two
+    /// malformed copies in between keeping the repetition guard's streak short, until the
+    /// turn ran out of rounds.)
+    fn note_step_work(&mut self, record: &SolveRecord, calls: &[ToolCall]) {
+        if !self.on {
+            return;
+        }
+        let Some(open) = open_step(record) else {
+            self.step_work = None;
+            self.finish_due = false;
+            return;
+        };
+        if !self.step_worked(record) {
+            self.step_work = Some((open, Vec::new()));
+            self.finish_due = false;
+        }
+        let Some((_, seen)) = self.step_work.as_mut() else {
+            return;
+        };
+        for call in calls.iter().filter(|c| !is_solve_tool(&c.name)) {
+            let args = parse_lenient(&call.arguments).unwrap_or(Value::Null);
+            let sig = signature(&call.name, &args);
+            self.finish_due |= seen.contains(&sig);
+            seen.push(sig);
         }
     }
 }
@@ -374,6 +425,12 @@ impl TurnRun<'_> {
     /// A reply with calls: nothing is due any more.
     pub(super) fn call_made(&mut self) {
         self.decoding.call_due = false;
+    }
+
+    /// The round's `calls` have run: what the open step has done so far.
+    pub(super) fn step_calls_ran(&mut self, calls: &[ToolCall]) {
+        let record = self.record();
+        self.decoding.note_step_work(&record, calls);
     }
 
     /// A step's free round that writes a program in its prose runs it: the first closed

@@ -323,6 +323,57 @@ impl Policy for ReplansWhenForced {
     }
 }
 
+/// A small model that, asked for a call in a step, runs the same work call again and again,
+/// a malformed copy in between (so no two rounds in a row make the same call and the
+/// repetition guard's streak stays short), as the 1.5B model did on llama.cpp's server: it ran
+/// `zack_age = 21 / 2` eight times in one step until the turn ran out of rounds. Asked with
+/// `auto`, it thinks aloud towards [`SMALL_MODEL_RESULT`]; offered no work tool, it makes
+/// `then`'s move.
+///
+/// **Engine:** under `solve.enforce: decoding`, the step's first repeated call leaves only
+/// `solve_finish_step` for its next rounds (a call outside that is not run, and the round is
+/// asked again offering only it). **Ending:** `answered`.
+#[derive(Debug, Default)]
+pub struct RepeatsItsWorkCall {
+    pub then: WellBehaved,
+    calls: AtomicUsize,
+}
+
+impl RepeatsItsWorkCall {
+    pub fn new(then: WellBehaved) -> Self {
+        RepeatsItsWorkCall {
+            then,
+            calls: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Policy for RepeatsItsWorkCall {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if let Some(reply) = common(req) {
+            return reply;
+        }
+        let step_open = req.plan().is_some_and(|plan| !plan.all_done());
+        let forced = matches!(req.tool_choice.as_deref(), Some(c) if c != "auto" && c != "none");
+        if !step_open || !forced {
+            return match req.tool_choice.as_deref() {
+                Some("auto") | None => Reply::text(ThinksBeforeCalls::thinking(req)),
+                _ => self.then.next_move(req),
+            };
+        }
+        let Some(tool) = req.work_tools().next().map(str::to_string) else {
+            return self.then.next_move(req);
+        };
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        let key = if n.is_multiple_of(2) {
+            "zack_age = 21 / 2"
+        } else {
+            "zack_age = 21 / 2\",\"timeout_s\":30}"
+        };
+        Reply::calls(vec![(tool.as_str(), work_args(req, &tool, key))])
+    }
+}
+
 /// A small model that opens each step's free round with a tool result of its own, as the
 /// 1.5B model did on llama.cpp's server: asked with `auto` once it has a plan, it writes
 /// `<tool_response>` and a result nothing produced; asked for a call, it makes `then`'s move.

@@ -772,6 +772,39 @@ async fn a_call_outside_what_a_required_round_admits_is_not_run_and_the_round_is
 }
 
 #[tokio::test]
+async fn a_work_call_a_step_makes_again_leaves_only_the_steps_finish() {
+    // The 1.5B model on llama.cpp's server ran `zack_age = 21 / 2` eight times in one step, a
+    // malformed copy now and then keeping the repetition guard's streak short, until the turn
+    // ran out of rounds.
+    for language in [Language::En, Language::Zh] {
+        let played = play_decoding("repeats-its-work-call", language).await;
+        let turn = format!("repeats-its-work-call {}", language.code());
+        assert_eq!(played.outcome.stop_reason, StopReason::Answered, "{turn}");
+        assert!(played.outcome.solve.steps.iter().all(|s| s.done), "{turn}");
+        let finish_only = |r: &ChatRequest| matches!(&r.tool_choice, ToolChoice::Among(names) if names == &["solve_finish_step"]);
+        // Each step: the call, a malformed copy, the call again — then only the finish.
+        let work_calls_run = (played.events.iter())
+            .filter(|e| matches!(&e.kind, EventKind::ToolCall { name, .. } if name == "reason"))
+            .count();
+        let steps = played.outcome.solve.steps.len();
+        assert_eq!(work_calls_run, 3 * steps, "{turn}: {:?}", choices(&played));
+        let asked_to_finish = played.requests.iter().filter(|r| finish_only(r)).count();
+        assert!(asked_to_finish >= steps, "{turn}: {:?}", choices(&played));
+        // No round after a step's finish is held to it: the next step's work is free again.
+        for pair in played.requests.windows(2) {
+            if finish_only(&pair[0]) && !finish_only(&pair[1]) {
+                assert!(
+                    !matches!(&pair[1].tool_choice, ToolChoice::Among(names) if !names.iter().any(|n| n == "reason")),
+                    "{turn}"
+                );
+            }
+        }
+        let found = problems(&turn, &played, &engine_pieces());
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+}
+
+#[tokio::test]
 async fn once_the_model_invents_a_tool_result_every_request_stops_where_one_would_begin() {
     // The 1.5B model on llama.cpp's server opened step rounds with `<tool_response>` and
     // wrote a result nothing produced, 100–200 tokens each time, all of it cut.
