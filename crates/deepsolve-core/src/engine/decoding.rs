@@ -67,11 +67,18 @@ pub(super) struct Decoding {
     narrow_list_next: bool,
     /// This round's tool list was narrowed to what it admits.
     list_narrowed: bool,
+    /// The list narrowed for the next round keeps `solve_replan` (only a withdrawn plan was
+    /// called): it is then the turn's list from here on, and costs no prefill of its own.
+    narrowed_keeps_replan: bool,
     /// The answer round's reply was a call, set aside: the next round is the answer round
     /// again, offering no tools.
     bare_answer_next: bool,
     /// The answer round was asked offering no tools (once a turn).
     bare_answer_asked: bool,
+    /// The model called `solve_plan` again where a round admitted only the step's tools:
+    /// from then on the turn's requests do not offer it (one prefill of the prompt from the
+    /// tools on, paid once; the list is stable again after it).
+    plan_withdrawn: bool,
     /// The open step's work calls so far (the step, and each call's signature).
     step_work: Option<((String, String), Vec<Signature>)>,
     /// A work call of the open step was made again: the step's next rounds admit only
@@ -102,8 +109,10 @@ impl Decoding {
             admitted: None,
             narrow_list_next: false,
             list_narrowed: false,
+            narrowed_keeps_replan: false,
             bare_answer_next: false,
             bare_answer_asked: false,
+            plan_withdrawn: false,
             step_work: None,
             finish_due: false,
         }
@@ -166,6 +175,9 @@ impl Decoding {
         if !self.on || !offers_plan {
             return;
         }
+        if self.plan_withdrawn && record.has_plan() {
+            request.tools.retain(|t| t.name != SOLVE_PLAN);
+        }
         if request.tool_choice == ToolChoice::Auto {
             let planned = record.has_plan();
             let callable = (request.tools.iter())
@@ -197,7 +209,10 @@ impl Decoding {
                 .collect();
             if !rest.is_empty() {
                 if self.list_narrowed {
-                    request.tools.retain(|t| rest.contains(&t.name));
+                    let keeps_replan = self.narrowed_keeps_replan;
+                    request.tools.retain(|t| {
+                        rest.contains(&t.name) || (keeps_replan && t.name == SOLVE_REPLAN)
+                    });
                 }
                 self.admitted = Some(rest.clone());
                 request.tool_choice = ToolChoice::Among(rest);
@@ -375,7 +390,14 @@ impl TurnRun<'_> {
         }
         calls.retain(|c| admitted.contains(&c.name));
         let again = calls.is_empty() && reply.unreadable.is_empty();
+        // A plan called again is withdrawn for the rest of the turn: the 1.5B model on
+        // llama.cpp's server did it in 7 of 99 required rounds (4 of 19 turns), and a list
+        // narrowed for one round and then restored cost two prefills of the whole prompt each
+        // time. Withdrawn, it costs one: the round asked again offers the turn's list from
+        // then on (narrowed all the same, so a reply straying again is not set aside again).
+        self.decoding.plan_withdrawn |= strays.iter().any(|n| n == SOLVE_PLAN);
         self.decoding.narrow_list_next = again;
+        self.decoding.narrowed_keeps_replan = strays.iter().all(|n| n == SOLVE_PLAN);
         let then = if again {
             "; the round is asked again, offering only those tools"
         } else {

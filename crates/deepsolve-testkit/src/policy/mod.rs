@@ -41,8 +41,8 @@ pub use showcase::{
 pub use small_model::{
     AnswersWithACall, CopiesItsTail, CopiesSummaries, FencedJsonCalls, FinishesOneThenProbes,
     HermesInContent, IgnoresToolChoice, InventedOutput, InventsToolResponses, LoopsInForcedCall,
-    LoopsInForcedNativeCall, NudgeEcho, ProsePlanner, RepeatsItsWorkCall, ReplansWhenForced,
-    SMALL_MODEL_RESULT, ThinksBeforeCalls,
+    LoopsInForcedNativeCall, NudgeEcho, PlansAgainWhenForced, ProsePlanner, RepeatsItsWorkCall,
+    ReplansWhenForced, SMALL_MODEL_RESULT, ThinksBeforeCalls,
 };
 pub use solver::WellBehaved;
 pub use vision::{
@@ -178,6 +178,7 @@ pub const SMALL_MODEL_POLICY_NAMES: &[&str] = &[
     "replans-when-forced",
     "invents-tool-responses",
     "repeats-its-work-call",
+    "plans-again-when-forced",
 ];
 
 /// Policies [`by_name`] also knows that exist for benchmarks, the web UI's browser tests and
@@ -253,6 +254,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "replans-when-forced" => Box::new(ReplansWhenForced { then: base }),
         "invents-tool-responses" => Box::new(InventsToolResponses { then: base }),
         "repeats-its-work-call" => Box::new(RepeatsItsWorkCall::new(base)),
+        "plans-again-when-forced" => Box::new(PlansAgainWhenForced { then: base }),
         "ignores-tool-choice" => Box::new(IgnoresToolChoice {
             inner: FinishesOneThenProbes::new(base),
         }),

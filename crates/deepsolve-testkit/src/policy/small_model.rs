@@ -374,6 +374,34 @@ impl Policy for RepeatsItsWorkCall {
     }
 }
 
+/// A small model on an endpoint that reads a narrowed required choice as plain `required`
+/// (llama.cpp's server): asked with `auto`, it thinks aloud towards [`SMALL_MODEL_RESULT`];
+/// asked for a call once it has a plan, it calls `solve_plan` again whenever it is offered,
+/// as the 1.5B model did there; not offered it, it makes `then`'s move.
+///
+/// **Engine:** under `solve.enforce: decoding`, the second plan is not run, and `solve_plan`
+/// is not offered again for the rest of the turn. **Ending:** `answered`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlansAgainWhenForced {
+    pub then: WellBehaved,
+}
+
+impl Policy for PlansAgainWhenForced {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if let Some(reply) = common(req) {
+            return reply;
+        }
+        match (req.tool_choice.as_deref(), req.current_step()) {
+            (Some("auto") | None, _) => Reply::text(ThinksBeforeCalls::thinking(req)),
+            (Some("required"), Some(step)) if req.offers(SOLVE_PLAN) => Reply::calls(vec![(
+                SOLVE_PLAN,
+                serde_json::json!({"analysis": "start again", "steps": [{"goal": step.goal}]}),
+            )]),
+            _ => self.then.next_move(req),
+        }
+    }
+}
+
 /// A small model that opens each step's free round with a tool result of its own, as the
 /// 1.5B model did on llama.cpp's server: asked with `auto` once it has a plan, it writes
 /// `<tool_response>` and a result nothing produced; asked for a call, it makes `then`'s move.

@@ -805,6 +805,56 @@ async fn a_work_call_a_step_makes_again_leaves_only_the_steps_finish() {
 }
 
 #[tokio::test]
+async fn a_plan_called_again_where_a_step_was_due_is_withdrawn_for_the_rest_of_the_turn() {
+    // Sent plain `required`, llama.cpp's server let the 1.5B model call `solve_plan` again in
+    // 7 of 99 required rounds; narrowing the list for one round and restoring it cost two
+    // prefills of the whole prompt each time.
+    for language in [Language::En, Language::Zh] {
+        let played = play_decoding("plans-again-when-forced", language).await;
+        let turn = format!("plans-again-when-forced {}", language.code());
+        assert_eq!(played.outcome.stop_reason, StopReason::Answered, "{turn}");
+        assert_eq!(
+            played.outcome.solve.steps.len(),
+            2,
+            "{turn}: the plan stood"
+        );
+        assert!(played.outcome.solve.steps.iter().all(|s| s.done), "{turn}");
+        let offers = |r: &ChatRequest, name: &str| r.tools.iter().any(|t| t.name == name);
+        let withdrawn_at = (played.requests.iter())
+            .position(|r| !offers(r, "solve_plan"))
+            .expect("solve_plan withdrawn");
+        let strayed = &played.requests[withdrawn_at - 1];
+        assert!(
+            matches!(strayed.tool_choice, ToolChoice::Among(_)),
+            "{turn}: withdrawn after a required round"
+        );
+        let warned = (played.events.iter()).filter(|e| {
+            matches!(&e.kind, EventKind::Warning { message, .. }
+                if message.contains("solve_plan") && message.contains("not run"))
+        });
+        assert_eq!(warned.count(), 1, "{turn}: the plan was called again once");
+        let later = &played.requests[withdrawn_at..];
+        for request in later {
+            assert!(!offers(request, "solve_plan"), "{turn}");
+            if request.tool_choice != ToolChoice::None {
+                assert_eq!(
+                    request.tools, later[0].tools,
+                    "{turn}: one list from then on"
+                );
+            }
+        }
+        assert!(
+            later
+                .iter()
+                .any(|r| r.tool_choice.is_auto() && offers(r, "solve_replan")),
+            "{turn}: a replan stays a free round's choice"
+        );
+        let found = problems(&turn, &played, &engine_pieces());
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+}
+
+#[tokio::test]
 async fn once_the_model_invents_a_tool_result_every_request_stops_where_one_would_begin() {
     // The 1.5B model on llama.cpp's server opened step rounds with `<tool_response>` and
     // wrote a result nothing produced, 100–200 tokens each time, all of it cut.
