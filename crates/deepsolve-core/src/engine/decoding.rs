@@ -67,18 +67,15 @@ pub(super) struct Decoding {
     narrow_list_next: bool,
     /// This round's tool list was narrowed to what it admits.
     list_narrowed: bool,
-    /// The list narrowed for the next round keeps `solve_replan` (only a withdrawn plan was
-    /// called): it is then the turn's list from here on, and costs no prefill of its own.
-    narrowed_keeps_replan: bool,
     /// The answer round's reply was a call, set aside: the next round is the answer round
     /// again, offering no tools.
     bare_answer_next: bool,
     /// The answer round was asked offering no tools (once a turn).
     bare_answer_asked: bool,
-    /// The model called `solve_plan` again where a round admitted only the step's tools:
-    /// from then on the turn's requests do not offer it (one prefill of the prompt from the
-    /// tools on, paid once; the list is stable again after it).
-    plan_withdrawn: bool,
+    /// The model called `solve_plan` or `solve_replan` where a round admitted only the step's
+    /// tools: from then on the turn's requests offer neither (one prefill of the prompt from
+    /// the tools on, paid once; the list is stable again after it).
+    plan_tools_withdrawn: bool,
     /// The open step's work calls so far (the step, and each call's signature).
     step_work: Option<((String, String), Vec<Signature>)>,
     /// A work call of the open step was made again: the step's next rounds admit only
@@ -109,10 +106,9 @@ impl Decoding {
             admitted: None,
             narrow_list_next: false,
             list_narrowed: false,
-            narrowed_keeps_replan: false,
             bare_answer_next: false,
             bare_answer_asked: false,
-            plan_withdrawn: false,
+            plan_tools_withdrawn: false,
             step_work: None,
             finish_due: false,
         }
@@ -163,7 +159,8 @@ impl Decoding {
     /// after it (5 of 17 turns, every replan in a required round), and its answer lost their
     /// results. The tool list stays, and the choice names the tools that remain; only after
     /// a reply that called nothing the round admits is the list narrowed to them
-    /// ([`TurnRun::set_aside_strays`]).
+    /// ([`TurnRun::set_aside_strays`]), and after a plan tool called there, neither plan tool
+    /// is offered again in the turn.
     pub(super) fn narrow(&mut self, request: &mut ChatRequest, record: &SolveRecord) {
         self.admitted = None;
         self.list_narrowed = std::mem::take(&mut self.narrow_list_next);
@@ -175,8 +172,10 @@ impl Decoding {
         if !self.on || !offers_plan {
             return;
         }
-        if self.plan_withdrawn && record.has_plan() {
-            request.tools.retain(|t| t.name != SOLVE_PLAN);
+        if self.plan_tools_withdrawn && record.has_plan() {
+            request
+                .tools
+                .retain(|t| t.name != SOLVE_PLAN && t.name != SOLVE_REPLAN);
         }
         if request.tool_choice == ToolChoice::Auto {
             let planned = record.has_plan();
@@ -209,10 +208,7 @@ impl Decoding {
                 .collect();
             if !rest.is_empty() {
                 if self.list_narrowed {
-                    let keeps_replan = self.narrowed_keeps_replan;
-                    request.tools.retain(|t| {
-                        rest.contains(&t.name) || (keeps_replan && t.name == SOLVE_REPLAN)
-                    });
+                    request.tools.retain(|t| rest.contains(&t.name));
                 }
                 self.admitted = Some(rest.clone());
                 request.tool_choice = ToolChoice::Among(rest);
@@ -390,14 +386,16 @@ impl TurnRun<'_> {
         }
         calls.retain(|c| admitted.contains(&c.name));
         let again = calls.is_empty() && reply.unreadable.is_empty();
-        // A plan called again is withdrawn for the rest of the turn: the 1.5B model on
-        // llama.cpp's server did it in 7 of 99 required rounds (4 of 19 turns), and a list
-        // narrowed for one round and then restored cost two prefills of the whole prompt each
-        // time. Withdrawn, it costs one: the round asked again offers the turn's list from
-        // then on (narrowed all the same, so a reply straying again is not set aside again).
-        self.decoding.plan_withdrawn |= strays.iter().any(|n| n == SOLVE_PLAN);
+        // The plan's tools called where a step's call was due are withdrawn for the rest of
+        // the turn: the 1.5B model on llama.cpp's server called `solve_plan` again in 7 and
+        // `solve_replan` in 8 of 99 required rounds (a replan there dropped the steps after
+        // the current one), and a list narrowed for one round and then restored cost two
+        // prefills of the whole prompt each time. Withdrawn, the round asked again offers the
+        // turn's list from then on: one prefill. (Withdrawing `solve_plan` alone, the retry
+        // that still offered `solve_replan` was a replan that lost the plan's last step.)
+        let plan_tool = |n: &String| n == SOLVE_PLAN || n == SOLVE_REPLAN;
+        self.decoding.plan_tools_withdrawn |= strays.iter().any(plan_tool);
         self.decoding.narrow_list_next = again;
-        self.decoding.narrowed_keeps_replan = strays.iter().all(|n| n == SOLVE_PLAN);
         let then = if again {
             "; the round is asked again, offering only those tools"
         } else {

@@ -713,8 +713,63 @@ async fn a_step_has_one_free_round_and_the_reasoning_before_the_plan_stays_for_t
     }
 }
 
+/// `stray` (a plan tool) was called once where a step's call was due, was not run, and from
+/// the round asked again on, no request offers a plan tool, and the list stays one list.
+fn assert_plan_tools_withdrawn_once(played: &Played, turn: &str, stray: &str) {
+    let offers = |r: &ChatRequest, name: &str| r.tools.iter().any(|t| t.name == name);
+    let run = (played.events.iter())
+        .filter(|e| matches!(&e.kind, EventKind::ToolCall { name, .. } if name == stray))
+        .count();
+    let planned = usize::from(stray == "solve_plan");
+    assert_eq!(
+        run, planned,
+        "{turn}: no {stray} ran where a step's call was due"
+    );
+    let warned = (played.events.iter()).filter(|e| {
+        matches!(&e.kind, EventKind::Warning { message, .. }
+            if message.contains(stray) && message.contains("not run"))
+    });
+    assert_eq!(warned.count(), 1, "{turn}: {stray} was called there once");
+    let withdrawn_at = (played.requests.iter())
+        .position(|r| !offers(r, "solve_plan"))
+        .expect("the plan tools withdrawn");
+    let (strayed, again) = (
+        &played.requests[withdrawn_at - 1],
+        &played.requests[withdrawn_at],
+    );
+    assert!(
+        matches!(strayed.tool_choice, ToolChoice::Among(_)) && offers(strayed, stray),
+        "{turn}: withdrawn after a required round that offered {stray}"
+    );
+    // The stray reply left nothing: only the tail (its round count) differs.
+    let kept = strayed.messages.len() - 1;
+    assert_eq!(
+        strayed.messages[..kept],
+        again.messages[..again.messages.len() - 1],
+        "{turn}: the stray reply left nothing"
+    );
+    let listed: Vec<&str> = again.tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(
+        matches!(&again.tool_choice, ToolChoice::Among(names) if names.iter().map(String::as_str).eq(listed.iter().copied())),
+        "{turn}: the round asked again lists what it admits"
+    );
+    let later = &played.requests[withdrawn_at..];
+    for request in later {
+        assert!(!offers(request, "solve_plan"), "{turn}");
+        assert!(!offers(request, "solve_replan"), "{turn}");
+        if request.tool_choice != ToolChoice::None {
+            assert_eq!(request.tools, again.tools, "{turn}: one list from then on");
+        }
+    }
+    assert!(
+        later.iter().any(|r| r.tool_choice.is_auto()),
+        "{turn}: a free round came after it: {:?}",
+        choices(played)
+    );
+}
+
 #[tokio::test]
-async fn a_call_outside_what_a_required_round_admits_is_not_run_and_the_round_is_asked_again() {
+async fn a_replan_where_a_step_was_due_is_not_run_and_withdraws_the_plan_tools_for_the_turn() {
     // Sent plain `required`, llama.cpp's server let the 1.5B model call `solve_replan` where
     // the spine wanted the step's work or its finish: the plan lost the steps after the
     // current one.
@@ -734,38 +789,7 @@ async fn a_call_outside_what_a_required_round_admits_is_not_run_and_the_round_is
             )
             .count();
         assert_eq!(replans_run, 0, "{turn}: no replan ran");
-        let offers = |r: &ChatRequest, name: &str| r.tools.iter().any(|t| t.name == name);
-        let mut asked_again = 0;
-        for pair in played.requests.windows(2) {
-            let (before, again) = (&pair[0], &pair[1]);
-            if offers(again, "solve_replan") || !matches!(again.tool_choice, ToolChoice::Among(_)) {
-                continue;
-            }
-            asked_again += 1;
-            assert!(
-                matches!(before.tool_choice, ToolChoice::Among(_))
-                    && offers(before, "solve_replan"),
-                "{turn}: only a round whose reply strayed is asked with fewer tools"
-            );
-            // The stray reply left nothing: only the tail (its round count) differs.
-            let kept = before.messages.len() - 1;
-            assert_eq!(
-                before.messages[..kept],
-                again.messages[..again.messages.len() - 1],
-                "{turn}: the stray reply left nothing"
-            );
-            let admitted: Vec<&str> = again.tools.iter().map(|t| t.name.as_str()).collect();
-            assert!(
-                matches!(&again.tool_choice, ToolChoice::Among(names) if names.iter().map(String::as_str).eq(admitted.iter().copied())),
-                "{turn}: the narrowed list is what the round admits"
-            );
-        }
-        assert!(asked_again >= 2, "{turn}: {:?}", choices(&played));
-        let warned = (played.events.iter()).any(|e| {
-            matches!(&e.kind, EventKind::Warning { message, .. }
-                if message.contains("solve_replan") && message.contains("not run"))
-        });
-        assert!(warned, "{turn}");
+        assert_plan_tools_withdrawn_once(&played, &turn, "solve_replan");
         let found = problems(&turn, &played, &engine_pieces());
         assert!(found.is_empty(), "{}", found.join("\n"));
     }
@@ -805,7 +829,7 @@ async fn a_work_call_a_step_makes_again_leaves_only_the_steps_finish() {
 }
 
 #[tokio::test]
-async fn a_plan_called_again_where_a_step_was_due_is_withdrawn_for_the_rest_of_the_turn() {
+async fn a_plan_called_again_where_a_step_was_due_withdraws_the_plan_tools_for_the_turn() {
     // Sent plain `required`, llama.cpp's server let the 1.5B model call `solve_plan` again in
     // 7 of 99 required rounds; narrowing the list for one round and restoring it cost two
     // prefills of the whole prompt each time.
@@ -819,36 +843,7 @@ async fn a_plan_called_again_where_a_step_was_due_is_withdrawn_for_the_rest_of_t
             "{turn}: the plan stood"
         );
         assert!(played.outcome.solve.steps.iter().all(|s| s.done), "{turn}");
-        let offers = |r: &ChatRequest, name: &str| r.tools.iter().any(|t| t.name == name);
-        let withdrawn_at = (played.requests.iter())
-            .position(|r| !offers(r, "solve_plan"))
-            .expect("solve_plan withdrawn");
-        let strayed = &played.requests[withdrawn_at - 1];
-        assert!(
-            matches!(strayed.tool_choice, ToolChoice::Among(_)),
-            "{turn}: withdrawn after a required round"
-        );
-        let warned = (played.events.iter()).filter(|e| {
-            matches!(&e.kind, EventKind::Warning { message, .. }
-                if message.contains("solve_plan") && message.contains("not run"))
-        });
-        assert_eq!(warned.count(), 1, "{turn}: the plan was called again once");
-        let later = &played.requests[withdrawn_at..];
-        for request in later {
-            assert!(!offers(request, "solve_plan"), "{turn}");
-            if request.tool_choice != ToolChoice::None {
-                assert_eq!(
-                    request.tools, later[0].tools,
-                    "{turn}: one list from then on"
-                );
-            }
-        }
-        assert!(
-            later
-                .iter()
-                .any(|r| r.tool_choice.is_auto() && offers(r, "solve_replan")),
-            "{turn}: a replan stays a free round's choice"
-        );
+        assert_plan_tools_withdrawn_once(&played, &turn, "solve_plan");
         let found = problems(&turn, &played, &engine_pieces());
         assert!(found.is_empty(), "{}", found.join("\n"));
     }
