@@ -200,7 +200,7 @@ impl Decoding {
                 request.tools.retain(|t| t.name == SOLVE_PLAN);
             }
         } else {
-            let finish_only = self.finish_due && self.step_worked(record);
+            let finish_only = self.finish_due && self.records_open_step(record);
             let rest: Vec<String> = (request.tools.iter())
                 .map(|t| t.name.clone())
                 .filter(|n| n != SOLVE_PLAN && n != SOLVE_REPLAN)
@@ -218,8 +218,8 @@ impl Decoding {
 }
 
 impl Decoding {
-    /// The open step is the one whose work calls are recorded.
-    fn step_worked(&self, record: &SolveRecord) -> bool {
+    /// The work calls recorded are the open step's.
+    fn records_open_step(&self, record: &SolveRecord) -> bool {
         let open = open_step(record);
         open.is_some() && self.step_work.as_ref().map(|(step, _)| step) == open.as_ref()
     }
@@ -239,7 +239,7 @@ impl Decoding {
             self.finish_due = false;
             return;
         };
-        if !self.step_worked(record) {
+        if !self.records_open_step(record) {
             self.step_work = Some((open, Vec::new()));
             self.finish_due = false;
         }
