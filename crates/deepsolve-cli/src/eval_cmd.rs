@@ -18,8 +18,8 @@ use deepsolve_eval::grade::{DEFAULT_SYMPY_TIMEOUT, SandboxSympy};
 use deepsolve_eval::mode::{DEEPSOLVE, PLAIN};
 use deepsolve_eval::report::ReportError;
 use deepsolve_eval::{
-    DataError, Grader, Mode, PlainOptions, Problem, Progress, RegradeError, ReportFiles, RunConfig,
-    RunSummary, Runner, Selection,
+    DataError, ENDPOINT_DOWN_AFTER, Grader, Mode, PlainOptions, Problem, Progress, RecordError,
+    RegradeError, ReportFiles, RunConfig, RunSummary, Runner, Selection,
 };
 use deepsolve_settings::Loaded;
 use deepsolve_store::Store;
@@ -49,7 +49,9 @@ subdirectory per set), appended as each problem finishes. Ctrl-C stops the run; 
 command it prints (--resume) continues it without redoing finished problems.
 
 Exit codes: 0 the run finished (a problem whose endpoint failed is recorded as such);
-1 another failure; 2 usage, settings or a set that cannot be read; 130 cancelled.";
+1 another failure; 2 usage, settings or a set that cannot be read; 4 stopped because
+5 problems in a row failed at the endpoint (the command it prints, with --retry-errors,
+continues once the endpoint answers again); 130 cancelled.";
 
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true, after_help = AFTER_HELP)]
@@ -288,6 +290,11 @@ async fn run_sets(
             say_resume(&summary, out);
             return Ok(Exit::Cancelled);
         }
+        if let Some(error) = &summary.endpoint_down {
+            interrupts.abort();
+            say_endpoint_down(&summary, error, out);
+            return Ok(Exit::Unavailable);
+        }
         finished.push(dir);
     }
     interrupts.abort();
@@ -512,6 +519,21 @@ fn say_resume(summary: &RunSummary, out: &Path) {
         summary.ran + summary.skipped,
         summary.total,
         resume_command(std::env::args().skip(1).collect(), out)
+    );
+}
+
+fn say_endpoint_down(summary: &RunSummary, error: &RecordError, out: &Path) {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--retry-errors") {
+        args.push("--retry-errors".into());
+    }
+    errln!(
+        "eval: stopped: the last {ENDPOINT_DOWN_AFTER} problems all failed at the endpoint ({}: {}), {} of {} done; once it answers again, continue with:\n  {}",
+        error.kind,
+        error.message,
+        summary.ran + summary.skipped,
+        summary.total,
+        resume_command(args, out)
     );
 }
 

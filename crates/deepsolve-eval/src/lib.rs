@@ -28,10 +28,12 @@ pub use data::{DataError, Selection, load, select};
 pub use grade::{AnswerStyle, Extraction, Graded, Grader, Judged, Verdict};
 pub use mode::{Attempt, Mode, PlainOptions, PlainSolver, SolveError, Solver};
 pub use problem::{Layout, Problem, detect_language};
-pub use record::{Prices, RESULTS_FILE, ResultRecord, SpineRecord};
+pub use record::{Prices, RESULTS_FILE, RecordError, ResultRecord, SpineRecord};
 pub use regrade::{Change, RegradeError, Regraded, regrade};
 pub use report::{Report, ReportFiles, compare, compare_into, report};
-pub use runner::{ModeTally, Progress, ProgressFn, RunConfig, RunError, RunSummary, Runner};
+pub use runner::{
+    ENDPOINT_DOWN_AFTER, ModeTally, Progress, ProgressFn, RunConfig, RunError, RunSummary, Runner,
+};
 
 /// The sets written for this project, shipped with the crate (`sets/`).
 pub mod sets {

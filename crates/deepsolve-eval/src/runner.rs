@@ -1,6 +1,7 @@
 //! Runs problems × modes with bounded concurrency. Each finished (problem, mode) is graded and
 //! appended to `results.jsonl` at once (synced), so a killed or cancelled run resumes without
-//! redoing what finished; an endpoint failure is that problem's record, never the run's end.
+//! redoing what finished; an endpoint failure is that problem's record, and only
+//! [`ENDPOINT_DOWN_AFTER`] of them in a row stop the run.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -22,6 +23,12 @@ use crate::record::{
 
 /// The run's description beside its results.
 pub const MANIFEST_FILE: &str = "run.json";
+
+/// This many pairs in a row failing at the endpoint stop the run: the endpoint is down, and
+/// going on would only record every remaining pair as an error (a llama.cpp server that
+/// crashed six minutes into a three-hour run had its 58 remaining pairs recorded so, a few
+/// seconds each). A resume with `--retry-errors` runs them once it answers again.
+pub const ENDPOINT_DOWN_AFTER: usize = 5;
 
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -113,9 +120,13 @@ pub struct RunSummary {
     pub ran: usize,
     /// Pairs a resumed run found done.
     pub skipped: usize,
-    /// Pairs not recorded because the run was cancelled (a resume runs them).
+    /// Pairs not recorded because the run was cancelled or stopped (a resume runs them).
     pub unfinished: usize,
     pub cancelled: bool,
+    /// The run stopped after [`ENDPOINT_DOWN_AFTER`] pairs in a row failed at the endpoint:
+    /// the last one's error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint_down: Option<RecordError>,
     pub tallies: Vec<ModeTally>,
     pub results: PathBuf,
 }
@@ -214,6 +225,8 @@ impl Runner {
         let mut done = skipped;
         let mut ran = 0;
         let mut unfinished = 0;
+        let mut failing_in_a_row = 0;
+        let mut endpoint_down = None;
         let prices = self.config.prices;
         let grader = &self.grader;
         let mut stream = futures::stream::iter(jobs)
@@ -230,6 +243,10 @@ impl Runner {
             count(&mut tallies, &record);
             ran += 1;
             done += 1;
+            failing_in_a_row = match &record.error {
+                Some(_) => failing_in_a_row + 1,
+                None => 0,
+            };
             if let Some(progress) = &self.progress {
                 let list: Vec<ModeTally> = tallies.values().cloned().collect();
                 progress(&Progress {
@@ -239,6 +256,12 @@ impl Runner {
                     last: &record,
                 });
             }
+            if failing_in_a_row >= ENDPOINT_DOWN_AFTER {
+                // What is in flight is dropped unrecorded, with the pairs not started.
+                endpoint_down = record.error;
+                unfinished = total - done;
+                break;
+            }
         }
         Ok(RunSummary {
             total,
@@ -246,6 +269,7 @@ impl Runner {
             skipped,
             unfinished,
             cancelled: cancel.is_cancelled(),
+            endpoint_down,
             tallies: tallies.into_values().collect(),
             results,
         })

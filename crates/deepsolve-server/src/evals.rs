@@ -26,8 +26,8 @@ use axum::response::{IntoResponse, Response};
 use deepsolve_app::eval::TurnSolver;
 use deepsolve_eval::report::{Report, build, load_run, plots};
 use deepsolve_eval::{
-    DataError, Grader, Mode, ModeTally, PlainOptions, Problem, Progress, ResultRecord, RunConfig,
-    Runner, Selection,
+    DataError, ENDPOINT_DOWN_AFTER, Grader, Mode, ModeTally, PlainOptions, Problem, Progress,
+    ResultRecord, RunConfig, Runner, Selection,
 };
 use deepsolve_protocol::api::ApiErrorCode;
 use schemars::JsonSchema;
@@ -632,6 +632,16 @@ impl PreparedRun {
                 } else {
                     EvalStatus::Cancelled
                 }
+            }
+            Ok(summary) if summary.endpoint_down.is_some() => {
+                let error = summary
+                    .endpoint_down
+                    .as_ref()
+                    .map_or(String::new(), |e| format!("{}: {}", e.kind, e.message));
+                meta.error = Some(format!(
+                    "stopped: the last {ENDPOINT_DOWN_AFTER} problems all failed at the endpoint ({error})"
+                ));
+                EvalStatus::Failed
             }
             Ok(_) => EvalStatus::Finished,
             Err(e) => {

@@ -305,6 +305,93 @@ async fn an_endpoint_that_fails_is_recorded_per_problem_and_retried_on_request()
 }
 
 #[tokio::test]
+async fn an_endpoint_that_fails_problem_after_problem_stops_the_run_and_a_resume_finishes_it() {
+    // A llama.cpp server that crashed six minutes into a three-hour run had every one of the
+    // 58 remaining pairs recorded as an error, a few seconds each.
+    let dir = tempfile::tempdir().unwrap();
+    let problems = numbered(12);
+    let down = Arc::new(FakeSolver {
+        fail: problems.iter().skip(2).map(|p| p.id.clone()).collect(),
+        ..FakeSolver::default()
+    });
+    let one_at_a_time = RunConfig {
+        concurrency: 1,
+        ..config(dir.path())
+    };
+    let summary = Runner::new(one_at_a_time.clone(), Grader::new())
+        .run(
+            &problems,
+            &[Mode::deepsolve(down.clone())],
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let stopped_after = 2 + deepsolve_eval::ENDPOINT_DOWN_AFTER;
+    assert_eq!(summary.ran, stopped_after);
+    assert_eq!(
+        down.calls(),
+        stopped_after,
+        "no problem was started after it"
+    );
+    assert_eq!(summary.unfinished, 12 - stopped_after);
+    assert!(!summary.cancelled);
+    let error = summary.endpoint_down.expect("stopped for the endpoint");
+    assert_eq!(error.kind, "server");
+    assert_eq!(lines(dir.path()).len(), stopped_after);
+
+    // Once it answers again, --resume --retry-errors runs the failed and the unstarted pairs.
+    let fine = Arc::new(FakeSolver::default());
+    let summary = Runner::new(
+        RunConfig {
+            resume: true,
+            retry_errors: true,
+            ..one_at_a_time
+        },
+        Grader::new(),
+    )
+    .run(
+        &problems,
+        &[Mode::deepsolve(fine.clone())],
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!((summary.ran, summary.skipped), (10, 2));
+    assert_eq!(summary.endpoint_down, None);
+    assert_eq!(summary.tallies[0].correct, 12);
+}
+
+#[tokio::test]
+async fn failures_between_answers_do_not_stop_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let problems = numbered(12);
+    let flaky = Arc::new(FakeSolver {
+        fail: (problems.iter().enumerate())
+            .filter(|(i, _)| i % 4 != 3)
+            .map(|(_, p)| p.id.clone())
+            .collect(),
+        ..FakeSolver::default()
+    });
+    let summary = Runner::new(
+        RunConfig {
+            concurrency: 1,
+            ..config(dir.path())
+        },
+        Grader::new(),
+    )
+    .run(
+        &problems,
+        &[Mode::deepsolve(flaky.clone())],
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(summary.ran, 12);
+    assert_eq!(summary.endpoint_down, None);
+    assert_eq!(summary.tallies[0].errors, 9);
+}
+
+#[tokio::test]
 async fn modes_must_be_named_once() {
     let dir = tempfile::tempdir().unwrap();
     let s = Arc::new(FakeSolver::default());
