@@ -222,6 +222,36 @@ fn a_failing_endpoint_is_recorded_per_problem_and_the_run_completes() {
 }
 
 #[test]
+fn an_endpoint_down_problem_after_problem_stops_the_run_with_the_command_that_continues_it() {
+    let home = Isolated::new();
+    let server = MockServer::policy(FnPolicy(|_: &PolicyRequest| {
+        Reply::status(500, "the endpoint is down")
+    }));
+    let set = write_set(home.path(), "eight.jsonl", 8);
+    let out = home.path().join("run");
+    let stopped = eval(&home, &server)
+        .arg(&set)
+        .args(["--mode", "plain", "--concurrency", "1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert_eq!(stopped.status.code(), Some(4), "stderr: {stderr}");
+    assert_eq!(results(&out).len(), 5, "no problem after the fifth");
+    assert!(
+        stderr.contains("the last 5 problems all failed at the endpoint"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the endpoint is down"), "{stderr}");
+    let command = stderr
+        .lines()
+        .find(|l| l.trim_start().starts_with("deepsolve "))
+        .expect("the command that continues the run");
+    assert!(command.contains("--resume"), "{command}");
+    assert!(command.contains("--retry-errors"), "{command}");
+}
+
+#[test]
 fn ctrl_c_leaves_a_resumable_run_and_resume_redoes_nothing_finished() {
     let home = Isolated::new();
     // Slow plain answers, so the run is still going when it is interrupted.
