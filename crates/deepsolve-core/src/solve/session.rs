@@ -14,6 +14,9 @@ pub struct SolveSession {
     /// The summaries refused once per step (the rule, the step's id and goal): sent again,
     /// they stand.
     pub refused_once: BTreeSet<(OnceRule, String, String)>,
+    /// Each summary a rule refused (the step's id and goal, the summary): sent again, it
+    /// stands, whichever rule would refuse it next.
+    pub refused_summaries: BTreeSet<(String, String, String)>,
     /// What the open step's programs printed (`code_execution` runs that succeeded), which
     /// its summary is checked against.
     pub printed: Vec<String>,
@@ -39,6 +42,7 @@ impl SolveSession {
                 ..Default::default()
             },
             refused_once: BTreeSet::new(),
+            refused_summaries: BTreeSet::new(),
             printed: Vec::new(),
         }
     }

@@ -234,10 +234,19 @@ pub fn finish_step(session: &mut SolveSession, args: &Value, texts: &Texts) -> S
         Ok(index) => index,
         Err(refusal) => return SpineResult::refused(refusal),
     };
-    let refusal = repeats_once(session, index, summary, texts)
-        .or_else(|| leaves_out_printed_once(session, index, summary, texts));
-    if let Some(refusal) = refusal {
-        return SpineResult::refused(refusal);
+    // A summary refused once and sent again stands, whichever rule would refuse it next:
+    // refused by one rule and then by the other, the 1.5B model sent it a third time, as told,
+    // and the repetition guard refused that and every send after it until the turn ran out of
+    // rounds (`line-23`, build `57a4bf3`).
+    let step = &session.record.steps[index];
+    let key = (step.id.clone(), step.goal.clone(), summary.to_string());
+    if !session.refused_summaries.contains(&key) {
+        let refusal = repeats_once(session, index, summary, texts)
+            .or_else(|| leaves_out_printed_once(session, index, summary, texts));
+        if let Some(refusal) = refusal {
+            session.refused_summaries.insert(key);
+            return SpineResult::refused(refusal);
+        }
     }
     session.printed.clear();
     close_step(&mut session.record, index, summary, texts)
@@ -639,6 +648,30 @@ mod tests {
             &json!({"step_id": "S2", "summary": "He has $1,200."}),
         );
         assert!(r.output.ok, "{}", r.output.content);
+    }
+
+    /// `line-23` (build `57a4bf3`): S3's summary copied S2's and gave none of what S3's
+    /// program printed. Refused by each rule in turn, it needed a third send, which the
+    /// repetition guard refused: the turn ran out of rounds.
+    #[test]
+    fn a_summary_refused_once_stands_when_sent_again_whichever_rule_would_refuse_it_next() {
+        let mut s = planned(&["count the first", "count the next", "count the last"]);
+        let copied = "Total DVDs sold = 5";
+        for step in ["S1", "S2"] {
+            let summary = if step == "S1" {
+                "Total DVDs sold = 3"
+            } else {
+                copied
+            };
+            let r = finish_step(&mut s, &json!({"step_id": step, "summary": summary}));
+            assert!(r.output.ok, "{}", r.output.content);
+        }
+        s.note_printed("[value]\n8");
+        let r = finish_step(&mut s, &json!({"step_id": "S3", "summary": copied}));
+        assert!(!r.output.ok, "copied from S2: refused");
+        let r = finish_step(&mut s, &json!({"step_id": "S3", "summary": copied}));
+        assert!(r.output.ok, "sent again, it stands: {}", r.output.content);
+        assert_eq!(s.record.steps[2].summary.as_deref(), Some(copied));
     }
 
     #[test]
