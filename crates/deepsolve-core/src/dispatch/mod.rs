@@ -57,6 +57,9 @@ pub(crate) struct BatchInput<'a> {
 
 pub(crate) struct BatchOutput {
     pub(crate) results: Vec<CallResult>,
+    /// Each call's signature, in the order of the calls (what the open step has done is
+    /// kept by these, `engine::decoding`).
+    pub(crate) signatures: Vec<Signature>,
     /// The repetition guard reached its forced-answer threshold.
     pub(crate) force_answer: bool,
 }
@@ -107,6 +110,7 @@ pub(crate) async fn run_batch(
 ) -> BatchOutput {
     let read = Read::new(input.calls, input.guard);
     let force_answer = read.streaks.iter().any(|s| *s >= FORCE_AT);
+    let signatures = read.signatures.clone();
     let judged = judge_all(&input, read, on_start);
     let bounds = Bounds {
         config: input.config,
@@ -120,6 +124,7 @@ pub(crate) async fn run_batch(
     note_printed(input.session, &results);
     BatchOutput {
         results,
+        signatures,
         force_answer,
     }
 }

@@ -20,9 +20,8 @@ use super::reply::Interpreted;
 use super::turn::TurnRun;
 use super::vet::{Vetted, vet, writes_a_call};
 use crate::config::Enforce;
-use crate::dispatch::{Signature, signature};
+use crate::dispatch::Signature;
 use crate::event::{EventKind, WarningKind};
-use crate::json_repair::parse_lenient;
 use crate::message::{Message, ToolCall};
 use crate::model::{ChatRequest, FinishReason, Honours, ToolChoice};
 use crate::solve::SolveRecord;
@@ -30,7 +29,6 @@ use crate::solve::is_solve_tool;
 use crate::solve::spine::{SOLVE_FINISH_STEP, SOLVE_PLAN, SOLVE_REPLAN};
 use crate::wire::first_program;
 use crate::wire::history::{CODE_TOOL, code_arguments};
-use serde_json::Value;
 
 /// How the turn holds the spine, and what its last reply left due.
 #[derive(Debug, Default)]
@@ -230,7 +228,12 @@ impl Decoding {
     /// 1.5B model on llama.cpp's server ran `zack_age = 21 / 2` eight times in one step, two
     /// malformed copies in between keeping the repetition guard's streak short, until the
     /// turn ran out of rounds.)
-    fn note_step_work(&mut self, record: &SolveRecord, calls: &[ToolCall]) {
+    fn note_step_work(
+        &mut self,
+        record: &SolveRecord,
+        calls: &[ToolCall],
+        signatures: &[Signature],
+    ) {
         if !self.on {
             return;
         }
@@ -246,11 +249,10 @@ impl Decoding {
         let Some((_, seen)) = self.step_work.as_mut() else {
             return;
         };
-        for call in calls.iter().filter(|c| !is_solve_tool(&c.name)) {
-            let args = parse_lenient(&call.arguments).unwrap_or(Value::Null);
-            let sig = signature(&call.name, &args);
-            self.finish_due |= seen.contains(&sig);
-            seen.push(sig);
+        let work = (calls.iter().zip(signatures)).filter(|(c, _)| !is_solve_tool(&c.name));
+        for (_, sig) in work {
+            self.finish_due |= seen.contains(sig);
+            seen.push(*sig);
         }
     }
 }
@@ -447,10 +449,11 @@ impl TurnRun<'_> {
         self.decoding.call_due = false;
     }
 
-    /// The round's `calls` have run: what the open step has done so far.
-    pub(super) fn step_calls_ran(&mut self, calls: &[ToolCall]) {
+    /// The round's `calls` have run (each with its signature, from the dispatch): what the
+    /// open step has done so far.
+    pub(super) fn step_calls_ran(&mut self, calls: &[ToolCall], signatures: &[Signature]) {
         let record = self.record();
-        self.decoding.note_step_work(&record, calls);
+        self.decoding.note_step_work(&record, calls, signatures);
     }
 
     /// A step's free round that writes a program in its prose runs it: the first closed

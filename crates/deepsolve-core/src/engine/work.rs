@@ -31,7 +31,7 @@ impl TurnRun<'_> {
         let batch = self.dispatch(&reply.completion.tool_calls).await?;
         // Recorded after the run so the calls move into the context instead of being copied:
         // a reply's arguments may be megabytes. Nothing reads the context while calls run.
-        self.step_calls_ran(&reply.completion.tool_calls);
+        self.step_calls_ran(&reply.completion.tool_calls, &batch.signatures);
         self.record_calls(reply.completion, &unreadable);
         self.call_made();
         self.answer_unreadable(unreadable);
