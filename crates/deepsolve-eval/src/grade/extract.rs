@@ -129,14 +129,36 @@ static ANSWER_IS: LazyLock<Option<Regex>> = LazyLock::new(|| {
 
 /// The last stated answer that gives a value, else the last stated answer, cut at the end of
 /// its sentence. A sentence about the answer is not one ("The final answer is: 7 DVDs. This
-/// answer is derived from the plan…", the 1.5B model).
+/// answer is derived from the plan…", the 1.5B model), nor is a remark on it that gives no
+/// value ("…is 428 points. This answer is clear and concise…": the answer is found elsewhere).
 fn answer_is(text: &str) -> Option<String> {
     let re = ANSWER_IS.as_ref()?;
     let stated: Vec<String> = (re.captures_iter(text))
-        .filter_map(|caps| statement(re, caps.get(1)?.as_str()))
+        .filter_map(|caps| {
+            let said = statement(re, caps.get(1)?.as_str())?;
+            let before = &text[..caps.get(0)?.start()];
+            (gives_a_value(&said) || !remarks_on_the_answer(before)).then_some(said)
+        })
         .collect();
     let valued = stated.iter().rev().find(|s| gives_a_value(s));
     valued.or(stated.last()).cloned()
+}
+
+/// The words before "answer is" point at an answer already given ("This answer is…",
+/// "这个答案是…"): what follows is a remark on it.
+fn remarks_on_the_answer(before: &str) -> bool {
+    let before = before.trim_end();
+    let start = (before.char_indices().rev())
+        .take_while(|(_, c)| c.is_alphabetic())
+        .last()
+        .map_or(before.len(), |(i, _)| i);
+    let word = before[start..].to_lowercase();
+    matches!(
+        word.as_str(),
+        "this" | "that" | "which" | "my" | "our" | "your" | "above"
+    ) || ["这个", "那个", "这", "此", "该"]
+        .iter()
+        .any(|d| word.ends_with(d))
 }
 
 /// What one "the answer is" says, cut at the end of its sentence: the innermost statement

@@ -55,6 +55,50 @@ fn a_stated_answer_is_taken_when_nothing_is_boxed() {
 }
 
 #[test]
+fn a_remark_on_the_answer_that_gives_no_value_is_not_a_stated_answer() {
+    // The 1.5B model (GSM8K `line-801`): its first line stated the result, its last sentence
+    // remarked on it; taken as the answer, that remark was graded wrong.
+    let out = "The total points scored by Pierson and Nikita is 428 points.\n\n\
+               This answer is clear and concise, following the instructions provided.";
+    let first = "The total points scored by Pierson and Nikita is 428 points";
+    assert_eq!(
+        found(out, AnswerStyle::ResultFirst),
+        Some((first.into(), Extraction::FirstLine))
+    );
+    assert_eq!(
+        found(out, AnswerStyle::Reasoned),
+        Some(("428".into(), Extraction::LastNumber))
+    );
+    assert_eq!(
+        found("这个答案是清楚的。\n一共 428 分。", AnswerStyle::Reasoned),
+        Some(("428".into(), Extraction::LastNumber))
+    );
+    // Such a remark that gives a value still states it; one after "the" always did.
+    for (out, want) in [
+        ("This answer is 12.", "12"),
+        ("所以这个答案是 60 张。", "60 张"),
+        ("The answer is no.", "no"),
+    ] {
+        assert_eq!(
+            found(out, AnswerStyle::Reasoned),
+            Some((want.to_string(), Extraction::AnswerIs)),
+            "{out}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_result_stated_first_then_remarked_on_is_graded_right() {
+    let out = "The total points scored by Pierson and Nikita is 428 points.\n\n\
+               This answer is clear and concise, following the instructions provided.";
+    let graded = Grader::new()
+        .grade("428", out, AnswerStyle::ResultFirst)
+        .await;
+    assert!(graded.verdict.correct, "{graded:?}");
+    assert_eq!(graded.extraction, Some(Extraction::FirstLine));
+}
+
+#[test]
 fn the_first_line_counts_only_for_an_answer_that_states_its_result_first() {
     let out = "**x = 4**\n\nWe subtract 3 from both sides, giving 2x = 8, so x = 4 of 7 tries.";
     assert_eq!(
