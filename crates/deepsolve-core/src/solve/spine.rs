@@ -657,12 +657,7 @@ mod tests {
     fn a_summary_refused_once_stands_when_sent_again_whichever_rule_would_refuse_it_next() {
         let mut s = planned(&["count the first", "count the next", "count the last"]);
         let copied = "Total DVDs sold = 5";
-        for step in ["S1", "S2"] {
-            let summary = if step == "S1" {
-                "Total DVDs sold = 3"
-            } else {
-                copied
-            };
+        for (step, summary) in [("S1", "Total DVDs sold = 3"), ("S2", copied)] {
             let r = finish_step(&mut s, &json!({"step_id": step, "summary": summary}));
             assert!(r.output.ok, "{}", r.output.content);
         }

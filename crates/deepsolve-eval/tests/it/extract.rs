@@ -54,12 +54,14 @@ fn a_stated_answer_is_taken_when_nothing_is_boxed() {
     }
 }
 
+/// The 1.5B model's answer to GSM8K `line-801`: the result stated first, then a remark on it.
+const STATED_THEN_REMARKED: &str = "The total points scored by Pierson and Nikita is 428 points.\n\n\
+    This answer is clear and concise, following the instructions provided.";
+
 #[test]
 fn a_remark_on_the_answer_that_gives_no_value_is_not_a_stated_answer() {
-    // The 1.5B model (GSM8K `line-801`): its first line stated the result, its last sentence
-    // remarked on it; taken as the answer, that remark was graded wrong.
-    let out = "The total points scored by Pierson and Nikita is 428 points.\n\n\
-               This answer is clear and concise, following the instructions provided.";
+    // Taken as the stated answer, the remark was graded wrong.
+    let out = STATED_THEN_REMARKED;
     let first = "The total points scored by Pierson and Nikita is 428 points";
     assert_eq!(
         found(out, AnswerStyle::ResultFirst),
@@ -89,8 +91,7 @@ fn a_remark_on_the_answer_that_gives_no_value_is_not_a_stated_answer() {
 
 #[tokio::test]
 async fn a_result_stated_first_then_remarked_on_is_graded_right() {
-    let out = "The total points scored by Pierson and Nikita is 428 points.\n\n\
-               This answer is clear and concise, following the instructions provided.";
+    let out = STATED_THEN_REMARKED;
     let graded = Grader::new()
         .grade("428", out, AnswerStyle::ResultFirst)
         .await;
