@@ -28,6 +28,8 @@ pub enum StopReason {
     EmptyRounds,
     /// Three rounds in a row with unreadable text-protocol tool calls (forced answer).
     FormatErrors,
+    /// The endpoint failed, or its stream broke after output had started (a forced answer
+    /// salvages what it can); an `error` event says which.
     ModelError,
     Cancelled,
 }

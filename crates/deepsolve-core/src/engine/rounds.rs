@@ -88,7 +88,7 @@ impl TurnRun<'_> {
                     kind: WarningKind::StreamCut,
                     message: format!("{e}; salvaging with a forced answer"),
                 });
-                AfterFailure::End(Ending::Force(StopReason::ModelError))
+                AfterFailure::End(Ending::Salvage(e))
             }
             e => AfterFailure::End(Ending::ModelFailed(e)),
         }

@@ -34,6 +34,8 @@ pub(super) enum Ending {
     },
     /// A budget or guard ended the turn: a forced answer follows.
     Force(StopReason),
+    /// The stream broke after output had started: a forced answer salvages what it can.
+    Salvage(ModelError),
     Cancelled,
     ModelFailed(ModelError),
 }
@@ -290,6 +292,7 @@ impl<'a> TurnRun<'a> {
         let last = match ending {
             Ending::Answered { text, stop } => Final::answered(text, AnswerSource::Model, stop),
             Ending::Force(stop) => self.force_answer(stop).await,
+            Ending::Salvage(cut) => self.salvage(&cut).await,
             Ending::Cancelled => Final::without_answer(StopReason::Cancelled),
             Ending::ModelFailed(e) => self.after_model_failure(&e),
         };
@@ -325,6 +328,24 @@ impl<'a> TurnRun<'a> {
         Final {
             error: Some(e.to_string()),
             ..self.summaries_answer(StopReason::ModelError)
+        }
+    }
+
+    /// A broken stream ends the turn at `model_error` whether or not the forced answer comes:
+    /// the break is the turn's error, reported and kept in the outcome, so a turn left without
+    /// an answer still says why.
+    async fn salvage(&mut self, cut: &ModelError) -> Final {
+        let salvaged = self.force_answer(StopReason::ModelError).await;
+        if salvaged.stop == StopReason::Cancelled {
+            return salvaged;
+        }
+        self.emit.emit(EventKind::Error {
+            kind: cut.error_kind(),
+            message: cut.to_string(),
+        });
+        Final {
+            error: Some(cut.to_string()),
+            ..salvaged
         }
     }
 

@@ -357,6 +357,48 @@ async fn stream_cut_after_output_is_salvaged_with_a_forced_answer() {
     let run = run_with(model, vec![], |_| {}).await;
     assert_eq!(run.outcome.stop_reason, StopReason::ModelError);
     assert_eq!(run.outcome.answer.as_deref(), Some("salvaged"));
+    assert_the_break_is_the_turns_error(&run);
+}
+
+#[tokio::test]
+async fn a_broken_stream_whose_salvage_fails_too_still_says_why() {
+    let cut = || {
+        Step::Fail(ModelError::StreamCut {
+            message: "reset".into(),
+        })
+    };
+    let model = Fake::new(move |req, n| {
+        if req.tool_choice == ToolChoice::None {
+            Step::Fail(ModelError::Transport {
+                message: "connection refused".into(),
+                attempts: 4,
+            })
+        } else if n == 0 {
+            plan(&["a"])
+        } else {
+            cut()
+        }
+    });
+    let run = run_with(model, vec![], |_| {}).await;
+    assert_eq!(run.outcome.stop_reason, StopReason::ModelError);
+    assert_eq!(run.outcome.answer, None);
+    assert_the_break_is_the_turns_error(&run);
+}
+
+/// The stream's break, not the salvage's fate, is what the turn reports: one `error` event
+/// naming it, after the salvage was tried, and the outcome's error.
+fn assert_the_break_is_the_turns_error(run: &Run) {
+    let error = run.outcome.error.as_deref().unwrap_or_default();
+    assert!(error.contains("reset"), "{error:?}");
+    let types = run.types();
+    assert_eq!(
+        types.iter().filter(|t| **t == "error").count(),
+        1,
+        "{types:?}"
+    );
+    let salvage_round = types.iter().rposition(|t| *t == "round_started");
+    let reported = types.iter().position(|t| *t == "error");
+    assert!(salvage_round < reported, "{types:?}");
 }
 
 #[tokio::test]
