@@ -781,7 +781,7 @@ export interface Source {
 export type StepStatus = "pending" | "current" | "done";
 
 /** Every way a turn can end. Recorded on every turn. */
-export type StopReason = "max_rounds" | "context_limit" | "turn_timeout" | "model_error" | "cancelled" | "answered" | "answered_with_open_steps" | "answered_without_plan" | "budget" | "repetition" | "empty_rounds" | "format_errors";
+export type StopReason = "max_rounds" | "context_limit" | "turn_timeout" | "cancelled" | "answered" | "answered_with_open_steps" | "answered_without_plan" | "budget" | "repetition" | "empty_rounds" | "format_errors" | "model_error";
 
 /** How a streaming answer reports a failed turn (OpenAI's error shape, as a `data:` line). */
 export interface StreamError {

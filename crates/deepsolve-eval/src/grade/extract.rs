@@ -249,9 +249,17 @@ static NUMBER: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?|-?\.\d+").ok()
 });
 
-/// The last number written in `text`, separators removed.
+/// The last number written in `text`, separators removed. A number joined to the word after
+/// it ("his 5-day work week", "a 24-hour shift") describes that word rather than counting
+/// anything, so a later or earlier number that stands alone is taken first ("Tim deals with
+/// 120 calls during his 5-day work week" → 120); it is taken only when nothing else is.
 pub fn last_number(text: &str) -> Option<String> {
     let re = NUMBER.as_ref()?;
-    let m = re.find_iter(text).last()?;
+    let numbers: Vec<_> = re.find_iter(text).collect();
+    let modifies = |m: &regex::Match| {
+        let mut after = text[m.end()..].chars();
+        after.next() == Some('-') && after.next().is_some_and(char::is_alphabetic)
+    };
+    let m = (numbers.iter().rev().find(|m| !modifies(m))).or(numbers.last())?;
     Some(m.as_str().replace([',', ' '], ""))
 }

@@ -146,6 +146,35 @@ fn the_last_number_is_the_fallback_and_no_number_is_unparsed() {
     );
 }
 
+#[test]
+fn a_number_joined_to_the_word_after_it_is_not_the_last_number() {
+    let cases = [
+        ("Tim deals with 120 calls during his 5-day work week", "120"),
+        ("She earns $1,500 for one 24-hour shift", "1500"),
+        ("A 10-year-old", "10"),
+        ("5 - 3 leaves 2", "2"),
+    ];
+    for (text, last) in cases {
+        assert_eq!(
+            found(text, AnswerStyle::Reasoned),
+            Some((last.into(), Extraction::LastNumber)),
+            "{text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_stated_sentence_with_a_compound_number_is_graded_by_its_count() {
+    // The 1.5B model's answer after a forced round; graded by its "5-day", it was wrong.
+    let out = "The final answer is:\n\nTim deals with 120 calls during his 5-day work week.\n\n\
+        This answer is stated plainly and structured, and it is the only information provided.";
+    let graded = Grader::new()
+        .grade("120", out, AnswerStyle::ResultFirst)
+        .await;
+    assert!(graded.verdict.correct, "{graded:?}");
+    assert_eq!(graded.extraction, Some(Extraction::AnswerIs));
+}
+
 #[tokio::test]
 async fn grading_an_output_says_where_the_answer_came_from_and_how_it_was_judged() {
     let g = Grader::new();
