@@ -362,12 +362,7 @@ async fn stream_cut_after_output_is_salvaged_with_a_forced_answer() {
 
 #[tokio::test]
 async fn a_broken_stream_whose_salvage_fails_too_still_says_why() {
-    let cut = || {
-        Step::Fail(ModelError::StreamCut {
-            message: "reset".into(),
-        })
-    };
-    let model = Fake::new(move |req, n| {
+    let model = Fake::new(|req, n| {
         if req.tool_choice == ToolChoice::None {
             Step::Fail(ModelError::Transport {
                 message: "connection refused".into(),
@@ -376,7 +371,9 @@ async fn a_broken_stream_whose_salvage_fails_too_still_says_why() {
         } else if n == 0 {
             plan(&["a"])
         } else {
-            cut()
+            Step::Fail(ModelError::StreamCut {
+                message: "reset".into(),
+            })
         }
     });
     let run = run_with(model, vec![], |_| {}).await;

@@ -251,8 +251,8 @@ static NUMBER: LazyLock<Option<Regex>> = LazyLock::new(|| {
 
 /// The last number written in `text`, separators removed. A number joined to the word after
 /// it ("his 5-day work week", "a 24-hour shift") describes that word rather than counting
-/// anything, so a later or earlier number that stands alone is taken first ("Tim deals with
-/// 120 calls during his 5-day work week" → 120); it is taken only when nothing else is.
+/// anything: the last number standing alone is taken ("Tim deals with 120 calls during his
+/// 5-day work week" → 120), and a joined one only when no number stands alone.
 pub fn last_number(text: &str) -> Option<String> {
     let re = NUMBER.as_ref()?;
     let numbers: Vec<_> = re.find_iter(text).collect();
