@@ -91,12 +91,17 @@ fn a_remark_on_the_answer_that_gives_no_value_is_not_a_stated_answer() {
 
 #[tokio::test]
 async fn a_result_stated_first_then_remarked_on_is_graded_right() {
-    let out = STATED_THEN_REMARKED;
+    assert_a_result_first_answer_graded_right("428", STATED_THEN_REMARKED, Extraction::FirstLine)
+        .await;
+}
+
+/// `out`, a deepsolve answer, graded right against `expected`, its answer found by `how`.
+async fn assert_a_result_first_answer_graded_right(expected: &str, out: &str, how: Extraction) {
     let graded = Grader::new()
-        .grade("428", out, AnswerStyle::ResultFirst)
+        .grade(expected, out, AnswerStyle::ResultFirst)
         .await;
     assert!(graded.verdict.correct, "{graded:?}");
-    assert_eq!(graded.extraction, Some(Extraction::FirstLine));
+    assert_eq!(graded.extraction, Some(how));
 }
 
 #[test]
@@ -168,11 +173,7 @@ async fn a_stated_sentence_with_a_compound_number_is_graded_by_its_count() {
     // The 1.5B model's answer after a forced round; graded by its "5-day", it was wrong.
     let out = "The final answer is:\n\nTim deals with 120 calls during his 5-day work week.\n\n\
         This answer is stated plainly and structured, and it is the only information provided.";
-    let graded = Grader::new()
-        .grade("120", out, AnswerStyle::ResultFirst)
-        .await;
-    assert!(graded.verdict.correct, "{graded:?}");
-    assert_eq!(graded.extraction, Some(Extraction::AnswerIs));
+    assert_a_result_first_answer_graded_right("120", out, Extraction::AnswerIs).await;
 }
 
 #[tokio::test]
