@@ -319,6 +319,12 @@ export type EventKind = {
   context_tokens: number;
   context_window: number;
   /**
+   * The round asks for the model's first working of a new problem the way the model
+   * is asked plainly: a short step-by-step system prompt, no tools (`solve.draft`). Its
+   * reply is kept as the reasoning the plan starts from.
+   */
+  draft?: boolean;
+  /**
    * The budget's last round, before the settlement rounds. Held at decoding time, it
    * moves on by one for each call asked for after the model's reasoning: that call is
    * the second half of the round that reasoned.

@@ -102,6 +102,10 @@ pub struct Honours {
     pub stop_sequences: bool,
     /// The context window the server really has (prompt and reply), when it says.
     pub context_window: Option<u64>,
+    /// The model planned with `solve_plan` when nothing forced it (the probe's first check);
+    /// `None` when not known.
+    #[serde(default)]
+    pub plans_unforced: Option<bool>,
 }
 
 /// A JSON Schema the reply must match (OpenAI's `response_format: {"type": "json_schema"}`;

@@ -49,6 +49,7 @@ macro_rules! catalog {
 
 catalog! {
     Playbook => "playbook",
+    DraftSystem => "draft_system",
     PlaybookToolLine => "playbook_tool_line",
     PlaybookNoWorkTools => "playbook_no_work_tools",
     PlaybookToolsAppended => "playbook_tools_appended",

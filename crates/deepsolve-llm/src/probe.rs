@@ -211,6 +211,7 @@ impl Verdict {
             json_schema: self.honoured(Capability::JsonSchema),
             stop_sequences: self.honoured(Capability::StopSequences),
             context_window: self.context_window,
+            plans_unforced: self.plans_unforced,
         }
     }
 

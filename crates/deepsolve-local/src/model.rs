@@ -372,6 +372,8 @@ impl ChatModel for LocalModel {
             json_schema: true,
             stop_sequences: true,
             context_window: Some(u64::from(self.context)),
+            // Whatever model the file holds: not known without asking it.
+            plans_unforced: None,
         }
     }
 }

@@ -165,6 +165,11 @@ pub enum EventKind {
         /// holds the spine.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tool_choice: Option<String>,
+        /// The round asks for the model's first working of a new problem the way the model
+        /// is asked plainly: a short step-by-step system prompt, no tools (`solve.draft`). Its
+        /// reply is kept as the reasoning the plan starts from.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        draft: bool,
     },
     ReasoningDelta {
         text: String,

@@ -47,6 +47,7 @@ impl TurnRun<'_> {
             context_tokens: self.ctx.estimate(tail_tokens),
             context_window: self.budget.window(),
             tool_choice: self.decoding.is_on().then(|| "none".to_string()),
+            draft: false,
         });
         let max_tokens = self.budget.forced_answer_tokens();
         let mut request = self.request(Some(tail), tail_tokens, ToolChoice::None, max_tokens);

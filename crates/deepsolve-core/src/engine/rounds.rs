@@ -5,7 +5,7 @@ use super::call::CallFailure;
 use super::decoding::choice_name;
 use super::turn::{Ending, TurnRun};
 use crate::event::{EventKind, WarningKind};
-use crate::model::{ChatRequest, ModelError};
+use crate::model::{ChatRequest, ModelError, ToolChoice};
 use crate::outcome::StopReason;
 
 /// What a failed model call leads to.
@@ -56,15 +56,22 @@ impl TurnRun<'_> {
             return Err(Ending::Force(StopReason::ContextLimit));
         }
         self.budget.rounds = round;
+        let draft = self.draft && round == 1;
         let choice = self.decoding.choice(&self.record());
         self.emit.emit(EventKind::RoundStarted {
             round,
             max_rounds: self.budget.max_rounds(),
             context_tokens: estimate,
             context_window: self.budget.window(),
-            tool_choice: self.decoding.is_on().then(|| choice_name(&choice)),
+            // The draft offers no tools: text only.
+            tool_choice: (self.decoding.is_on())
+                .then(|| choice_name(if draft { &ToolChoice::None } else { &choice })),
+            draft,
         });
         let max_tokens = self.reply.take_max_tokens(self.budget.max_tokens());
+        if draft {
+            return Ok(self.draft_request(max_tokens));
+        }
         let mut request = self.request(tail, tail_tokens, choice, max_tokens);
         self.decoding.narrow(&mut request, &self.record());
         Ok(request)

@@ -11,13 +11,13 @@ use super::gates::Nudged;
 use super::reply::ReplyState;
 use super::{PriorTurn, RECORD_MARKER, TurnSpec};
 use crate::citations::{Citations, cited};
-use crate::config::SolveConfig;
+use crate::config::{Draft, SolveConfig};
 use crate::context::Context;
 use crate::dispatch::{RepetitionGuard, Toolbox};
 use crate::event::{Emitter, EventKind, EventSink};
 use crate::image::TurnImage;
 use crate::message::Message;
-use crate::model::{ChatModel, ChatRequest, ModelError, ToolChoice, ToolSpec};
+use crate::model::{ChatModel, ChatRequest, Honours, ModelError, ToolChoice, ToolSpec};
 use crate::outcome::{AnswerSource, StopReason, TurnOutcome};
 use crate::progress;
 use crate::solve::{SessionHandle, SolveRecord, ToolLine, playbook};
@@ -102,6 +102,25 @@ pub(super) struct TurnRun<'a> {
     pub(super) shown_tail_lines: BTreeSet<String>,
     /// The endpoint ends a reply at a stop sequence (the probe's verdict).
     stops_honoured: bool,
+    /// Round 1 asks for the first working plainly (`solve.draft`, see [`drafts`]).
+    pub(super) draft: bool,
+}
+
+/// Whether a turn's first round asks for the model's first working plainly: `solve.draft`,
+/// where the spine is held at decoding time (the draft is kept as the reasoning before the
+/// plan, and the next round asks for the plan), and only for a problem that stands alone —
+/// no earlier turns, material or images, which the short prompt would leave out.
+fn drafts(spec: &TurnSpec, decoding: &Decoding, honours: &Honours) -> bool {
+    let wanted = match spec.config.draft {
+        Draft::On => true,
+        Draft::Off => false,
+        Draft::Auto => honours.plans_unforced != Some(true),
+    };
+    let alone = spec.history.is_empty()
+        && spec.material.is_none()
+        && spec.images.is_empty()
+        && spec.resume.is_none();
+    wanted && alone && decoding.is_on()
 }
 
 /// What a turn was given besides its problem's text, as the system prompt lists it.
@@ -255,7 +274,9 @@ impl<'a> TurnRun<'a> {
             enforced(spec.config.enforce, &honours),
             honours.tool_choice_named,
         );
+        let draft = drafts(&spec, &decoding, &honours);
         TurnRun {
+            draft,
             decoding,
             sees_images: spec.sees_images,
             model,
@@ -464,6 +485,24 @@ impl<'a> TurnRun<'a> {
             temperature: self.cfg.temperature as f32,
             stop: self.stops_for(wire.stop),
             response_format: wire.response_format,
+        }
+    }
+
+    /// Round 1 as the model is asked plainly: the short step-by-step system prompt and the
+    /// problem, no tools. Not the turn's context: the rounds after it keep the playbook's
+    /// prefix, with this reply appended as the reasoning before the plan.
+    pub(super) fn draft_request(&self, max_tokens: u32) -> ChatRequest {
+        ChatRequest {
+            messages: vec![
+                Message::system(self.texts.get(Text::DraftSystem)),
+                Message::user(self.problem.clone()),
+            ],
+            tools: Vec::new(),
+            tool_choice: ToolChoice::None,
+            max_tokens,
+            temperature: self.cfg.temperature as f32,
+            stop: Vec::new(),
+            response_format: None,
         }
     }
 

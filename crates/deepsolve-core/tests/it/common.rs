@@ -139,7 +139,13 @@ pub(crate) fn check_invariants(req: &ChatRequest) {
     // The one request that drops the list: the forced answer after a refused answer (a model
     // that wrote a call where its answer was due is asked under the ultimatum without tools).
     let forced = (req.messages.last()).is_some_and(|m| m.content.contains("[deepsolve:ultimatum]"));
-    if req.tool_choice == ToolChoice::None && !tags_mode && !forced {
+    // And the draft: a new problem's first working asked plainly, outside the turn's prefix.
+    let draft = (req.messages.first()).is_some_and(|m| {
+        Texts::LANGUAGES
+            .iter()
+            .any(|l| m.content == Texts::builtin(*l).get(Text::DraftSystem))
+    });
+    if req.tool_choice == ToolChoice::None && !tags_mode && !forced && !draft {
         assert!(
             !offered.is_empty(),
             "tool_choice none keeps the tools declared"

@@ -2,11 +2,11 @@
 //! a reply may reason in text before the call it owes, the prompt's prefix only grows, a model
 //! that ignores `tool_choice` falls back to the nudges, and no answer carries engine text.
 
-use deepsolve_core::config::Enforce;
+use deepsolve_core::config::{Draft, Enforce};
 use deepsolve_core::event::{TurnEvent, WarningKind};
 use deepsolve_core::{
-    AnswerSource, ChatRequest, EventKind, Honours, Language, Protocol, Role, StopReason,
-    ToolChoice, TurnSpec,
+    AnswerSource, ChatRequest, EventKind, Honours, Language, PriorTurn, Protocol, Role, StopReason,
+    Text, Texts, ToolChoice, TurnSpec,
 };
 use deepsolve_testkit::policy::{
     POLICY_NAMES, SMALL_MODEL_POLICY_NAMES, SMALL_MODEL_RESULT, by_name,
@@ -29,7 +29,8 @@ fn honouring() -> Honours {
 }
 
 /// One turn of policy `name` (two steps, with the `reason` tool) under `enforce`, the model
-/// honouring `honours`.
+/// honouring `honours`. Round 1 is asked under the playbook (`solve.draft: off`): these tests
+/// are about what the rounds hold the model to; the draft has its own, below.
 async fn play_enforced(
     name: &str,
     protocol: Protocol,
@@ -54,6 +55,7 @@ async fn play_enforced(
     };
     play_model(model, &setup, |spec: &mut TurnSpec| {
         spec.config.enforce = enforce;
+        spec.config.draft = Draft::Off;
     })
     .await
 }
@@ -906,4 +908,202 @@ async fn once_the_model_invents_a_tool_result_every_request_stops_where_one_woul
         let played = play_decoding("invents-tool-responses", language).await;
         assert!(!played.requests.iter().any(stops), "{turn}: not probed");
     }
+}
+
+/// One turn of policy `name` held at decoding time, `draft` and `honours` as given, with
+/// `configure` on top.
+async fn play_draft(
+    name: &str,
+    language: Language,
+    draft: Draft,
+    honours: Honours,
+    configure: impl FnOnce(&mut TurnSpec),
+) -> Played {
+    let policy = by_name(name, 2, Some("reason".into())).expect("a known policy");
+    let model = ScriptedModel::new(policy).with_options(ScriptedOptions {
+        honours,
+        ..ScriptedOptions::default()
+    });
+    let problem = match language {
+        Language::Zh => ZH_PROBLEM,
+        _ => EN_PROBLEM,
+    };
+    let setup = Setup {
+        protocol: Protocol::Native,
+        language,
+        problem,
+        tool_description: "a hard sub-derivation",
+    };
+    play_model(model, &setup, |spec: &mut TurnSpec| {
+        spec.config.enforce = Enforce::Decoding;
+        spec.config.draft = draft;
+        configure(spec);
+    })
+    .await
+}
+
+/// Whether round 1 was the draft: no tools, the short prompt and the problem alone.
+fn drafted(played: &Played, language: Language) -> bool {
+    let first = &played.requests[0];
+    let texts = Texts::builtin(language);
+    first.tools.is_empty()
+        && first.messages.len() == 2
+        && first.messages[0].role == Role::System
+        && first.messages[0].content == texts.get(Text::DraftSystem)
+        && first.messages[1].role == Role::User
+}
+
+/// The `draft` flag of each `round_started` event.
+fn draft_flags(played: &Played) -> Vec<bool> {
+    played
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::RoundStarted { draft, .. } => Some(draft),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_new_problem_is_drafted_plainly_and_the_plan_starts_from_the_draft() {
+    for language in [Language::En, Language::Zh] {
+        // `auto`: the model is not known to plan on its own.
+        let played = play_draft(
+            "thinks-before-calls",
+            language,
+            Draft::Auto,
+            honouring(),
+            |_| {},
+        )
+        .await;
+        let turn = format!("thinks-before-calls {}", language.code());
+        let outcome = &played.outcome;
+        assert_eq!(outcome.stop_reason, StopReason::Answered, "{turn}");
+        assert_eq!(outcome.answer_source, Some(AnswerSource::Model), "{turn}");
+        assert!(outcome.solve.has_plan(), "{turn}");
+        assert!(outcome.solve.open_steps().next().is_none(), "{turn}");
+        assert!(
+            drafted(&played, language),
+            "{turn}: {:#?}",
+            played.requests[0]
+        );
+        let problem = &played.requests[0].messages[1].content;
+        // Then the playbook's conversation: the same problem, the draft kept as the model's
+        // reasoning, and the plan asked for by name.
+        let second = &played.requests[1];
+        assert!(!second.tools.is_empty(), "{turn}");
+        assert_eq!(second.tool_choice, ToolChoice::Named("solve_plan".into()));
+        assert_ne!(second.messages[0], played.requests[0].messages[0], "{turn}");
+        assert_eq!(&second.messages[1].content, problem, "{turn}");
+        assert_eq!(second.messages[2].role, Role::Assistant, "{turn}");
+        assert!(!second.messages[2].content.trim().is_empty(), "{turn}");
+        // From there the tools and the system prompt never change, and the prompt only grows
+        // where a call follows reasoning.
+        for request in &played.requests[1..] {
+            assert_eq!(request.tools, second.tools, "{turn}");
+            assert_eq!(request.messages[0], second.messages[0], "{turn}");
+        }
+        for pair in played.requests[1..].windows(2) {
+            if pair[1].tool_choice == ToolChoice::Named("solve_plan".into()) {
+                assert!(only_grew(&pair[0], &pair[1]), "{turn}");
+            }
+        }
+        let flags = draft_flags(&played);
+        assert_eq!(flags.len(), played.requests.len(), "{turn}");
+        assert!(
+            flags[0] && !flags[1..].iter().any(|f| *f),
+            "{turn}: {flags:?}"
+        );
+        let named = announced(&played);
+        assert_eq!(
+            named[0].as_deref(),
+            Some("none"),
+            "{turn}: the draft is text only"
+        );
+        assert_eq!(named[1].as_deref(), Some("solve_plan"), "{turn}");
+        let found = problems(&turn, &played, &engine_pieces());
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+}
+
+#[tokio::test]
+async fn no_draft_for_a_model_that_plans_on_its_own_or_a_problem_that_does_not_stand_alone() {
+    let plans = Honours {
+        plans_unforced: Some(true),
+        ..honouring()
+    };
+    let cases: Vec<(&str, Played)> = vec![
+        (
+            "plans on its own",
+            play_draft(
+                "thinks-before-calls",
+                Language::En,
+                Draft::Auto,
+                plans,
+                |_| {},
+            )
+            .await,
+        ),
+        (
+            "draft off",
+            play_draft(
+                "thinks-before-calls",
+                Language::En,
+                Draft::Off,
+                honouring(),
+                |_| {},
+            )
+            .await,
+        ),
+        (
+            "held by the prompt",
+            play_draft(
+                "thinks-before-calls",
+                Language::En,
+                Draft::On,
+                honouring(),
+                |spec| {
+                    spec.config.enforce = Enforce::Prompt;
+                },
+            )
+            .await,
+        ),
+        (
+            "a follow-up",
+            play_draft(
+                "thinks-before-calls",
+                Language::En,
+                Draft::On,
+                honouring(),
+                |spec| {
+                    spec.history = vec![PriorTurn {
+                        problem: "What is 2 + 3?".into(),
+                        answer: "5".into(),
+                        solve: None,
+                    }];
+                },
+            )
+            .await,
+        ),
+    ];
+    for (case, played) in &cases {
+        assert!(!drafted(played, Language::En), "{case}");
+        assert!(!played.requests[0].tools.is_empty(), "{case}");
+        assert!(!draft_flags(played).iter().any(|f| *f), "{case}");
+    }
+    // `on` drafts even for a model that plans on its own.
+    let played = play_draft(
+        "thinks-before-calls",
+        Language::En,
+        Draft::On,
+        Honours {
+            plans_unforced: Some(true),
+            ..honouring()
+        },
+        |_| {},
+    )
+    .await;
+    assert!(drafted(&played, Language::En));
+    assert_eq!(played.outcome.stop_reason, StopReason::Answered);
 }
