@@ -112,23 +112,33 @@ fn solve_on_the_local_model_streams_calls_tools_and_serves_later_rounds_warm() {
         "the turn's window is the local context"
     );
     // The in-process model honours every `tool_choice`: the spine is held at decoding time
-    // from the first round (a wrapper that forgot to forward `honours` once turned it off).
-    let choices: Vec<&Value> = events
+    // from the first round (a wrapper that forgot to forward `honours` once turned it off),
+    // so round 1 is the draft (`solve.draft: auto`; the model is not known to plan on its
+    // own), text only, and round 2 asks for the plan by name.
+    let rounds: Vec<&Value> = events
         .iter()
         .filter(|e| e["type"] == "round_started")
-        .map(|e| &e["tool_choice"])
         .collect();
-    assert_eq!(choices.first(), Some(&&json!("auto")), "{choices:?}");
+    let choices: Vec<&Value> = rounds.iter().map(|e| &e["tool_choice"]).collect();
+    assert_eq!(rounds.first().map(|e| &e["draft"]), Some(&json!(true)));
+    assert_eq!(choices.first(), Some(&&json!("none")), "{choices:?}");
+    assert_eq!(choices.get(1), Some(&&json!("solve_plan")), "{choices:?}");
+    assert!(
+        rounds[1..].iter().all(|e| e.get("draft").is_none()),
+        "only round 1 is the draft"
+    );
     assert!(choices.iter().all(|c| c.is_string()), "{choices:?}");
     assert!(
         events.iter().any(|e| e["type"] == "tool_call"),
         "the model called no tool: {events:?}"
     );
+    // Round 2 starts the playbook's conversation (the draft's prompt shares only its first
+    // tokens); from round 3 on each round finds the turn's prefix cached.
     let cached = cached_by_round(&events);
-    assert!(cached.len() >= 2, "{cached:?}");
+    assert!(cached.len() >= 3, "{cached:?}");
     assert!(
-        cached[1..].iter().all(|c| *c > 0),
-        "rounds 2+ found nothing cached: {cached:?}"
+        cached[2..].iter().all(|c| *c > 0),
+        "rounds 3+ found nothing cached: {cached:?}"
     );
 }
 

@@ -99,7 +99,17 @@ async fn the_small_real_model_follows_the_spine_at_decoding_time_on_five_problem
             ));
         }
         plans += usize::from(planned);
-        if choices.first() != Some(&"auto") {
+        // Held at decoding time, round 1 is `auto`, or the draft (`solve.draft`; text only,
+        // `none`) followed by the plan's call asked for.
+        let drafted = of_type(&events, "round_started")
+            .next()
+            .is_some_and(|e| e["draft"] == true);
+        let held = match choices.first() {
+            Some(&"auto") => !drafted,
+            Some(&"none") => drafted && matches!(choices.get(1), Some(&"required" | &"solve_plan")),
+            _ => false,
+        };
+        if !held {
             failures.push(format!("{problem}: not held at decoding time: {choices:?}"));
         }
         for piece in ENGINE_TEXT.iter().filter(|p| answer.contains(**p)) {
