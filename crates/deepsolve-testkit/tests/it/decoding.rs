@@ -28,15 +28,14 @@ fn honouring() -> Honours {
     }
 }
 
-/// One turn of policy `name` (two steps, with the `reason` tool) under `enforce`, the model
-/// honouring `honours`. Round 1 is asked under the playbook (`solve.draft: off`): these tests
-/// are about what the rounds hold the model to; the draft has its own, below.
-async fn play_enforced(
+/// One turn of policy `name` (two steps, with the `reason` tool), the model honouring
+/// `honours`, the turn configured by `configure`.
+async fn play_configured(
     name: &str,
     protocol: Protocol,
     language: Language,
-    enforce: Enforce,
     honours: Honours,
+    configure: impl FnOnce(&mut TurnSpec),
 ) -> Played {
     let policy = by_name(name, 2, Some("reason".into())).expect("a known policy");
     let model = ScriptedModel::new(policy).with_options(ScriptedOptions {
@@ -53,7 +52,20 @@ async fn play_enforced(
         problem,
         tool_description: "a hard sub-derivation",
     };
-    play_model(model, &setup, |spec: &mut TurnSpec| {
+    play_model(model, &setup, configure).await
+}
+
+/// One turn of policy `name` under `enforce`, the model honouring `honours`. Round 1 is asked
+/// under the playbook (`solve.draft: off`): these tests are about what the rounds hold the
+/// model to; the draft has its own, below.
+async fn play_enforced(
+    name: &str,
+    protocol: Protocol,
+    language: Language,
+    enforce: Enforce,
+    honours: Honours,
+) -> Played {
+    play_configured(name, protocol, language, honours, |spec: &mut TurnSpec| {
         spec.config.enforce = enforce;
         spec.config.draft = Draft::Off;
     })
@@ -919,26 +931,17 @@ async fn play_draft(
     honours: Honours,
     configure: impl FnOnce(&mut TurnSpec),
 ) -> Played {
-    let policy = by_name(name, 2, Some("reason".into())).expect("a known policy");
-    let model = ScriptedModel::new(policy).with_options(ScriptedOptions {
-        honours,
-        ..ScriptedOptions::default()
-    });
-    let problem = match language {
-        Language::Zh => ZH_PROBLEM,
-        _ => EN_PROBLEM,
-    };
-    let setup = Setup {
-        protocol: Protocol::Native,
+    play_configured(
+        name,
+        Protocol::Native,
         language,
-        problem,
-        tool_description: "a hard sub-derivation",
-    };
-    play_model(model, &setup, |spec: &mut TurnSpec| {
-        spec.config.enforce = Enforce::Decoding;
-        spec.config.draft = draft;
-        configure(spec);
-    })
+        honours,
+        |spec: &mut TurnSpec| {
+            spec.config.enforce = Enforce::Decoding;
+            spec.config.draft = draft;
+            configure(spec);
+        },
+    )
     .await
 }
 
