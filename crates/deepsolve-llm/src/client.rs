@@ -309,7 +309,7 @@ impl OpenAiClient {
     async fn lookup(&self, request: reqwest::RequestBuilder) -> Option<Value> {
         let bound = probe::window_lookup_timeout();
         let fetch = async {
-            let response = request.send().await.ok()?;
+            let response = self.send_on_open_connection(request).await.ok()?;
             if !response.status().is_success() {
                 return None;
             }
@@ -414,19 +414,52 @@ impl OpenAiClient {
     /// Sends `request`, waiting at most `stream_idle_timeout` for the response headers, and
     /// turns a non-success status into a classified failure.
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, Failure> {
-        let idle = self.config.stream_idle_timeout;
-        let response = match tokio::time::timeout(idle, request.send()).await {
-            Err(_) => {
+        let response = match self.send_on_open_connection(request).await {
+            Err(SendError::Idle(idle)) => {
                 let reason = format!("no response from the server within {}s", idle.as_secs());
                 return Err(Failure::retry(RetryKind::Idle(idle), reason));
             }
-            Ok(Err(e)) => return Err(Failure::retry(RetryKind::Transport, describe(&e))),
-            Ok(Ok(response)) => response,
+            Err(SendError::Http(e)) => {
+                return Err(Failure::retry(RetryKind::Transport, describe(&e)));
+            }
+            Ok(response) => response,
         };
         if response.status().is_success() {
             return Ok(response);
         }
         Err(self.status_failure(response).await)
+    }
+
+    /// One send, each try bounded by `stream_idle_timeout` until the response headers arrive.
+    ///
+    /// A request that met a pooled connection the server had already closed is sent once more
+    /// at once, on a new connection, before anything counts as a failed attempt: llama.cpp's
+    /// server closes its connection after every streamed reply without saying so, and the
+    /// pool can hand that connection out before the close arrives. Left to the retry loop,
+    /// that would be a `Retrying` notice and a backoff on a healthy server, and the end of a
+    /// probe, whose checks have one attempt each.
+    async fn send_on_open_connection(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, SendError> {
+        let resend = request.try_clone();
+        match (self.send_bounded(request).await, resend) {
+            (Err(SendError::Http(e)), Some(resend)) if closed_before_reply(&e) => {
+                self.send_bounded(resend).await
+            }
+            (sent, _) => sent,
+        }
+    }
+
+    async fn send_bounded(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, SendError> {
+        let idle = self.config.stream_idle_timeout;
+        match tokio::time::timeout(idle, request.send()).await {
+            Err(_) => Err(SendError::Idle(idle)),
+            Ok(sent) => sent.map_err(SendError::Http),
+        }
     }
 
     async fn status_failure(&self, response: reqwest::Response) -> Failure {
@@ -774,6 +807,29 @@ fn fail_once(failure: Failure) -> ModelError {
         Failure::Fatal(e) => e,
         Failure::Retry(retry) => retry.into_error(1),
     }
+}
+
+/// Why a send got no response headers.
+enum SendError {
+    Idle(Duration),
+    Http(reqwest::Error),
+}
+
+/// The connection closed before any response came back: what a request sent on a pooled
+/// connection the server had already closed meets (hyper's "connection closed before message
+/// completed").
+fn closed_before_reply(error: &reqwest::Error) -> bool {
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if cause
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_incomplete_message)
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// A reqwest error with its causes ("connection refused" is usually two levels down).

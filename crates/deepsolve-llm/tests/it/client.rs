@@ -1,6 +1,8 @@
 //! End-to-end tests of `OpenAiClient` against an in-process scripted server: one test per
 //! branch of the streaming, accumulation, retry and error-classification logic.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::support::{
@@ -635,6 +637,86 @@ async fn connection_refused_is_a_transport_error_after_all_attempts() {
         "{result:?}"
     );
     assert_eq!(retries(&deltas).len(), 1);
+}
+
+/// A server that, like llama.cpp's, keeps no connection after a streamed reply and does not
+/// say so (no `Connection: close`): each connection answers its first request, then reads the
+/// next one and closes without a reply. Returns its base URL, and how many connections it
+/// accepted and requests it left unanswered.
+async fn closing_after_each_reply() -> (String, Arc<[AtomicUsize; 2]>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let counts = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+    let seen_by_server = counts.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            seen_by_server[0].fetch_add(1, Ordering::SeqCst);
+            let counts = seen_by_server.clone();
+            tokio::spawn(async move {
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 4096];
+                // The whole request: its head, then as many body bytes as it says.
+                let complete = |seen: &[u8]| {
+                    let text = String::from_utf8_lossy(seen);
+                    let Some(end) = text.find("\r\n\r\n") else {
+                        return false;
+                    };
+                    let length = text[..end]
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse::<usize>().unwrap())
+                        })
+                        .unwrap_or(0);
+                    seen.len() >= end + 4 + length
+                };
+                while !complete(&seen) {
+                    let n = socket.read(&mut buf).await.unwrap();
+                    assert!(n > 0, "the client closed before its request was whole");
+                    seen.extend_from_slice(&buf[..n]);
+                }
+                let mut body = event(&text_chunk("4"));
+                body.extend(event(&finish_chunk("stop")));
+                body.extend(b"data: [DONE]\n\n");
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                socket.write_all(head.as_bytes()).await.unwrap();
+                socket.write_all(&body).await.unwrap();
+                // The next request on this connection is read and left without a reply.
+                if socket.read(&mut buf).await.is_ok_and(|n| n > 0) {
+                    counts[1].fetch_add(1, Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    (url, counts)
+}
+
+#[tokio::test]
+async fn a_pooled_connection_the_server_closed_is_replaced_without_a_retry() {
+    let (url, counts) = closing_after_each_reply().await;
+    let config = ClientConfig {
+        max_attempts: 1,
+        ..ClientConfig::new(url, "test-model")
+    };
+    let client = OpenAiClient::new(config).expect("client");
+    for turn in 1..=3 {
+        let (result, deltas) = run(&client, &request()).await;
+        assert_eq!(
+            result.expect("a healthy server answers").text,
+            "4",
+            "request {turn}"
+        );
+        assert!(retries(&deltas).is_empty(), "{deltas:?}");
+    }
+    // Requests 2 and 3 were each sent on the connection the last reply came on, which the
+    // server then closed, and sent again on a new one.
+    let [accepted, unanswered] = counts.as_ref().each_ref().map(|n| n.load(Ordering::SeqCst));
+    assert_eq!((accepted, unanswered), (3, 2));
 }
 
 // ---------------------------------------------------------------------------------------------

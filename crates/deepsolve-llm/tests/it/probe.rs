@@ -328,7 +328,12 @@ async fn llama_cpp_s_own_server_as_probed() {
     };
     let spec = ProbeSpec::new(&Texts::builtin(Language::En), &[code])
         .with_check_timeout(Duration::from_secs(300));
-    let verdict = client.probe(&spec).await.expect("probe");
+    let verdict = client.probe(&spec).await.unwrap_or_else(|e| {
+        panic!(
+            "probe: {e:?}\nthe server's log ends:\n{}",
+            server.log_tail()
+        )
+    });
     eprintln!("{verdict:#?}");
     let honours = verdict.honours();
     assert!(honours.native_tools, "{verdict:#?}");
