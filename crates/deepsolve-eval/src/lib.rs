@@ -11,10 +11,13 @@
 //! - [`runner`]: problems × modes with bounded concurrency, each result appended and synced
 //!   as it finishes, resumable, cancellable, with progress callbacks.
 //! - [`regrade`]: a finished run's stored outputs graded again by this build's grader.
+//! - [`engine_text`]: engine text in a graded output (a marker, a sentence of the engine's
+//!   texts, a solve tool's name, a call written out), counted by the report.
 //! - [`report`]: accuracy with Wilson intervals, paired McNemar tests, per-level and
-//!   per-subject rows, plots; Markdown, JSON, CSV, SVG, PNG.
+//!   per-subject rows, the answers carrying engine text, plots; Markdown, JSON, CSV, SVG, PNG.
 
 pub mod data;
+pub mod engine_text;
 pub mod grade;
 pub mod mode;
 pub mod problem;

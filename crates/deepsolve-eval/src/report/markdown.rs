@@ -55,6 +55,7 @@ fn modes(out: &mut String, report: &Report) {
     }
     let _ = writeln!(out);
     engagement(out, report);
+    engine_text(out, report);
     let _ = writeln!(out, "How answers were judged:\n");
     for m in &report.modes {
         let judged: Vec<String> = m.judged.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -89,6 +90,30 @@ fn engagement(out: &mut String, report: &Report) {
             e.turns,
             pct(share),
             e.asked_again
+        );
+    }
+    let _ = writeln!(out);
+}
+
+/// The answers carrying engine text, per mode.
+fn engine_text(out: &mut String, report: &Report) {
+    let _ = writeln!(
+        out,
+        "Answers with engine text (a `[deepsolve:` marker, a sentence of the engine's texts, a \
+         solve tool's name, a call written out):\n"
+    );
+    for m in &report.modes {
+        let ids = if m.engine_text.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", cell(&m.engine_text.join(", ")))
+        };
+        let _ = writeln!(
+            out,
+            "- {}: {} of {}{ids}",
+            cell(&m.mode),
+            m.engine_text.len(),
+            m.problems
         );
     }
     let _ = writeln!(out);

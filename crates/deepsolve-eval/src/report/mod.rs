@@ -1,5 +1,6 @@
 //! Reports of a run (or two runs side by side): per mode accuracy with its 95 % Wilson
-//! interval, rounds, tokens, time, cost, stop reasons and how often the spine held; paired comparisons between modes
+//! interval, rounds, tokens, time, cost, stop reasons, how often the spine held and which
+//! answers carry engine text; paired comparisons between modes
 //! (who got which problems only, an exact McNemar p-value); rows per level and subject; plots.
 //! Written as Markdown, JSON, CSV (one row per problem and mode), SVG and PNG.
 
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use deepsolve_core::AnswerSource;
 
+use crate::engine_text;
 use crate::record::{LogError, RESULTS_FILE, ResultRecord, SpineRecord, latest, read_results};
 use crate::stats::{mcnemar_exact, wilson};
 
@@ -50,6 +52,10 @@ pub struct ModeSummary {
     /// How often the spine held to the end; `None` for a mode that runs none (plain).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engaged: Option<Engagement>,
+    /// The problems whose graded output carries engine text ([`crate::engine_text`]), in
+    /// the set's order.
+    #[serde(default)]
+    pub engine_text: Vec<String>,
 }
 
 /// The turns of a mode whose spine held to the end ([`SpineRecord::engaged`]).
@@ -239,6 +245,10 @@ fn summarise<'a>(mode: &str, records: impl Iterator<Item = &'a ResultRecord>) ->
         stops,
         judged,
         engaged: Engagement::of(&list),
+        engine_text: (list.iter())
+            .filter(|r| r.output.as_deref().and_then(engine_text::find).is_some())
+            .map(|r| r.id.clone())
+            .collect(),
     }
 }
 

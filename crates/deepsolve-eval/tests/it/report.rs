@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use deepsolve_core::{AnswerSource, Language};
+use deepsolve_core::{AnswerSource, Language, Text, Texts};
 use deepsolve_eval::record::{RESULTS_FILE, RecordError, ResultRecord, ResultsLog};
 use deepsolve_eval::report::{build, compare, report};
 use deepsolve_eval::{Grader, Judged, Mode, RunConfig, Runner, SpineRecord};
@@ -207,4 +207,57 @@ fn a_turn_engaged_the_spine_with_a_plan_every_step_finished_and_its_own_answer()
     // Plain chat runs no spine: nothing is said about it.
     let r = build("t", &records());
     assert_eq!(r.modes[0].engaged, None);
+}
+
+#[test]
+fn answers_carrying_engine_text_are_counted_per_mode_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = ResultsLog::open(&dir.path().join(RESULTS_FILE)).unwrap();
+    // A copied progress line; a nudge copied whole, in Chinese.
+    let nudge = Texts::builtin(Language::Zh)
+        .get(Text::NudgeContinue)
+        .to_string();
+    let outputs = [
+        (
+            "p1",
+            "plain",
+            "48 + 24 = 72, so the answer is \\boxed{72}.".to_string(),
+        ),
+        (
+            "p1",
+            "deepsolve",
+            "The result is 72.\n\n48 clips in April, 24 in May.".into(),
+        ),
+        ("p2", "plain", "So she pays \\boxed{6}.".into()),
+        (
+            "p2",
+            "deepsolve",
+            "[deepsolve:progress] round 5 of 13\nThe result is 6.".into(),
+        ),
+        ("p3", "plain", "The answer is 9.".into()),
+        ("p3", "deepsolve", format!("结果是 9。\n\n{nudge}")),
+        ("p4", "plain", "答案是 5。".into()),
+        (
+            "p4",
+            "deepsolve",
+            "结果是 5。\n\n先算出每天的数量，再乘以天数。".into(),
+        ),
+    ];
+    for (id, mode, output) in outputs {
+        let mut r = record(id, mode, true, "1");
+        r.output = Some(output);
+        log.append(&r).unwrap();
+    }
+    let (r, files) = report(dir.path()).unwrap();
+    assert!(r.modes[0].engine_text.is_empty(), "{:?}", r.modes[0]);
+    assert_eq!(r.modes[1].engine_text, ["p2", "p3"], "{:?}", r.modes[1]);
+    let md = std::fs::read_to_string(&files.markdown).unwrap();
+    assert!(md.contains("- plain: 0 of 4\n"), "{md}");
+    assert!(md.contains("- deepsolve: 2 of 4 (p2, p3)\n"), "{md}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&files.json).unwrap()).unwrap();
+    assert_eq!(
+        json["modes"][1]["engine_text"],
+        serde_json::json!(["p2", "p3"])
+    );
 }
