@@ -45,9 +45,6 @@ static SENTENCES: LazyLock<Vec<String>> = LazyLock::new(|| {
     sentences
 });
 
-/// A template's `{name}` placeholder.
-static PLACEHOLDER: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\{[a-z_]+\}").ok());
-
 /// A call written out: `"name": "…", "arguments"` in either order.
 static CALL_AS_TEXT: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r#""name"\s*:\s*"[^"]*"\s*,\s*"arguments"|"arguments"\s*:[^}]*}\s*,\s*"name"\s*:"#)
@@ -75,10 +72,11 @@ pub fn find(output: &str) -> Option<String> {
 /// A template's sentences worth looking for: split at its placeholders (filled with the
 /// turn's own content), its lines and its sentence ends.
 fn sentences_of(template: &str) -> Vec<String> {
-    let without_placeholders = match PLACEHOLDER.as_ref() {
-        Some(re) => re.replace_all(template, "\n").into_owned(),
-        None => template.to_string(),
-    };
+    let without_placeholders = Texts::placeholders(template)
+        .into_iter()
+        .fold(template.to_string(), |text, name| {
+            text.replace(&format!("{{{name}}}"), "\n")
+        });
     without_placeholders
         .split('\n')
         .flat_map(split_sentences)
@@ -194,8 +192,8 @@ mod tests {
     }
 
     #[test]
-    fn the_patterns_compile_and_placeholders_are_left_out() {
-        assert!(PLACEHOLDER.is_some() && CALL_AS_TEXT.is_some());
+    fn the_call_pattern_compiles_and_placeholders_are_left_out() {
+        assert!(CALL_AS_TEXT.is_some());
         assert!(SENTENCES.iter().all(|s| !s.contains("{tool_lines}")));
     }
 
