@@ -153,6 +153,9 @@ solve_knobs! {
         ultimatum_at: f64 = 0.85 in 0.3..=0.95,
             "fraction of the context window that forces an answer"
             / "上下文窗口占用达到此比例时强制给出解答";
+        drafts: u32 = 3 in 1..=9,
+            "most first workings asked for where a new problem is drafted: more until one boxed result is reached twice"
+            / "新问题起草时最多请求的解答遍数：直到某个 \\boxed 结果出现两次为止";
     }
     flags {
         plan_first = true, "refuse work tools before solve_plan"
@@ -223,9 +226,10 @@ pub enum Draft {
     /// own (`Honours::plans_unforced`); off otherwise.
     #[default]
     Auto,
-    /// Round 1 of a new problem (no earlier turns, material or images) is asked with a short
-    /// step-by-step system prompt and no tools; its reply is kept as the reasoning before the
-    /// plan. Only where the spine is held at decoding time: it is what then asks for the plan.
+    /// The first rounds of a new problem (no earlier turns, material or images) are asked
+    /// with a short step-by-step system prompt and no tools, at most `drafts` of them (see
+    /// `engine::drafts`); the working kept is the reasoning before the plan. Only where the
+    /// spine is held at decoding time: it is what then asks for the plan.
     On,
     /// Round 1 is asked like every other round: the playbook, the tools, `auto`.
     Off,

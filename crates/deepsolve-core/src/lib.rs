@@ -8,6 +8,7 @@
 //! model reads ([`Texts`]), and the text-tag format for tests that cross-check it. The loop's
 //! parts (dispatch, context, folding, protocols, parsing) stay inside.
 
+pub mod boxed;
 mod citations;
 pub mod config;
 mod context;

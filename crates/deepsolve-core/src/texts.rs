@@ -82,6 +82,7 @@ catalog! {
     NoticeTokenBudget => "notice_token_budget",
     NoticeCallPlan => "notice_call_plan",
     NoticeCallStep => "notice_call_step",
+    NoticeDraftsDiffer => "notice_drafts_differ",
     UnreadableCall => "unreadable_call",
     SummaryAnswerHeader => "summary_answer_header",
     SummaryAnswerStep => "summary_answer_step",

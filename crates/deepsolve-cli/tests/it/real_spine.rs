@@ -99,14 +99,18 @@ async fn the_small_real_model_follows_the_spine_at_decoding_time_on_five_problem
             ));
         }
         plans += usize::from(planned);
-        // Held at decoding time, round 1 is `auto`, or the draft (`solve.draft`; text only,
-        // `none`) followed by the plan's call asked for.
-        let drafted = of_type(&events, "round_started")
-            .next()
-            .is_some_and(|e| e["draft"] == true);
+        // Held at decoding time, round 1 is `auto`, or the drafts (`solve.draft`, at most
+        // `solve.drafts`; text only, `none`) followed by the plan's call asked for.
+        let drafts = of_type(&events, "round_started")
+            .take_while(|e| e["draft"] == true)
+            .count();
         let held = match choices.first() {
-            Some(&"auto") => !drafted,
-            Some(&"none") => drafted && matches!(choices.get(1), Some(&"required" | &"solve_plan")),
+            Some(&"auto") => drafts == 0,
+            Some(&"none") => {
+                (1..=3).contains(&drafts)
+                    && choices[..drafts].iter().all(|c| *c == "none")
+                    && matches!(choices.get(drafts), Some(&"required" | &"solve_plan"))
+            }
             _ => false,
         };
         if !held {

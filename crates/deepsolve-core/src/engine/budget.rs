@@ -64,10 +64,11 @@ pub(super) struct Budget {
     spent_before: Duration,
     pub(super) usage: Usage,
     pub(super) rounds: u32,
-    /// Rounds that were the call a round's reasoning owed, asked for on its own (the spine
-    /// held at decoding time): the second half of that round, they do not take from the
-    /// round budget. A checkpoint keeps only `rounds`, so a resumed turn counts them again.
-    asked_calls: u32,
+    /// Rounds that do not take from the round budget: the call a round's reasoning owed,
+    /// asked for on its own (the spine held at decoding time; the second half of that round),
+    /// and every draft after the first (`solve.drafts`). A checkpoint keeps only `rounds`, so
+    /// a resumed turn counts them again.
+    free_rounds: u32,
 }
 
 impl Budget {
@@ -87,7 +88,7 @@ impl Budget {
             spent_before,
             usage: resume.map(|r| r.usage).unwrap_or_default(),
             rounds: resume.map_or(0, |r| r.rounds),
-            asked_calls: 0,
+            free_rounds: 0,
         }
     }
 
@@ -96,14 +97,14 @@ impl Budget {
     }
 
     /// The last round before the settlement rounds: the configured budget, moved on by one
-    /// for every call asked for after the model's reasoning.
+    /// for every free round.
     pub(super) fn max_rounds(&self) -> u32 {
-        self.max_rounds + self.asked_calls
+        self.max_rounds + self.free_rounds
     }
 
-    /// The round about to start is the call the last round's reasoning owes.
-    pub(super) fn count_asked_call(&mut self) {
-        self.asked_calls += 1;
+    /// The round about to start does not take from the round budget.
+    pub(super) fn count_free_round(&mut self) {
+        self.free_rounds += 1;
     }
 
     pub(super) fn deadline(&self) -> Instant {

@@ -21,6 +21,7 @@ mod announce;
 mod budget;
 mod call;
 mod decoding;
+mod drafts;
 mod forced;
 mod gates;
 mod live;

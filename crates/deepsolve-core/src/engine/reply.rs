@@ -339,7 +339,7 @@ fn repeats_itself(text: &str) -> bool {
 }
 
 /// `text` up to the end of the first turn of the loop it ends in (all of it without one).
-fn before_loop(text: &str) -> &str {
+pub(super) fn before_loop(text: &str) -> &str {
     match loop_probe(text) {
         Some(probe) if repeats_itself(text) => {
             let first = text.find(probe).unwrap_or(0);

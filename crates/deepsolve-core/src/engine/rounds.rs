@@ -3,6 +3,7 @@
 
 use super::call::CallFailure;
 use super::decoding::choice_name;
+use super::drafts::Drafts;
 use super::turn::{Ending, TurnRun};
 use crate::event::{EventKind, WarningKind};
 use crate::model::{ChatRequest, ModelError, ToolChoice};
@@ -30,6 +31,10 @@ impl TurnRun<'_> {
                 },
             };
             self.ctx.anchor(&completion.usage);
+            if self.drafting() {
+                self.take_draft(completion);
+                continue;
+            }
             if let Some(ending) = self.absorb(completion).await {
                 return ending;
             }
@@ -42,8 +47,11 @@ impl TurnRun<'_> {
         if self.cancel.is_cancelled() {
             return Err(Ending::Cancelled);
         }
-        if self.decoding.owes_reasoned_call() {
-            self.budget.count_asked_call();
+        let draft = self.drafting();
+        if self.decoding.owes_reasoned_call()
+            || self.drafts.as_ref().is_some_and(Drafts::drawing_again)
+        {
+            self.budget.count_free_round();
         }
         if let Some(stop) = self.budget.exhausted() {
             return Err(Ending::Force(stop));
@@ -56,16 +64,18 @@ impl TurnRun<'_> {
             return Err(Ending::Force(StopReason::ContextLimit));
         }
         self.budget.rounds = round;
-        let draft = self.draft && round == 1;
-        let choice = self.decoding.choice(&self.record());
+        // A draft offers no tools: text only.
+        let choice = if draft {
+            ToolChoice::None
+        } else {
+            self.decoding.choice(&self.record())
+        };
         self.emit.emit(EventKind::RoundStarted {
             round,
             max_rounds: self.budget.max_rounds(),
             context_tokens: estimate,
             context_window: self.budget.window(),
-            // The draft offers no tools: text only.
-            tool_choice: (self.decoding.is_on())
-                .then(|| choice_name(if draft { &ToolChoice::None } else { &choice })),
+            tool_choice: (self.decoding.is_on()).then(|| choice_name(&choice)),
             draft,
         });
         let max_tokens = self.reply.take_max_tokens(self.budget.max_tokens());
@@ -75,6 +85,11 @@ impl TurnRun<'_> {
         let mut request = self.request(tail, tail_tokens, choice, max_tokens);
         self.decoding.narrow(&mut request, &self.record());
         Ok(request)
+    }
+
+    /// This round asks for one of the first workings (`solve.drafts`).
+    fn drafting(&self) -> bool {
+        self.drafts.as_ref().is_some_and(Drafts::drawing)
     }
 
     fn after_failure(&mut self, failure: CallFailure) -> AfterFailure {

@@ -11,6 +11,7 @@ impl TurnRun<'_> {
     pub(super) fn tail(&self, round: u32) -> Option<String> {
         let parts: Vec<String> = [
             self.progress_or_round_notice(round),
+            self.drafts_notice(),
             self.step_directive(),
             self.call_notice(),
             self.token_notice(),

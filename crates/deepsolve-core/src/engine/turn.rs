@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::Budget;
 use super::decoding::{Decoding, enforced};
+use super::drafts::Drafts;
 use super::gates::Nudged;
 use super::reply::ReplyState;
 use super::{PriorTurn, RECORD_MARKER, TurnSpec};
@@ -102,15 +103,16 @@ pub(super) struct TurnRun<'a> {
     pub(super) shown_tail_lines: BTreeSet<String>,
     /// The endpoint ends a reply at a stop sequence (the probe's verdict).
     stops_honoured: bool,
-    /// Round 1 asks for the first working plainly (`solve.draft`, see [`drafts`]).
-    pub(super) draft: bool,
+    /// The first workings asked for plainly (`solve.draft`, see [`drafts_first`]); `None` where
+    /// the turn does not draft.
+    pub(super) drafts: Option<Drafts>,
 }
 
-/// Whether a turn's first round asks for the model's first working plainly: `solve.draft`,
+/// Whether a turn's first rounds ask for the model's first workings plainly: `solve.draft`,
 /// where the spine is held at decoding time (the draft is kept as the reasoning before the
 /// plan, and the next round asks for the plan), and only for a problem that stands alone —
 /// no earlier turns, material or images, which the short prompt would leave out.
-fn drafts(spec: &TurnSpec, decoding: &Decoding, honours: &Honours) -> bool {
+fn drafts_first(spec: &TurnSpec, decoding: &Decoding, honours: &Honours) -> bool {
     let wanted = match spec.config.draft {
         Draft::On => true,
         Draft::Off => false,
@@ -274,9 +276,9 @@ impl<'a> TurnRun<'a> {
             enforced(spec.config.enforce, &honours),
             honours.tool_choice_named,
         );
-        let draft = drafts(&spec, &decoding, &honours);
+        let drafts = drafts_first(&spec, &decoding, &honours).then(|| Drafts::new(&spec.config));
         TurnRun {
-            draft,
+            drafts,
             decoding,
             sees_images: spec.sees_images,
             model,

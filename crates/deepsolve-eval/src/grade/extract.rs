@@ -3,6 +3,8 @@
 
 use std::sync::LazyLock;
 
+pub(crate) use deepsolve_core::boxed::braced;
+pub use deepsolve_core::boxed::last_boxed;
 use regex::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -75,49 +77,6 @@ fn after_thinking(output: &str) -> &str {
         Some(at) => &output[at + "</think>".len()..],
         None => output,
     }
-}
-
-/// The content of the last `\boxed{…}` / `\fbox{…}` with nested braces, or `\boxed 5`.
-pub fn last_boxed(text: &str) -> Option<String> {
-    let at = ["\\boxed", "\\fbox"]
-        .iter()
-        .filter_map(|cmd| text.rfind(cmd).map(|i| (i, cmd.len())))
-        .max_by_key(|(i, _)| *i)?;
-    let rest = &text[at.0 + at.1..];
-    let trimmed = rest.trim_start();
-    if let Some(inner) = trimmed.strip_prefix('{') {
-        return braced(inner);
-    }
-    // `\boxed 5`: up to the next space or `$`.
-    let token: String = trimmed
-        .chars()
-        .take_while(|c| !c.is_whitespace() && *c != '$')
-        .collect();
-    (!token.is_empty()).then_some(token)
-}
-
-/// The text up to the `}` that closes an already-opened `{`.
-pub(crate) fn braced(inner: &str) -> Option<String> {
-    let mut depth = 1usize;
-    let mut escaped = false;
-    for (i, c) in inner.char_indices() {
-        if escaped {
-            escaped = false;
-            continue;
-        }
-        match c {
-            '\\' => escaped = true,
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(inner[..i].to_string());
-                }
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 static ANSWER_IS: LazyLock<Option<Regex>> = LazyLock::new(|| {

@@ -39,10 +39,11 @@ pub use showcase::{
     HOSTILE_MARKUP, SHOWCASE_CODE, SHOWCASE_PROBLEM, SHOWCASE_ROOTS_LINE, Showcase, ShowcaseVariant,
 };
 pub use small_model::{
-    AnswersWithACall, CopiesItsTail, CopiesSummaries, FencedJsonCalls, FinishesOneThenProbes,
-    HermesInContent, IgnoresToolChoice, InventedOutput, InventsToolResponses, LoopsInForcedCall,
-    LoopsInForcedNativeCall, NudgeEcho, PlansAgainWhenForced, ProsePlanner, RepeatsItsWorkCall,
-    ReplansWhenForced, SMALL_MODEL_RESULT, ThinksBeforeCalls,
+    AnswersWithACall, CopiesItsTail, CopiesSummaries, DraftsDiffer, FencedJsonCalls,
+    FinishesOneThenProbes, HermesInContent, IgnoresToolChoice, InventedOutput,
+    InventsToolResponses, LoopsInForcedCall, LoopsInForcedNativeCall, NudgeEcho,
+    PlansAgainWhenForced, ProsePlanner, RepeatsItsWorkCall, ReplansWhenForced, SMALL_MODEL_RESULT,
+    ThinksBeforeCalls,
 };
 pub use solver::WellBehaved;
 pub use vision::{
@@ -169,6 +170,8 @@ pub const SMALL_MODEL_POLICY_NAMES: &[&str] = &[
     "hermes-in-content",
     "ignores-tool-choice",
     "thinks-before-calls",
+    "drafts-agree-late",
+    "drafts-never-agree",
     "loops-in-forced-call",
     "loops-in-forced-native-call",
     "copies-its-tail",
@@ -239,6 +242,8 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "invented-output" => Box::new(InventedOutput),
         "hermes-in-content" => Box::new(HermesInContent { inner: base }),
         "thinks-before-calls" => Box::new(ThinksBeforeCalls { then: base }),
+        "drafts-agree-late" => Box::new(DraftsDiffer::new(&["41", "42", "\\$42.00"], base)),
+        "drafts-never-agree" => Box::new(DraftsDiffer::new(&["41", "42", "43"], base)),
         "loops-in-forced-call" => Box::new(LoopsInForcedCall),
         "loops-in-forced-native-call" => Box::new(LoopsInForcedNativeCall),
         "copies-its-tail" => Box::new(CopiesItsTail { then: base }),

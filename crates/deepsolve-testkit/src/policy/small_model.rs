@@ -632,3 +632,55 @@ mod tests {
         );
     }
 }
+
+/// Whether `req` asks for a new problem's first working plainly (`solve.draft`): the draft's
+/// short system prompt and the problem, no tools.
+fn asks_for_draft(req: &PolicyRequest) -> bool {
+    use deepsolve_core::{Language, Text, Texts};
+    let system = req.messages.first().map(|m| m.content.as_str());
+    req.tools.is_empty()
+        && req.messages.len() == 2
+        && [Language::En, Language::Zh]
+            .iter()
+            .any(|language| system == Some(Texts::builtin(*language).get(Text::DraftSystem)))
+}
+
+/// A small model sampled at a temperature: each time it is asked for a first working plainly
+/// it works the problem to the next of `results` in turn, boxed (the 1.5B model's samples of
+/// one request reached different results on 10 of 30 problems); from there it is
+/// [`ThinksBeforeCalls`].
+///
+/// **Engine:** drafts are asked for until one result is reached twice (`solve.drafts`); the
+/// first working that reached it is the reasoning the plan starts from. Where none is reached
+/// twice, the plan's round is told the results. **Ending:** `answered`.
+#[derive(Debug)]
+pub struct DraftsDiffer {
+    pub results: &'static [&'static str],
+    pub drafted: AtomicUsize,
+    pub then: ThinksBeforeCalls,
+}
+
+impl DraftsDiffer {
+    pub fn new(results: &'static [&'static str], then: WellBehaved) -> Self {
+        DraftsDiffer {
+            results,
+            drafted: AtomicUsize::new(0),
+            then: ThinksBeforeCalls { then },
+        }
+    }
+}
+
+impl Policy for DraftsDiffer {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        if !asks_for_draft(req) {
+            return self.then.reply(req);
+        }
+        let n = self.drafted.fetch_add(1, Ordering::SeqCst);
+        let result = self.results[n % self.results.len()];
+        Reply::text(if in_chinese(req) {
+            format!("第一部分得 6，第二部分得 7，合起来是 \\boxed{{{result}}}。")
+        } else {
+            format!("Part 1 gives 6 and part 2 gives 7, so together \\boxed{{{result}}}.")
+        })
+    }
+}

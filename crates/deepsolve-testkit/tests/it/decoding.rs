@@ -1030,6 +1030,101 @@ async fn a_new_problem_is_drafted_plainly_and_the_plan_starts_from_the_draft() {
     }
 }
 
+/// The `max_rounds` each `round_started` event announced.
+fn announced_budgets(played: &Played) -> Vec<u32> {
+    (played.events.iter())
+        .filter_map(|e| match e.kind {
+            EventKind::RoundStarted { max_rounds, .. } => Some(max_rounds),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn drafts_go_on_until_a_result_is_reached_twice_and_the_plan_hears_when_none_was() {
+    for language in [Language::En, Language::Zh] {
+        let texts = Texts::builtin(language);
+        let differ_notice = |request: &ChatRequest| {
+            let tail = &request.messages.last().expect("a message").content;
+            let first_sentence = texts
+                .get(Text::NoticeDraftsDiffer)
+                .split(['{', ':', '：'])
+                .next();
+            first_sentence.is_some_and(|s| tail.contains(s.trim()))
+        };
+        for (name, kept, differing) in [
+            // 41, 42, $42.00: the second and third agree; the second is kept.
+            ("drafts-agree-late", "boxed{42}", None),
+            // 41, 42, 43: none agrees; the first is kept, and the plan hears all three.
+            (
+                "drafts-never-agree",
+                "boxed{41}",
+                Some(r"\boxed{41}, \boxed{42}, \boxed{43}"),
+            ),
+        ] {
+            let turn = format!("{name} {}", language.code());
+            let played = play_draft(name, language, Draft::Auto, honouring(), |_| {}).await;
+            let outcome = &played.outcome;
+            assert_eq!(outcome.stop_reason, StopReason::Answered, "{turn}");
+            assert!(outcome.solve.has_plan(), "{turn}");
+            assert!(outcome.solve.open_steps().next().is_none(), "{turn}");
+            // Three drafts, each the same plain request, then the plan asked for by name.
+            assert_eq!(
+                &draft_flags(&played)[..4],
+                [true, true, true, false],
+                "{turn}"
+            );
+            for request in &played.requests[..3] {
+                assert_eq!(request.messages, played.requests[0].messages, "{turn}");
+                assert!(request.tools.is_empty(), "{turn}");
+            }
+            assert!(drafted(&played, language), "{turn}");
+            let plan_round = &played.requests[3];
+            assert_eq!(
+                plan_round.tool_choice,
+                ToolChoice::Named("solve_plan".into()),
+                "{turn}"
+            );
+            let reasoning = &plan_round.messages[2];
+            assert_eq!(reasoning.role, Role::Assistant, "{turn}");
+            assert!(
+                reasoning.content.contains(kept),
+                "{turn}: {:?}",
+                reasoning.content
+            );
+            // The drafts after the first do not take from the round budget.
+            let budgets = announced_budgets(&played);
+            assert_eq!(budgets[2], budgets[0] + 2, "{turn}: {budgets:?}");
+            match differing {
+                Some(results) => {
+                    let tail = &plan_round.messages.last().expect("a tail").content;
+                    assert!(tail.contains(results), "{turn}: {tail}");
+                    assert!(differ_notice(plan_round), "{turn}: {tail}");
+                }
+                None => assert!(!differ_notice(plan_round), "{turn}"),
+            }
+            // Once there is a plan, the notice is not said again.
+            assert!(!played.requests[4..].iter().any(differ_notice), "{turn}");
+            let found = problems(&turn, &played, &engine_pieces());
+            assert!(found.is_empty(), "{}", found.join("\n"));
+        }
+        // Two that agree at once need no third; one draft is what `solve.drafts: 1` asks.
+        let played = play_draft(
+            "drafts-never-agree",
+            language,
+            Draft::Auto,
+            honouring(),
+            |spec| {
+                spec.config.drafts = 1;
+            },
+        )
+        .await;
+        assert_eq!(&draft_flags(&played)[..2], [true, false]);
+        assert!(!differ_notice(&played.requests[1]));
+        assert!(played.requests[1].messages[2].content.contains("boxed{41}"));
+    }
+}
+
 #[tokio::test]
 async fn no_draft_for_a_model_that_plans_on_its_own_or_a_problem_that_does_not_stand_alone() {
     let plans = Honours {
