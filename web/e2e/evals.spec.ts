@@ -33,6 +33,8 @@ test("a small run starts from the form, finishes live, and a problem opens its t
   await expect(page.getByTestId("eval-report")).toContainText("plain");
   // The scripted solver follows the spine to the end on both problems; plain runs none.
   await expect(page.getByTestId("eval-engaged")).toHaveText(["2/2", "—"]);
+  // No answer carries the engine's own words.
+  await expect(page.getByTestId("eval-engine-text")).toHaveText(["0", "0"]);
   await expect(page.getByTestId("eval-plots").locator("img")).toHaveCount(2);
   await expect(page.getByTestId("eval-row")).toHaveCount(4);
   await page.screenshot({ path: screenshotPath("evals-run-desktop"), fullPage: true });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildRequest, percent, progressFraction, svgDataUrl, tallyAccuracy } from "./evals";
+import { buildRequest, engineText, percent, progressFraction, svgDataUrl, tallyAccuracy } from "./evals";
 
 describe("the evaluation form's request", () => {
   const base = { source: "shipped" as const, shipped: "zh-arith", file: null, modes: ["plain"], limit: "3" };
@@ -31,6 +31,13 @@ describe("numbers shown", () => {
     expect(tallyAccuracy({ mode: "plain", done: 4, correct: 3, errors: 0 })).toBe(0.75);
     expect(progressFraction({ done: 3, total: 0 })).toBe(0);
     expect(progressFraction({ done: 9, total: 6 })).toBe(1);
+  });
+
+  it("counts the answers with engine text and names them", () => {
+    expect(engineText({ engine_text: [] })).toEqual({ count: "0", ids: "" });
+    expect(engineText({ engine_text: ["line-3", "line-9"] })).toEqual({ count: "2", ids: "line-3, line-9" });
+    // A report written before the count existed.
+    expect(engineText({})).toEqual({ count: "—", ids: "" });
   });
 
   it("turns an SVG into an image URL with its markup escaped", () => {

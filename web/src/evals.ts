@@ -44,6 +44,8 @@ export type ModeSummary = {
   stops: Record<string, number>;
   /** How often the spine held to the end; absent for a mode that runs none (plain). */
   engaged?: { turns: number; engaged: number; asked_again: number };
+  /** The problems whose graded output carries engine text (a marker, a nudge, the playbook). */
+  engine_text?: string[];
 };
 
 export type Paired = {
@@ -98,6 +100,13 @@ export function isOver(status: EvalStatus): boolean {
 }
 
 /** `42.0 %`. */
+/** How many answers carry engine text, and which (an older report has no count: "—"). */
+export function engineText(summary: Pick<ModeSummary, "engine_text">): { count: string; ids: string } {
+  const ids = summary.engine_text;
+  if (!ids) return { count: "—", ids: "" };
+  return { count: String(ids.length), ids: ids.join(", ") };
+}
+
 export function percent(x: number): string {
   return `${(x * 100).toFixed(1)} %`;
 }

@@ -83,6 +83,8 @@ catalog! {
     NoticeCallPlan => "notice_call_plan",
     NoticeCallStep => "notice_call_step",
     NoticeDraftsDiffer => "notice_drafts_differ",
+    NoticeDraftsAgree => "notice_drafts_agree",
+    NoticeDraftsAnswer => "notice_drafts_answer",
     UnreadableCall => "unreadable_call",
     SummaryAnswerHeader => "summary_answer_header",
     SummaryAnswerStep => "summary_answer_step",

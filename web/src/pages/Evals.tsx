@@ -9,6 +9,7 @@ import { formatDate } from "../format";
 import { useI18n, type Key, type Translate } from "../i18n";
 import {
   buildRequest,
+  engineText,
   isOver,
   MODES,
   percent,
@@ -435,7 +436,6 @@ function ReportTables(props: { detail: EvalDetail }) {
               <th scope="col">{t("evals.col.mode")}</th>
               <th scope="col">{t("evals.col.correct")}</th>
               <th scope="col">{t("evals.col.accuracy")}</th>
-              <th scope="col">{t("evals.col.interval")}</th>
               <th scope="col">{t("evals.col.errors")}</th>
               <th scope="col">{t("evals.col.rounds")}</th>
               <th scope="col">{t("evals.col.tokens")}</th>
@@ -443,6 +443,9 @@ function ReportTables(props: { detail: EvalDetail }) {
               <th scope="col">{t("evals.col.stops")}</th>
               <th scope="col" title={t("evals.col.engaged.title")}>
                 {t("evals.col.engaged")}
+              </th>
+              <th scope="col" title={t("evals.col.engineText.title")}>
+                {t("evals.col.engineText")}
               </th>
             </tr>
           </thead>
@@ -453,9 +456,12 @@ function ReportTables(props: { detail: EvalDetail }) {
                 <td>
                   {m.correct}/{m.problems}
                 </td>
-                <td>{percent(m.accuracy)}</td>
                 <td>
-                  {percent(m.ci_low)}–{percent(m.ci_high)}
+                  {percent(m.accuracy)}
+                  <br />
+                  <span class="muted small">
+                    {percent(m.ci_low)}–{percent(m.ci_high)}
+                  </span>
                 </td>
                 <td>{m.errors}</td>
                 <td>{m.mean_rounds.toFixed(2)}</td>
@@ -466,6 +472,9 @@ function ReportTables(props: { detail: EvalDetail }) {
                 <td class="eval-stops">{stops(m)}</td>
                 <td data-testid="eval-engaged">
                   {m.engaged ? `${m.engaged.engaged}/${m.engaged.turns}` : "—"}
+                </td>
+                <td data-testid="eval-engine-text" title={engineText(m).ids}>
+                  {engineText(m).count}
                 </td>
               </tr>
             ))}

@@ -1,5 +1,7 @@
 //! The final answer in a model's output: the last `\boxed{}`, else an "the answer is" line,
 //! else (for an answer that states its result first) the first line, else the last number.
+//! In an answer that states its result first, an "answer is" line that gives no value is a
+//! remark, and a first line that gives one wins over it.
 
 use std::sync::LazyLock;
 
@@ -60,15 +62,20 @@ pub fn extract(output: &str, style: AnswerStyle) -> Option<Extracted> {
     if let Some(boxed) = last_boxed(body).filter(|b| !b.trim().is_empty()) {
         return found(boxed.trim().to_string(), Extraction::Boxed);
     }
-    if let Some(stated) = answer_is(body) {
-        return found(stated, Extraction::AnswerIs);
+    let stated = answer_is(body);
+    let first = (style == AnswerStyle::ResultFirst)
+        .then(|| first_line(body))
+        .flatten();
+    // A stated answer that gives no value ("…the final answer is clearly stated as the result
+    // of the computation", the 1.5B model) is a remark when the first line gives one.
+    match (stated, first) {
+        (Some(stated), Some(line)) if !gives_a_value(&stated) && gives_a_value(&line) => {
+            found(line, Extraction::FirstLine)
+        }
+        (Some(stated), _) => found(stated, Extraction::AnswerIs),
+        (None, Some(line)) => found(line, Extraction::FirstLine),
+        (None, None) => last_number(body).and_then(|n| found(n, Extraction::LastNumber)),
     }
-    if style == AnswerStyle::ResultFirst
-        && let Some(line) = first_line(body)
-    {
-        return found(line, Extraction::FirstLine);
-    }
-    last_number(body).and_then(|n| found(n, Extraction::LastNumber))
 }
 
 /// What follows a closed `<think>…</think>` block (reasoning a server left in the text).

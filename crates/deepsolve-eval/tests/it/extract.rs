@@ -95,6 +95,45 @@ async fn a_result_stated_first_then_remarked_on_is_graded_right() {
         .await;
 }
 
+/// The 1.5B model's answer to GSM8K `line-534` (seed 6): the result first, then "the final
+/// answer is" followed by no value.
+const STATED_THEN_SAID_TO_BE_STATED: &str = "The cost of one monitor is $300.\n\n\
+    The explanation of how it was obtained is not provided in the given response, but the \
+    final answer is clearly stated as the result of the computation.";
+
+#[tokio::test]
+async fn a_stated_answer_without_a_value_gives_way_to_a_first_line_with_one() {
+    assert_a_result_first_answer_graded_right(
+        "300",
+        STATED_THEN_SAID_TO_BE_STATED,
+        Extraction::FirstLine,
+    )
+    .await;
+    let cases = [
+        // Without a value on the first line, or in a reasoned output, the statement stands.
+        (
+            "Yes, it can.\n\nSo the answer is no.",
+            AnswerStyle::ResultFirst,
+            "no",
+        ),
+        (
+            STATED_THEN_SAID_TO_BE_STATED,
+            AnswerStyle::Reasoned,
+            "clearly stated as the result of the computation",
+        ),
+        // A stated answer with a value still wins over the first line.
+        (
+            "About 20.\n\nThe answer is 18.",
+            AnswerStyle::ResultFirst,
+            "18",
+        ),
+    ];
+    for (out, style, want) in cases {
+        let stated = Some((want.to_string(), Extraction::AnswerIs));
+        assert_eq!(found(out, style), stated, "{out}");
+    }
+}
+
 /// `out`, a deepsolve answer, graded right against `expected`, its answer found by `how`.
 async fn assert_a_result_first_answer_graded_right(expected: &str, out: &str, how: Extraction) {
     let graded = Grader::new()

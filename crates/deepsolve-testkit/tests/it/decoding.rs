@@ -95,14 +95,31 @@ fn choices(played: &Played) -> Vec<ToolChoice> {
 
 /// The `tool_choice` each `round_started` event names.
 fn announced(played: &Played) -> Vec<Option<String>> {
-    played
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::RoundStarted { tool_choice, .. } => Some(tool_choice.clone()),
-            _ => None,
-        })
-        .collect()
+    rounds_announced(played).map(|a| a.tool_choice).collect()
+}
+
+/// What a round announced in its `round_started` event.
+struct Announced {
+    tool_choice: Option<String>,
+    draft: bool,
+    max_rounds: u32,
+}
+
+/// Each round's announcement, in order.
+fn rounds_announced(played: &Played) -> impl Iterator<Item = Announced> + '_ {
+    played.events.iter().filter_map(|e| match &e.kind {
+        EventKind::RoundStarted {
+            tool_choice,
+            draft,
+            max_rounds,
+            ..
+        } => Some(Announced {
+            tool_choice: tool_choice.clone(),
+            draft: *draft,
+            max_rounds: *max_rounds,
+        }),
+        _ => None,
+    })
 }
 
 /// `later` repeats `earlier` up to `earlier`'s last message (the ephemeral tail, or the
@@ -958,14 +975,7 @@ fn drafted(played: &Played, language: Language) -> bool {
 
 /// The `draft` flag of each `round_started` event.
 fn draft_flags(played: &Played) -> Vec<bool> {
-    played
-        .events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::RoundStarted { draft, .. } => Some(draft),
-            _ => None,
-        })
-        .collect()
+    rounds_announced(played).map(|a| a.draft).collect()
 }
 
 #[tokio::test]
@@ -1032,28 +1042,25 @@ async fn a_new_problem_is_drafted_plainly_and_the_plan_starts_from_the_draft() {
 
 /// The `max_rounds` each `round_started` event announced.
 fn announced_budgets(played: &Played) -> Vec<u32> {
-    (played.events.iter())
-        .filter_map(|e| match e.kind {
-            EventKind::RoundStarted { max_rounds, .. } => Some(max_rounds),
-            _ => None,
-        })
-        .collect()
+    rounds_announced(played).map(|a| a.max_rounds).collect()
 }
 
 #[tokio::test]
-async fn drafts_go_on_until_a_result_is_reached_twice_and_the_plan_hears_when_none_was() {
+async fn drafts_go_on_until_a_result_is_reached_twice_and_the_plan_and_answer_hear_of_it() {
     for language in [Language::En, Language::Zh] {
         let texts = Texts::builtin(language);
-        let differ_notice = |request: &ChatRequest| {
+        // The notice `text` is in `request`'s tail (its words before the first placeholder).
+        let said = |text: Text, request: &ChatRequest| {
             let tail = &request.messages.last().expect("a message").content;
-            let first_sentence = texts
-                .get(Text::NoticeDraftsDiffer)
-                .split(['{', ':', '：'])
-                .next();
-            first_sentence.is_some_and(|s| tail.contains(s.trim()))
+            let opening = texts.get(text).split(['{', ':', '：']).next();
+            opening.is_some_and(|s| tail.contains(s.trim()))
         };
+        let differ_notice = |request: &ChatRequest| said(Text::NoticeDraftsDiffer, request);
+        let agree_notice = |request: &ChatRequest| said(Text::NoticeDraftsAgree, request);
+        let answer_notice = |request: &ChatRequest| said(Text::NoticeDraftsAnswer, request);
         for (name, kept, differing) in [
-            // 41, 42, $42.00: the second and third agree; the second is kept.
+            // 41, 42, $42.00: the second and third agree; the second is kept, and the plan
+            // and the answer hear the result.
             ("drafts-agree-late", "boxed{42}", None),
             // 41, 42, 43: none agrees; the first is kept, and the plan hears all three.
             (
@@ -1095,16 +1102,32 @@ async fn drafts_go_on_until_a_result_is_reached_twice_and_the_plan_hears_when_no
             // The drafts after the first do not take from the round budget.
             let budgets = announced_budgets(&played);
             assert_eq!(budgets[2], budgets[0] + 2, "{turn}: {budgets:?}");
+            let tail = &plan_round.messages.last().expect("a tail").content;
+            let (answer_round, step_rounds) = played.requests[4..].split_last().expect("rounds");
+            let answer_tail = &answer_round.messages.last().expect("a tail").content;
             match differing {
                 Some(results) => {
-                    let tail = &plan_round.messages.last().expect("a tail").content;
                     assert!(tail.contains(results), "{turn}: {tail}");
                     assert!(differ_notice(plan_round), "{turn}: {tail}");
+                    assert!(!agree_notice(plan_round), "{turn}: {tail}");
+                    assert!(!answer_notice(answer_round), "{turn}: {answer_tail}");
                 }
-                None => assert!(!differ_notice(plan_round), "{turn}"),
+                None => {
+                    assert!(!differ_notice(plan_round), "{turn}");
+                    // The agreed result as the first working that reached it wrote it.
+                    assert!(agree_notice(plan_round), "{turn}: {tail}");
+                    assert!(tail.contains(r"\boxed{42}"), "{turn}: {tail}");
+                    assert!(answer_notice(answer_round), "{turn}: {answer_tail}");
+                    assert!(answer_tail.contains(r"\boxed{42}"), "{turn}: {answer_tail}");
+                }
             }
-            // Once there is a plan, the notice is not said again.
-            assert!(!played.requests[4..].iter().any(differ_notice), "{turn}");
+            assert_eq!(answer_round.tool_choice, ToolChoice::None, "{turn}");
+            // Once there is a plan, the plan's notices are not said again; the answer's is
+            // said only once every step is done.
+            for round in step_rounds {
+                assert!(!differ_notice(round) && !agree_notice(round), "{turn}");
+                assert!(!answer_notice(round), "{turn}");
+            }
             let found = problems(&turn, &played, &engine_pieces());
             assert!(found.is_empty(), "{}", found.join("\n"));
         }
@@ -1120,7 +1143,7 @@ async fn drafts_go_on_until_a_result_is_reached_twice_and_the_plan_hears_when_no
         )
         .await;
         assert_eq!(&draft_flags(&played)[..2], [true, false]);
-        assert!(!differ_notice(&played.requests[1]));
+        assert!(!differ_notice(&played.requests[1]) && !agree_notice(&played.requests[1]));
         assert!(played.requests[1].messages[2].content.contains("boxed{41}"));
     }
 }
