@@ -99,7 +99,6 @@ export function isOver(status: EvalStatus): boolean {
   return status !== "running";
 }
 
-/** `42.0 %`. */
 /** How many answers carry engine text, and which (an older report has no count: "—"). */
 export function engineText(summary: Pick<ModeSummary, "engine_text">): { count: string; ids: string } {
   const ids = summary.engine_text;
@@ -107,6 +106,7 @@ export function engineText(summary: Pick<ModeSummary, "engine_text">): { count: 
   return { count: String(ids.length), ids: ids.join(", ") };
 }
 
+/** `42.0 %`. */
 export function percent(x: number): string {
   return `${(x * 100).toFixed(1)} %`;
 }
