@@ -98,4 +98,13 @@ test("the Evaluations pages fit a phone", async ({ page, deepsolve }) => {
   await expect(page.getByTestId("eval-row")).toHaveCount(4);
   await noHorizontalScroll(page);
   await page.screenshot({ path: screenshotPath("evals-run-phone"), fullPage: true });
+
+  // The same run in Chinese, at the phone's width and a desktop's.
+  await page.evaluate(() => localStorage.setItem("deepsolve.lang", "zh"));
+  await page.reload();
+  await expect(page.getByTestId("eval-report")).toContainText("引擎文字");
+  await noHorizontalScroll(page);
+  await page.screenshot({ path: screenshotPath("evals-run-phone-zh"), fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.screenshot({ path: screenshotPath("evals-run-desktop-zh"), fullPage: true });
 });
