@@ -581,7 +581,7 @@ fn call_schema(request: &ChatRequest, names: &[String]) -> Result<String, ModelE
             format!(
                 r#"{{"type":"object","properties":{{"name":{{"const":{}}},"arguments":{}}},"required":["name","arguments"],"additionalProperties":false}}"#,
                 Value::String(t.name.clone()),
-                t.parameters
+                with_capped_strings(&t.parameters)
             )
         })
         .collect();
@@ -589,6 +589,33 @@ fn call_schema(request: &ChatRequest, names: &[String]) -> Result<String, ModelE
         Ok([one]) => one,
         Err(variants) => format!(r#"{{"oneOf":[{}]}}"#, variants.join(",")),
     })
+}
+
+/// The longest string a held call may write, in characters: the most times a grammar
+/// repeats a rule (llama.cpp refuses more). A call going round in a loop inside a string
+/// must close it here and can still end within the reply's budget: the 1.5B model wrote one
+/// sentence of a plan's analysis over and over until the output limit, and the turn lost its
+/// plan (the analyses it finished were at most 864 characters; its code, 567).
+const HELD_STRING_MAX_CHARS: u64 = 2_000;
+
+/// `schema` with every string bounded by [`HELD_STRING_MAX_CHARS`] (a tighter bound kept).
+/// Only the grammar sees it: the schema in the prompt stays as offered, byte for byte.
+fn with_capped_strings(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut capped: serde_json::Map<String, Value> = (map.iter())
+                .map(|(key, value)| (key.clone(), with_capped_strings(value)))
+                .collect();
+            if map.get("type").and_then(Value::as_str) == Some("string") {
+                let bound = (map.get("maxLength").and_then(Value::as_u64))
+                    .map_or(HELD_STRING_MAX_CHARS, |n| n.min(HELD_STRING_MAX_CHARS));
+                capped.insert("maxLength".into(), bound.into());
+            }
+            Value::Object(capped)
+        }
+        Value::Array(items) => items.iter().map(with_capped_strings).collect(),
+        other => other.clone(),
+    }
 }
 
 /// A call's JSON rules (`call_rules`, start rule `root`) as the rest of a reply: the JSON,
@@ -697,6 +724,39 @@ mod tests {
             parameters: json!({"type": "object"}),
         }];
         assert_eq!(constraint_for(&req), Constraint::Text);
+    }
+
+    #[test]
+    fn a_held_calls_strings_are_bounded_in_its_grammar_only() {
+        let parameters = json!({
+            "type": "object",
+            "properties": {
+                "analysis": {"type": "string"},
+                "label": {"type": "string", "maxLength": 80},
+                "steps": {"type": "array", "items": {
+                    "type": "object", "properties": {"goal": {"type": "string"}}
+                }},
+            },
+        });
+        let capped = with_capped_strings(&parameters);
+        assert_eq!(capped["properties"]["analysis"]["maxLength"], 2_000);
+        assert_eq!(capped["properties"]["label"]["maxLength"], 80);
+        assert_eq!(
+            capped["properties"]["steps"]["items"]["properties"]["goal"]["maxLength"],
+            2_000
+        );
+        let mut req = request(ToolChoice::Named("plan".into()), None);
+        req.tools = vec![deepsolve_core::ToolSpec {
+            name: "plan".into(),
+            description: String::new(),
+            parameters: parameters.clone(),
+        }];
+        let constraint = constraint_for(&req);
+        let grammar = grammar_for(&req, &constraint).unwrap().expect("a grammar");
+        assert!(grammar.rules.contains("{0,2000}"), "{}", grammar.rules);
+        assert!(grammar.rules.contains("{0,80}"), "{}", grammar.rules);
+        // What the prompt shows of the tool is untouched.
+        assert_eq!(req.tools[0].parameters, parameters);
     }
 
     #[test]

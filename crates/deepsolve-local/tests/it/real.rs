@@ -186,6 +186,51 @@ async fn a_free_reply_may_open_a_call_only_of_the_tools_it_is_narrowed_to() {
 }
 
 #[tokio::test]
+async fn a_held_calls_string_is_closed_at_its_bound() {
+    let Some((model, _serial)) = model("a_held_calls_string_is_closed_at_its_bound").await else {
+        return;
+    };
+    // Asked to copy 3 000 characters into an unbounded string, the model stops at the
+    // grammar's bound (2 000): a call looping inside a string closes there too.
+    let lines: String = (1..=100)
+        .map(|i| format!("Line {i:03}: the cat sat on the mat.\n"))
+        .collect();
+    let note = ToolSpec {
+        name: "write_note".into(),
+        description: "Write a note.".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+            "additionalProperties": false,
+        }),
+    };
+    let mut req = request(
+        vec![Message::user(format!(
+            "Call write_note with this text, copied exactly:\n\n{lines}"
+        ))],
+        1_200,
+    );
+    req.tools = vec![note];
+    let forced = Constraint::ToolCall {
+        names: vec!["write_note".into()],
+    };
+    let (c, _) = model
+        .complete_constrained(&req, &forced, &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(c.finish_reason, FinishReason::ToolCalls, "{:?}", c.text);
+    assert_eq!(c.tool_calls.len(), 1, "{:?}", c.text);
+    let args: Value = serde_json::from_str(&c.tool_calls[0].arguments).unwrap();
+    let text = args["text"].as_str().unwrap_or_default();
+    assert_eq!(text.chars().count(), 2_000, "{text:?}");
+    assert!(
+        text.starts_with("Line 001: the cat sat on the mat."),
+        "{text:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_turns_next_round_reuses_the_cache() {
     let Some((model, _serial)) = model("a_turns_next_round_reuses_the_cache").await else {
         return;

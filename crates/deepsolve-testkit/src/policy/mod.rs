@@ -172,6 +172,8 @@ pub const SMALL_MODEL_POLICY_NAMES: &[&str] = &[
     "thinks-before-calls",
     "drafts-agree-late",
     "drafts-never-agree",
+    "drafts-agree-answer-differs",
+    "drafts-agree-answer-unboxed",
     "loops-in-forced-call",
     "loops-in-forced-native-call",
     "copies-its-tail",
@@ -199,6 +201,9 @@ pub const BENCH_POLICY_NAMES: &[&str] = &[
     "vision",
     "web-cite",
 ];
+
+/// Drafts whose second and third results agree (`$42.00` is `42`).
+const AGREE_LATE: &[&str] = &["41", "42", "\\$42.00"];
 
 /// A policy by its kebab-case name, solving `steps` steps with `work_tool` where the
 /// behaviour has a well-behaved part. `None` for an unknown name.
@@ -242,8 +247,12 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "invented-output" => Box::new(InventedOutput),
         "hermes-in-content" => Box::new(HermesInContent { inner: base }),
         "thinks-before-calls" => Box::new(ThinksBeforeCalls { then: base }),
-        "drafts-agree-late" => Box::new(DraftsDiffer::new(&["41", "42", "\\$42.00"], base)),
-        "drafts-never-agree" => Box::new(DraftsDiffer::new(&["41", "42", "43"], base)),
+        "drafts-agree-late" => Box::new(DraftsDiffer::new(AGREE_LATE, &["42"], base)),
+        "drafts-never-agree" => Box::new(DraftsDiffer::new(&["41", "42", "43"], &[], base)),
+        "drafts-agree-answer-differs" => {
+            Box::new(DraftsDiffer::new(AGREE_LATE, &["41", "41"], base))
+        }
+        "drafts-agree-answer-unboxed" => Box::new(DraftsDiffer::new(AGREE_LATE, &[], base)),
         "loops-in-forced-call" => Box::new(LoopsInForcedCall),
         "loops-in-forced-native-call" => Box::new(LoopsInForcedNativeCall),
         "copies-its-tail" => Box::new(CopiesItsTail { then: base }),

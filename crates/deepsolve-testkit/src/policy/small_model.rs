@@ -648,32 +648,58 @@ fn asks_for_draft(req: &PolicyRequest) -> bool {
 /// A small model sampled at a temperature: each time it is asked for a first working plainly
 /// it works the problem to the next of `results` in turn, boxed (the 1.5B model's samples of
 /// one request reached different results on 10 of 30 problems); from there it is
-/// [`ThinksBeforeCalls`].
+/// [`ThinksBeforeCalls`], its answers (asked for text) boxing the next of `answers` in turn
+/// (the last one again once they run out; no box where there are none).
 ///
 /// **Engine:** drafts are asked for until one result is reached twice (`solve.drafts`); the
 /// first working that reached it is the reasoning the plan starts from. Where none is reached
-/// twice, the plan's round is told the results. **Ending:** `answered`.
+/// twice, the plan's round is told the results. An answer that does not box the agreed result
+/// is sent back once. **Ending:** `answered`.
 #[derive(Debug)]
 pub struct DraftsDiffer {
     pub results: &'static [&'static str],
+    pub answers: &'static [&'static str],
     pub drafted: AtomicUsize,
+    pub answered: AtomicUsize,
     pub then: ThinksBeforeCalls,
 }
 
 impl DraftsDiffer {
-    pub fn new(results: &'static [&'static str], then: WellBehaved) -> Self {
+    pub fn new(
+        results: &'static [&'static str],
+        answers: &'static [&'static str],
+        then: WellBehaved,
+    ) -> Self {
         DraftsDiffer {
             results,
+            answers,
             drafted: AtomicUsize::new(0),
+            answered: AtomicUsize::new(0),
             then: ThinksBeforeCalls { then },
         }
+    }
+
+    /// The next answer's result, if answers box one.
+    fn next_answer(&self) -> Option<&'static str> {
+        let n = self.answered.fetch_add(1, Ordering::SeqCst);
+        self.answers.get(n).or(self.answers.last()).copied()
     }
 }
 
 impl Policy for DraftsDiffer {
     fn reply(&self, req: &PolicyRequest) -> Reply {
         if !asks_for_draft(req) {
-            return self.then.reply(req);
+            let answering = req.tool_choice.as_deref() == Some("none");
+            return self.then.reply(req).map_turn(|mut turn| {
+                if answering
+                    && turn.tool_calls.is_empty()
+                    && let Some(text) = &mut turn.text
+                    && let Some(result) = self.next_answer()
+                {
+                    text.push_str(&format!(" \\boxed{{{result}}}"));
+                }
+                turn
+            });
         }
         let n = self.drafted.fetch_add(1, Ordering::SeqCst);
         let result = self.results[n % self.results.len()];
