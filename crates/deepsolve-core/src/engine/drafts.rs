@@ -191,7 +191,7 @@ impl TurnRun<'_> {
 
     /// Why an answer goes back to the model, once a turn: its result (its last `\boxed{}`) is
     /// not the one two drafts reached, or it gives none. Where drafts agreed and the answer
-    /// did not keep their result, the drafts were right in 7 of 9 problems and the answer in
+    /// did not keep their result, the drafts were right in 7 of 11 problems and the answer in
     /// 1 (the 1.5B model, two samples of GSM8K); asked once, the model may still stand by its
     /// own, with a step's computation behind it.
     pub(super) fn answer_sent_back(&mut self, answer: &str) -> Option<String> {
