@@ -93,13 +93,7 @@ impl Drafts {
 
     /// One more working; the working to keep once the drafts are decided.
     fn take(&mut self, text: String) -> Option<String> {
-        let result = last_boxed(&text)
-            .map(|boxed| boxed.trim().to_string())
-            .filter(|boxed| !boxed.is_empty())
-            .map(|boxed| {
-                let key = result_key(&boxed);
-                (boxed, key)
-            });
+        let result = boxed_result(&text);
         self.workings.push(Working { text, result });
         let kept = self.decide()?;
         self.decided = true;
@@ -136,6 +130,16 @@ impl Drafts {
         }
         Some(0)
     }
+}
+
+/// A text's result: its last `\boxed{}`'s content, trimmed, and what it is compared by
+/// ([`result_key`]); none where it boxes nothing or an empty box.
+fn boxed_result(text: &str) -> Option<(String, String)> {
+    let boxed = last_boxed(text)?.trim().to_string();
+    (!boxed.is_empty()).then(|| {
+        let key = result_key(&boxed);
+        (boxed, key)
+    })
 }
 
 /// A result as a round is told it: in a box, as the workings wrote it.
@@ -197,10 +201,9 @@ impl TurnRun<'_> {
     pub(super) fn answer_sent_back(&mut self, answer: &str) -> Option<String> {
         let drafts = self.drafts.as_mut().filter(|d| !d.answer_sent_back)?;
         let (agreed, agreed_key) = drafts.agreed_result()?;
-        let given = last_boxed(answer).map(|b| b.trim().to_string());
-        let nudge = match given.filter(|b| !b.is_empty()) {
-            Some(given) if result_key(&given) == *agreed_key => return None,
-            Some(given) => self.texts.render(
+        let nudge = match boxed_result(answer) {
+            Some((_, key)) if key == *agreed_key => return None,
+            Some((given, _)) => self.texts.render(
                 Text::NudgeAnswerDiffers,
                 &[
                     ("answer", &boxed(&quoted(&given))),
