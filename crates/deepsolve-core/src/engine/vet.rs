@@ -111,6 +111,10 @@ const ECHOED: &[Text] = &[
     // copies them into its text (seen with the 0.5B model on llama.cpp's server).
     Text::NoticeCallPlan,
     Text::NoticeCallStep,
+    Text::NoticeDraftsAgree,
+    Text::NoticeDraftsAnswer,
+    Text::NoticeDraftsDiffer,
+    Text::PlanInstruction,
     Text::ProgressHeader,
     Text::ProgressRoundsLeft,
     Text::ProgressSettlement,
@@ -222,7 +226,7 @@ impl Echoes {
                     vec![phrase, bare]
                 }
             })
-            .filter(|p| is_telling(p))
+            .filter(|p| is_telling(p) || is_an_engine_sentence(p))
             .collect();
         phrases.sort_by_key(|p| std::cmp::Reverse(p.len()));
         phrases.dedup();
@@ -286,9 +290,7 @@ impl Echoes {
                 }
             }
             for phrase in &self.phrases {
-                if cut.contains(phrase.as_str()) {
-                    cut = cut.replace(phrase.as_str(), "");
-                }
+                cut = without_echo(&cut, phrase);
             }
             // A copied step line keeps its goal but not the mark after it.
             for mark in &self.current_marks {
@@ -467,6 +469,63 @@ fn word_end(line: &str, at: usize) -> usize {
 
 fn is_cjk(c: char) -> bool {
     ('\u{4e00}'..='\u{9fff}').contains(&c)
+}
+
+/// `line` without `phrase` (matched ignoring ASCII case: a copy starts a sentence with a
+/// word the text had in its middle). A phrase inside a sentence that says no number takes
+/// the sentence with it: the rest only talks about the answer ("This result is stated
+/// plainly, and the explanation follows.", the 1.5B model after the answer round's tail
+/// "…stated plainly; the explanation follows."); beside a number only the phrase goes.
+fn without_echo(line: &str, phrase: &str) -> String {
+    let needle = phrase.to_ascii_lowercase();
+    let mut out = line.to_string();
+    // ASCII lowering keeps every byte offset, so a match in the copy is one in `out`.
+    while let Some(at) = out.to_ascii_lowercase().find(&needle) {
+        let end = at + needle.len();
+        let sentence = enclosing_sentences(&out, at..end);
+        let rest = format!("{}{}", &out[sentence.start..at], &out[end..sentence.end]);
+        let cut = if says_a_number(&rest) {
+            at..end
+        } else {
+            sentence
+        };
+        out.replace_range(cut, "");
+    }
+    out
+}
+
+/// The sentences of `text` (see `sentence_spans`) that `range` touches, as one range.
+fn enclosing_sentences(text: &str, range: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let mut start = 0;
+    let mut first = 0;
+    for span in sentence_spans(text) {
+        let end = start + span.len();
+        if end <= range.start {
+            first = end;
+        }
+        if end >= range.end {
+            return first..end;
+        }
+        start = end;
+    }
+    first..text.len()
+}
+
+/// `text` states a number or a boxed result.
+fn says_a_number(text: &str) -> bool {
+    text.chars().any(|c| c.is_ascii_digit()) || text.contains("\\boxed")
+}
+
+/// As long as the sentences the evaluation report counts as engine text when found in an
+/// answer (24 characters, or 10 with Chinese in them): every such sentence of an echoed text
+/// is cut, though it has fewer words than [`is_telling`] asks of a piece.
+fn is_an_engine_sentence(sentence: &str) -> bool {
+    let chars = sentence.chars().count();
+    if sentence.chars().any(is_cjk) {
+        chars >= 10
+    } else {
+        chars >= 24
+    }
 }
 
 /// Long enough that a real answer would not contain it by chance.
@@ -940,5 +999,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The 1.5B model's right answer (GSM8K `line-849`, build ca957ed) ended by saying the
+    /// answer round's tail back about itself.
+    #[test]
+    fn a_sentence_talking_about_the_answer_in_the_tail_s_words_is_cut() {
+        let said_back = "The final answer is:\n\\[\n\\boxed{10}\n\\]\nThis result is stated plainly, and the explanation follows.";
+        assert_eq!(
+            answer(said_back),
+            Vetted::Answer("The final answer is:\n\\[\n\\boxed{10}\n\\]".into())
+        );
+        // A copy that starts its sentence with the text's middle word is a copy too.
+        assert_eq!(
+            answer("x = 42.\nThe explanation follows."),
+            Vetted::Answer("x = 42.".into())
+        );
+        // Beside a number only the echo goes.
+        assert_eq!(
+            answer("Each box holds 12, so the explanation follows."),
+            Vetted::Answer("Each box holds 12, so".into())
+        );
+        let zh = Texts::builtin(Language::Zh);
+        let none = BTreeSet::new();
+        assert_eq!(
+            vet(
+                "答案是 42。\n如上所述，第一行直接写出结果本身，说明放在后面。",
+                &zh,
+                &none,
+                ""
+            ),
+            Vetted::Answer("答案是 42。".into())
+        );
+        // The answer's own words about explanations stay.
+        let own = "The explanation is short: 6 * 7 = 42.";
+        assert_eq!(answer(own), Vetted::Answer(own.into()));
     }
 }

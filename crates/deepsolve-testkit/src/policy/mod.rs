@@ -43,7 +43,7 @@ pub use small_model::{
     FinishesOneThenProbes, HermesInContent, IgnoresToolChoice, InventedOutput,
     InventsToolResponses, LoopsInForcedCall, LoopsInForcedNativeCall, NudgeEcho,
     PlansAgainWhenForced, ProsePlanner, RepeatsItsWorkCall, ReplansWhenForced, SMALL_MODEL_RESULT,
-    ThinksBeforeCalls,
+    TalksAboutItsAnswer, ThinksBeforeCalls,
 };
 pub use solver::WellBehaved;
 pub use vision::{
@@ -177,6 +177,7 @@ pub const SMALL_MODEL_POLICY_NAMES: &[&str] = &[
     "loops-in-forced-call",
     "loops-in-forced-native-call",
     "copies-its-tail",
+    "talks-about-its-answer",
     "answers-with-a-call",
     "answers-with-a-call-stubborn",
     "copies-summaries",
@@ -256,6 +257,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "loops-in-forced-call" => Box::new(LoopsInForcedCall),
         "loops-in-forced-native-call" => Box::new(LoopsInForcedNativeCall),
         "copies-its-tail" => Box::new(CopiesItsTail { then: base }),
+        "talks-about-its-answer" => Box::new(TalksAboutItsAnswer { then: base }),
         "answers-with-a-call" => Box::new(AnswersWithACall {
             then: base,
             stubborn: false,

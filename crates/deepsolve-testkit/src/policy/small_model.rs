@@ -614,6 +614,37 @@ impl Policy for CopiesSummaries {
     }
 }
 
+/// A small model that, every step finished, answers and then says the answer round's
+/// instruction back about its own answer, in its own sentence ("This result is stated
+/// plainly, and the explanation follows." — the 1.5B model in-process, after "Its first line
+/// is the result itself, stated plainly; the explanation follows."); otherwise `then`'s moves.
+///
+/// **Engine:** the sentence is cut from the answer. **Ending:** `answered`, with
+/// [`SMALL_MODEL_RESULT`] in the answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TalksAboutItsAnswer {
+    pub then: WellBehaved,
+}
+
+impl Policy for TalksAboutItsAnswer {
+    fn reply(&self, req: &PolicyRequest) -> Reply {
+        let all_done = req.plan().is_some_and(|plan| plan.all_done());
+        let said_back = if in_chinese(req) {
+            "如上所述，第一行直接写出结果本身，说明放在后面。"
+        } else {
+            "This result is stated plainly, and the explanation follows."
+        };
+        let answer = format!("{}\n{said_back}", prose_answer(req));
+        let reply = common(req).unwrap_or_else(|| self.then.next_move(req));
+        reply.map_turn(|mut turn| {
+            if all_done && turn.tool_calls.is_empty() {
+                turn.text = Some(answer);
+            }
+            turn
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

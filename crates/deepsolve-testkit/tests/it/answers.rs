@@ -79,6 +79,14 @@ pub(crate) fn problems(turn: &str, played: &Played, pieces: &[String]) -> Vec<St
             for piece in pieces.iter().filter(|p| answer.contains(p.as_str())) {
                 found.push(format!("{turn}: engine text {piece:?} in the answer"));
             }
+            // What the evaluation report would count (every sentence of every engine text,
+            // case and emphasis ignored), in an answer in the model's words.
+            let assembled = outcome.answer_source == Some(AnswerSource::StepSummaries);
+            if let Some(piece) = deepsolve_eval::engine_text::find(answer).filter(|_| !assembled) {
+                found.push(format!(
+                    "{turn}: the report counts engine text {piece:?} in the answer {answer:?}"
+                ));
+            }
             if answer.trim().is_empty() {
                 found.push(format!("{turn}: an empty answer"));
             }
