@@ -4,8 +4,9 @@
 //! acknowledgements and promises to call a tool ("I apologize for the confusion. I will call
 //! `solve_plan` first.") is not an answer at all.
 //!
-//! Conservative by design: text is only cut where it matches an engine text verbatim, and a
-//! reply is only refused when not one sentence of it says anything else. An answer that
+//! Conservative by design: text is only cut where it matches an engine text (ASCII case
+//! aside; with the answer's sentence around it only where that sentence says no number), and
+//! a reply is only refused when not one sentence of it says anything else. An answer that
 //! needs no cleaning comes back byte for byte.
 
 use std::collections::BTreeSet;
