@@ -77,8 +77,6 @@ catalog! {
     NudgePlanFirst => "nudge_plan_first",
     NudgeOpenSteps => "nudge_open_steps",
     NudgeOpenStep => "nudge_open_step",
-    NudgeAnswerDiffers => "nudge_answer_differs",
-    NudgeAnswerUnboxed => "nudge_answer_unboxed",
     Ultimatum => "ultimatum",
     NoticeRoundBudgetSpent => "notice_round_budget_spent",
     NoticeTokenBudget => "notice_token_budget",

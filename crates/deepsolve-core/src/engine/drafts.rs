@@ -33,11 +33,8 @@ pub(super) struct Drafts {
     /// The workings' results when no result was reached twice (each once, in order): the
     /// plan's round is told them.
     differing: Vec<String>,
-    /// The first working to reach a result reached twice: the plan's and the answer's rounds
-    /// are told that result.
-    agreed: Option<usize>,
-    /// An answer whose result was not the agreed one has been sent back once.
-    answer_sent_back: bool,
+    /// The result reached twice, quoted: the plan's and the answer's rounds are told it.
+    agreed: Option<String>,
 }
 
 struct Working {
@@ -61,7 +58,6 @@ impl Drafts {
             decided: false,
             differing: Vec::new(),
             agreed: None,
-            answer_sent_back: false,
         }
     }
 
@@ -82,13 +78,8 @@ impl Drafts {
     }
 
     /// The result two workings reached, if any did, quoted.
-    pub(super) fn agreed(&self) -> Option<String> {
-        self.agreed_result().map(|(boxed, _)| quoted(boxed))
-    }
-
-    /// The result two workings reached and its key ([`result_key`]).
-    fn agreed_result(&self) -> Option<&(String, String)> {
-        self.workings.get(self.agreed?)?.result.as_ref()
+    pub(super) fn agreed(&self) -> Option<&str> {
+        self.agreed.as_deref()
     }
 
     /// One more working; the working to keep once the drafts are decided.
@@ -115,7 +106,7 @@ impl Drafts {
             .enumerate()
             .find(|(i, key)| key.is_some() && keys[i + 1..].contains(key));
         if let Some((first, _)) = reached_twice {
-            self.agreed = Some(first);
+            self.agreed = (self.workings[first].result.as_ref()).map(|(boxed, _)| quoted(boxed));
             return Some(first);
         }
         if self.workings.len() < self.most as usize {
@@ -180,43 +171,17 @@ impl TurnRun<'_> {
         let record = self.record();
         let render = |text, name, value: &str| self.texts.render(text, &[(name, &value)]);
         let notice = match (record.has_plan(), drafts.agreed()) {
-            (false, Some(agreed)) => render(Text::NoticeDraftsAgree, "result", &boxed(&agreed)),
+            (false, Some(agreed)) => render(Text::NoticeDraftsAgree, "result", &boxed(agreed)),
             (false, None) if !drafts.differing().is_empty() => {
                 let results: Vec<String> = drafts.differing().iter().map(|r| boxed(r)).collect();
                 render(Text::NoticeDraftsDiffer, "results", &results.join(", "))
             }
             (true, Some(agreed)) if record.all_done() => {
-                render(Text::NoticeDraftsAnswer, "result", &boxed(&agreed))
+                render(Text::NoticeDraftsAnswer, "result", &boxed(agreed))
             }
             _ => return None,
         };
         Some(format!("{NOTICE_MARKER} {notice}"))
-    }
-
-    /// Why an answer goes back to the model, once a turn: its result (its last `\boxed{}`) is
-    /// not the one two drafts reached, or it gives none. Where drafts agreed and the answer
-    /// did not keep their result, the drafts were right in 7 of 11 problems and the answer in
-    /// 1 (the 1.5B model, two samples of GSM8K); asked once, the model may still stand by its
-    /// own, with a step's computation behind it.
-    pub(super) fn answer_sent_back(&mut self, answer: &str) -> Option<String> {
-        let drafts = self.drafts.as_mut().filter(|d| !d.answer_sent_back)?;
-        let (agreed, agreed_key) = drafts.agreed_result()?;
-        let nudge = match boxed_result(answer) {
-            Some((_, key)) if key == *agreed_key => return None,
-            Some((given, _)) => self.texts.render(
-                Text::NudgeAnswerDiffers,
-                &[
-                    ("answer", &boxed(&quoted(&given))),
-                    ("result", &boxed(&quoted(agreed))),
-                ],
-            ),
-            None => self.texts.render(
-                Text::NudgeAnswerUnboxed,
-                &[("result", &boxed(&quoted(agreed)))],
-            ),
-        };
-        drafts.answer_sent_back = true;
-        Some(nudge)
     }
 }
 
@@ -257,7 +222,7 @@ mod tests {
         let (kept, asked, drafts) = drafts_of(3, &[r"a \boxed{7}", r"b \boxed{7 apples}", "c"]);
         assert_eq!((kept.as_deref(), asked), (Some(r"a \boxed{7}"), 2));
         // The result agreed on is quoted as the first working that reached it wrote it.
-        assert_eq!(drafts.agreed().as_deref(), Some("7"));
+        assert_eq!(drafts.agreed(), Some("7"));
     }
 
     #[test]

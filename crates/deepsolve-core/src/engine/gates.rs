@@ -1,6 +1,5 @@
-//! The gates before an answer is accepted: without a plan, with steps still open, or with a
-//! result other than the one the turn's drafts agreed on, the model is nudged once (while
-//! rounds are left) before its answer stands.
+//! The gates before an answer is accepted: without a plan, or with steps still open, the
+//! model is nudged once (while rounds are left) before its answer stands.
 
 use super::NUDGE_MARKER;
 use super::turn::{Ending, TurnRun};
@@ -38,10 +37,6 @@ impl TurnRun<'_> {
             return answered(text, StopReason::AnsweredWithoutPlan);
         }
         if record.open_steps().next().is_none() {
-            if rounds_left && let Some(nudge) = self.answer_sent_back(&text) {
-                self.nudge(text, nudge);
-                return None;
-            }
             return answered(text, StopReason::Answered);
         }
         if !self.nudged.finish && rounds_left {

@@ -103,8 +103,6 @@ const ECHOED: &[Text] = &[
     Text::NudgePlanFirst,
     Text::NudgeOpenSteps,
     Text::NudgeOpenStep,
-    Text::NudgeAnswerDiffers,
-    Text::NudgeAnswerUnboxed,
     Text::Ultimatum,
     Text::NoticeRoundBudgetSpent,
     Text::NoticeTokenBudget,

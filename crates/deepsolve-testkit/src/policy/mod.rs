@@ -250,9 +250,7 @@ pub fn by_name(name: &str, steps: usize, work_tool: Option<String>) -> Option<Bo
         "thinks-before-calls" => Box::new(ThinksBeforeCalls { then: base }),
         "drafts-agree-late" => Box::new(DraftsDiffer::new(AGREE_LATE, &["42"], base)),
         "drafts-never-agree" => Box::new(DraftsDiffer::new(&["41", "42", "43"], &[], base)),
-        "drafts-agree-answer-differs" => {
-            Box::new(DraftsDiffer::new(AGREE_LATE, &["41", "41"], base))
-        }
+        "drafts-agree-answer-differs" => Box::new(DraftsDiffer::new(AGREE_LATE, &["41"], base)),
         "drafts-agree-answer-unboxed" => Box::new(DraftsDiffer::new(AGREE_LATE, &[], base)),
         "loops-in-forced-call" => Box::new(LoopsInForcedCall),
         "loops-in-forced-native-call" => Box::new(LoopsInForcedNativeCall),

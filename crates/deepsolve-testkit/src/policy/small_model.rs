@@ -684,8 +684,8 @@ fn asks_for_draft(req: &PolicyRequest) -> bool {
 ///
 /// **Engine:** drafts are asked for until one result is reached twice (`solve.drafts`); the
 /// first working that reached it is the reasoning the plan starts from. Where none is reached
-/// twice, the plan's round is told the results. An answer that does not box the agreed result
-/// is sent back once. **Ending:** `answered`.
+/// twice, the plan's round is told the results. The answer stands whatever it boxes (the
+/// answer's round is reminded of the agreed result, once). **Ending:** `answered`.
 #[derive(Debug)]
 pub struct DraftsDiffer {
     pub results: &'static [&'static str],

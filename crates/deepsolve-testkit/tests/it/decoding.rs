@@ -1148,26 +1148,18 @@ async fn drafts_go_on_until_a_result_is_reached_twice_and_the_plan_and_answer_he
     }
 }
 
+/// The answer's round is reminded of the drafts' agreed result; the answer stands whatever it
+/// boxes. (Sending an answer that left the result back once was measured with the 1.5B model:
+/// of 30 problems it mended none and spoiled one, at a round's cost in a third of them.)
 #[tokio::test]
-async fn an_answer_that_does_not_box_the_agreed_result_is_sent_back_once() {
+async fn an_answer_that_leaves_the_agreed_result_stands() {
     for language in [Language::En, Language::Zh] {
         let texts = Texts::builtin(language);
-        let differs = texts.render(
-            Text::NudgeAnswerDiffers,
-            &[("answer", &r"\boxed{41}"), ("result", &r"\boxed{42}")],
-        );
-        let unboxed = texts.render(Text::NudgeAnswerUnboxed, &[("result", &r"\boxed{42}")]);
-        for (name, nudge, answer) in [
-            // Its answer boxes 42, the drafts' result: it stands.
-            ("drafts-agree-late", None, Some(r"\boxed{42}")),
-            // 41, then 41 again when sent back: the model stands by its own, once asked.
-            (
-                "drafts-agree-answer-differs",
-                Some(&differs),
-                Some(r"\boxed{41}"),
-            ),
-            // No box, then none again.
-            ("drafts-agree-answer-unboxed", Some(&unboxed), None),
+        let reminder = texts.render(Text::NoticeDraftsAnswer, &[("result", &r"\boxed{42}")]);
+        for (name, answer) in [
+            ("drafts-agree-late", Some(r"\boxed{42}")),
+            ("drafts-agree-answer-differs", Some(r"\boxed{41}")),
+            ("drafts-agree-answer-unboxed", None),
         ] {
             let turn = format!("{name} {}", language.code());
             let played = play_draft(name, language, Draft::Auto, honouring(), |_| {}).await;
@@ -1179,37 +1171,15 @@ async fn an_answer_that_does_not_box_the_agreed_result_is_sent_back_once() {
                 Some(boxed) => assert!(given.contains(boxed), "{turn}: {given}"),
                 None => assert!(!given.contains(r"\boxed"), "{turn}: {given}"),
             }
-            // The requests that carry a nudge sending the answer back.
-            let sent_back = |request: &ChatRequest| {
-                request.messages.iter().any(|m| {
-                    m.role == Role::User
-                        && (m.content.contains(&differs) || m.content.contains(&unboxed))
-                })
-            };
-            let carrying: Vec<usize> = (played.requests.iter().enumerate())
-                .filter(|(_, r)| sent_back(r))
+            // One answer round, the turn's last, reminded of the result; no nudge after it.
+            let answer_rounds: Vec<usize> = (played.requests.iter().enumerate())
+                .filter(|(_, r)| r.tool_choice == ToolChoice::None && !r.tools.is_empty())
                 .map(|(i, _)| i)
                 .collect();
-            let answer_rounds = (played.requests.iter())
-                .filter(|r| r.tool_choice == ToolChoice::None && !r.tools.is_empty())
-                .count();
-            match nudge {
-                None => {
-                    assert!(carrying.is_empty(), "{turn}: {carrying:?}");
-                    assert_eq!(answer_rounds, 1, "{turn}");
-                }
-                Some(nudge) => {
-                    // Once, in the last round, the answer it sent back before it.
-                    let last = played.requests.len() - 1;
-                    assert_eq!(carrying, [last], "{turn}");
-                    assert_eq!(answer_rounds, 2, "{turn}");
-                    let messages = &played.requests[last].messages;
-                    let at = (messages.iter())
-                        .position(|m| m.content.contains(nudge.as_str()))
-                        .expect("the nudge");
-                    assert_eq!(messages[at - 1].role, Role::Assistant, "{turn}");
-                }
-            }
+            assert_eq!(answer_rounds, [played.requests.len() - 1], "{turn}");
+            let tail = &played.requests[answer_rounds[0]].messages;
+            let tail = &tail.last().expect("a tail").content;
+            assert!(tail.contains(&reminder), "{turn}: {tail}");
             let found = problems(&turn, &played, &engine_pieces());
             assert!(found.is_empty(), "{}", found.join("\n"));
         }
