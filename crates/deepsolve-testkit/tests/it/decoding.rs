@@ -1150,7 +1150,7 @@ async fn drafts_go_on_until_a_result_is_reached_twice_and_the_plan_and_answer_he
 
 /// The answer's round is reminded of the drafts' agreed result; the answer stands whatever it
 /// boxes. (Sending an answer that left the result back once was measured with the 1.5B model:
-/// of 30 problems it mended none and spoiled one, at a round's cost in a third of them.)
+/// of 30 problems it mended none and spoiled one, a round spent in 9 of them.)
 #[tokio::test]
 async fn an_answer_that_leaves_the_agreed_result_stands() {
     for language in [Language::En, Language::Zh] {
